@@ -1,0 +1,41 @@
+# Two commands on a fresh machine: `make run` and `make test`. Everything else they need is installed here.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+UV := $(shell command -v uv 2>/dev/null || echo $(PYTHON) -m uv)
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint format bench lock install clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	@$(PYTHON) -m uv --version >/dev/null 2>&1 || command -v uv >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+	@test -x $(BIN)/python || $(UV) venv --quiet --python $(PYTHON) $(VENV)
+	$(UV) pip sync --quiet --python $(BIN)/python requirements.lock
+	$(UV) pip install --quiet --python $(BIN)/python --no-deps -e .
+	@touch $(STAMP)
+
+run: $(STAMP)
+	@echo "Precon listings service: http://$(HOST):$(PORT)/docs (development key printed below)"
+	$(BIN)/precon serve --dev --host $(HOST) --port $(PORT)
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(STAMP)
+	$(BIN)/python bench/service.py
+
+# Re-pin after editing pyproject.toml's dependencies (no registry addresses are recorded).
+lock:
+	$(UV) pip compile --quiet pyproject.toml --group dev -o requirements.lock
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache
