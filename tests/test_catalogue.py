@@ -1,0 +1,578 @@
+"""The generated catalogue: shapes per interface.md, consistency, geography, determinism, the sandbox."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import orjson
+import pytest
+
+from precon.service.canada import (
+    CITIES,
+    CITY_BY_NAME,
+    FSA_LETTERS,
+    PROVINCE_BY_NAME,
+    PROVINCE_CODES,
+    PROVINCE_SHARES,
+)
+from precon.service.catalogue import (
+    FLOOR_PLAN_FIELDS,
+    LISTING_FIELDS,
+    PROFILE_COLLECTIONS,
+    PROFILE_FIELDS,
+    REFERENCE_DATE,
+    REFERENCE_FIELDS,
+    Catalogue,
+    default_profile_count,
+    generate,
+    sandbox,
+)
+
+LISTING_ID = re.compile(r"^[A-Z0-9]{6}$")
+PROFILE_ID = re.compile(r"^[A-Za-z0-9]{20}$")
+TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+POSTAL_CODE = re.compile(r"^[A-Z]\d[A-Z] \d[A-Z]\d$")
+COORDINATE = re.compile(r"^-?\d{1,3}\.\d{6,7}$")
+NUMERIC_TEXT = re.compile(r"^\d+$")
+COMPASS = {"N", "NE", "E", "SE", "S", "SW", "W", "NW"}
+
+STR = (str,)
+OPT_STR = (str, type(None))
+NUM = (int, float)
+OPT_NUM = (int, float, type(None))
+OPT_INT = (int, type(None))
+BOOL = (bool,)
+LIST = (list,)
+DICT = (dict,)
+
+LISTING_TYPES: dict[str, tuple[type, ...]] = {
+    "listingId": STR,
+    "objectID": STR,
+    "path": STR,
+    "name": STR,
+    "summary": STR,
+    "mode": STR,
+    "sellingStatus": STR,
+    "constructionStatus": OPT_STR,
+    "type": LIST,
+    "isFeatured": BOOL,
+    "createdAt": STR,
+    "updatedAt": STR,
+    "country": OPT_STR,
+    "state": OPT_STR,
+    "region": OPT_STR,
+    "cityOrDistrict": OPT_STR,
+    "streetName": OPT_STR,
+    "streetNumber": OPT_INT,
+    "postalCode": OPT_STR,
+    "neighbourhood": LIST,
+    "municipalities": LIST,
+    "fullAddress": STR,
+    "geographicAddress": STR,
+    "lat": STR,
+    "long": STR,
+    "_geoloc": DICT,
+    **dict.fromkeys(
+        ["completionDate", "estimatedCompletionDate", "firstOccupancyDate", "constructionStarted", "salesStarted"],
+        OPT_STR,
+    ),
+    **dict.fromkeys(
+        [
+            "completionDateTBD",
+            "estimatedCompletionDateTBD",
+            "firstOccupancyDateTBD",
+            "constructionStartedTBD",
+            "salesStartedTBD",
+        ],
+        BOOL,
+    ),
+    **dict.fromkeys(
+        [
+            "completionYear",
+            "estimatedCompletionYear",
+            "firstOccupancyYear",
+            "constructionStartedYear",
+            "salesStartedYear",
+        ],
+        OPT_INT,
+    ),
+    "startPrice": OPT_NUM,
+    "endPrice": OPT_NUM,
+    "averagePricePerSqFeet": NUM,
+    "endPricePerSqFeet": NUM,
+    "contactForPricing": BOOL,
+    "assignmentFee": OPT_NUM,
+    "assignmentFeeFree": BOOL,
+    "ccOrMaintFee": OPT_NUM,
+    "ccOrMaintFeeIncluded": BOOL,
+    "developmentLevies": OPT_STR,
+    "developmentLeviesIncluded": BOOL,
+    **dict.fromkeys(["parkingCost", "parkingMaintainance", "storageCost", "lockerMaintainance"], OPT_NUM),
+    **dict.fromkeys(
+        [
+            "parkingCostIncluded",
+            "parkingMaintainanceIncluded",
+            "storageCostIncluded",
+            "lockerMaintainanceIncluded",
+        ],
+        BOOL,
+    ),
+    "parkingRestriction": STR,
+    "storageRestriction": STR,
+    "hasParking": BOOL,
+    "hasLocker": BOOL,
+    "metering": STR,
+    "meteringIncluded": BOOL,
+    **dict.fromkeys(["minBeds", "maxBeds", "minBaths", "maxBaths", "minSize", "maxSize"], OPT_NUM),
+    "numberOfUnits": STR,
+    "numberOfFloors": STR,
+    "numberOfFloorPlans": (int,),
+    "numberOfIncentives": (int,),
+    "ceilingHeights": STR,
+    "finishes": STR,
+    "virtualShowing": STR,
+    "exposures": LIST,
+    "amenities": LIST,
+    "incentives": LIST,
+    "brokerages": LIST,
+    "videos": LIST,
+    "logo": DICT,
+    "coverPhoto": DICT,
+    "photos": LIST,
+    "paymentStructures": LIST,
+    **dict.fromkeys(REFERENCE_FIELDS, LIST),
+    "floorPlans": (list, type(None)),
+}
+
+FLOOR_PLAN_TYPES: dict[str, tuple[type, ...]] = {
+    "name": STR,
+    "planCategory": STR,
+    "floorPlanType": LIST,
+    "squareFeet": STR,
+    "startPrice": (str, int, float),
+    "contactForPricing": BOOL,
+    "status": STR,
+    "numberOfBedrooms": NUM,
+    "numberOfBathrooms": NUM,
+    "exposure": LIST,
+    "image": DICT,
+    "createdAt": STR,
+    "lastUpdated": STR,
+}
+
+
+def _is(value: Any, kinds: tuple[type, ...]) -> bool:
+    """isinstance, except that a bool is not a number here (JSON tells them apart)."""
+    if isinstance(value, bool):
+        return bool in kinds
+    return isinstance(value, kinds)
+
+
+def _timestamp_ok(value: str) -> bool:
+    return bool(TIMESTAMP.match(value)) and "2021-01-01T00:00:00.000Z" <= value < REFERENCE_DATE
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@pytest.fixture(scope="module")
+def default() -> Catalogue:
+    return generate()
+
+
+@pytest.fixture(scope="module")
+def small() -> Catalogue:
+    return generate(300, seed=7)
+
+
+@pytest.fixture(scope="module")
+def box() -> Catalogue:
+    return sandbox()
+
+
+@pytest.fixture(params=["small", "box"])
+def catalogue(request: pytest.FixtureRequest) -> Catalogue:
+    return request.getfixturevalue(request.param)
+
+
+# ---------------------------------------------------------------------------------------------- identifiers
+
+
+def test_listing_ids_are_unique_and_well_formed(catalogue: Catalogue) -> None:
+    ids = [listing["listingId"] for listing in catalogue.listings]
+    assert len(set(ids)) == len(ids)
+    for listing in catalogue.listings:
+        assert LISTING_ID.match(listing["listingId"])
+        assert listing["objectID"] == listing["listingId"]
+        assert listing["path"] == f"Listings/{listing['listingId']}"
+
+
+def test_profile_ids_are_unique_and_well_formed(catalogue: Catalogue) -> None:
+    ids = [profile["id"] for profile in catalogue.profiles]
+    assert len(set(ids)) == len(ids), "profile ids are unique across collections"
+    for profile in catalogue.profiles:
+        collection, _, pid = profile["path"].partition("/")
+        assert collection in PROFILE_COLLECTIONS
+        assert pid == profile["id"]
+        assert PROFILE_ID.match(pid)
+        assert profile["logo"] == f"/media/profiles/{pid}/logo.svg"
+
+
+def test_profile_names_are_unique_within_a_collection(default: Catalogue) -> None:
+    names = Counter((p["path"].split("/")[0], p["name"].lower()) for p in default.profiles)
+    assert max(names.values()) == 1
+
+
+# ---------------------------------------------------------------------------------------------- counts
+
+
+def test_default_sizes(default: Catalogue) -> None:
+    assert len(default.listings) == 2500
+    assert len(default.profiles) == 1000 == default_profile_count(2500)
+    collections = Counter(p["path"].split("/")[0] for p in default.profiles)
+    assert set(collections) == set(PROFILE_COLLECTIONS)
+    assert collections.most_common(1)[0][0] == "Builders"
+
+
+def test_profile_count_scales_with_listings() -> None:
+    assert default_profile_count(10) == 70
+    assert default_profile_count(2500) == 1000
+    assert default_profile_count(50_000) == 8000
+    assert len(generate(120, seed=3, profiles=25).profiles) == 25
+    empty = generate(0)
+    assert empty.listings == [] and len(empty.profiles) == 70
+    assert all(profile["listings"] == [] for profile in empty.profiles)
+
+
+def test_every_province_present_and_weighted_like_the_market(default: Catalogue) -> None:
+    states = Counter(listing["state"] for listing in default.listings)
+    assert set(states) == set(PROVINCE_CODES.values())
+    ranked = [state for state, _ in states.most_common()]
+    assert ranked[:2] == ["Ontario", "British Columbia"]
+    for code, share in PROVINCE_SHARES.items():
+        assert states[PROVINCE_CODES[code]] == pytest.approx(share * 2500, rel=0.1, abs=2)
+
+
+def test_every_province_present_in_a_small_catalogue() -> None:
+    states = {listing["state"] for listing in generate(30, seed=11).listings}
+    assert states == set(PROVINCE_CODES.values())
+
+
+def test_status_mix(default: Catalogue) -> None:
+    selling = Counter(listing["sellingStatus"] for listing in default.listings)
+    assert set(selling) == {"Selling Now", "Pending", "Sold Out"}
+    assert 0.45 < selling["Selling Now"] / 2500 < 0.65
+    construction = Counter(listing["constructionStatus"] for listing in default.listings)
+    assert set(construction) == {"Pre Construction", "Complete", None}
+    assert 0.6 < construction["Pre Construction"] / 2500 < 0.8
+    assert 0.01 < sum(listing["isFeatured"] for listing in default.listings) / 2500 < 0.1
+    no_plans = sum(listing["floorPlans"] is None for listing in default.listings)
+    assert 0 < no_plans < 0.05 * 2500
+
+
+# ---------------------------------------------------------------------------------------------- shapes
+
+
+def test_listing_fields_and_types(catalogue: Catalogue) -> None:
+    for listing in catalogue.listings:
+        assert tuple(listing) == LISTING_FIELDS
+        for field, kinds in LISTING_TYPES.items():
+            assert _is(listing[field], kinds), (listing["listingId"], field, listing[field])
+        assert listing["mode"] == "live"
+        assert listing["sellingStatus"] in {"Selling Now", "Pending", "Sold Out"}
+        assert listing["constructionStatus"] in {"Pre Construction", "Complete", None}
+        assert listing["country"] == "Canada"
+        assert 1 <= len(listing["type"]) <= 2
+        assert len(listing["neighbourhood"]) == 1 and listing["municipalities"]
+        assert 3 <= len(listing["amenities"]) <= 14
+        assert listing["exposures"] and set(listing["exposures"]) <= COMPASS
+        assert 3 <= len(listing["photos"]) <= 12
+        assert NUMERIC_TEXT.match(listing["numberOfUnits"]) and NUMERIC_TEXT.match(listing["numberOfFloors"])
+        assert listing["numberOfIncentives"] == len(listing["incentives"])
+        for item in listing["incentives"]:
+            assert isinstance(item["title"], str) and isinstance(item["description"], str)
+
+
+def test_listing_timestamps(catalogue: Catalogue) -> None:
+    for listing in catalogue.listings:
+        assert _timestamp_ok(listing["createdAt"]) and _timestamp_ok(listing["updatedAt"])
+        assert listing["updatedAt"] >= listing["createdAt"]
+        for photo in listing["photos"]:
+            assert _timestamp_ok(photo["createdAt"])
+        for plan in listing["floorPlans"] or []:
+            assert _timestamp_ok(plan["createdAt"]) and _timestamp_ok(plan["lastUpdated"])
+            assert listing["createdAt"] <= plan["createdAt"] <= plan["lastUpdated"] <= listing["updatedAt"]
+
+
+def test_dates_text_years_and_tbd_agree(catalogue: Catalogue) -> None:
+    pairs = (
+        ("completionDate", "completionYear", "completionDateTBD"),
+        ("estimatedCompletionDate", "estimatedCompletionYear", "estimatedCompletionDateTBD"),
+        ("firstOccupancyDate", "firstOccupancyYear", "firstOccupancyDateTBD"),
+        ("constructionStarted", "constructionStartedYear", "constructionStartedTBD"),
+        ("salesStarted", "salesStartedYear", "salesStartedTBD"),
+    )
+    for listing in catalogue.listings:
+        for text, year, tbd in pairs:
+            if listing[tbd]:
+                assert listing[text] is None and listing[year] is None
+            else:
+                assert str(listing[year]) in listing[text]
+                assert 2010 <= listing[year] <= 2035
+
+
+def test_location_fields(catalogue: Catalogue) -> None:
+    for listing in catalogue.listings:
+        code = PROVINCE_BY_NAME[listing["state"]]
+        city = CITY_BY_NAME[(code, listing["cityOrDistrict"])]
+        assert listing["region"] == city.region
+        assert listing["streetName"] in city.streets
+        assert listing["neighbourhood"][0] in {hood.name for hood in city.neighbourhoods}
+        postal = listing["postalCode"]
+        assert POSTAL_CODE.match(postal) and postal[0] in FSA_LETTERS[code] and postal[:3] in city.fsas
+        assert listing["fullAddress"].endswith(f"{city.name}, {code.upper()} {postal}, Canada")
+        if listing["streetNumber"] is not None:
+            assert listing["fullAddress"].startswith(f"{listing['streetNumber']} {listing['streetName']},")
+        assert COORDINATE.match(listing["lat"]) and COORDINATE.match(listing["long"])
+        geoloc = listing["_geoloc"]
+        assert set(geoloc) == {"lat", "lng"}
+        assert isinstance(geoloc["lat"], float) and isinstance(geoloc["lng"], float)
+        assert geoloc["lat"] == float(listing["lat"]) and geoloc["lng"] == float(listing["long"])
+        assert abs(geoloc["lat"] - city.lat) < 0.25 and abs(geoloc["lng"] - city.lng) < 0.35
+
+
+def test_floor_plan_fields_and_types(catalogue: Catalogue) -> None:
+    plans = 0
+    for listing in catalogue.listings:
+        if listing["floorPlans"] is None:
+            assert listing["numberOfFloorPlans"] == 0
+            continue
+        assert 2 <= len(listing["floorPlans"]) <= 40
+        assert listing["numberOfFloorPlans"] == len(listing["floorPlans"])
+        for index, plan in enumerate(listing["floorPlans"], start=1):
+            plans += 1
+            assert tuple(plan) == FLOOR_PLAN_FIELDS
+            for field, kinds in FLOOR_PLAN_TYPES.items():
+                assert _is(plan[field], kinds), (listing["listingId"], field, plan[field])
+            assert plan["planCategory"] == "floorPlan"
+            assert plan["status"] in {"Available", "Sold Out"}
+            assert NUMERIC_TEXT.match(plan["squareFeet"])
+            assert plan["startPrice"] == "" or _is_number(plan["startPrice"])
+            assert (plan["startPrice"] == "") == plan["contactForPricing"]
+            assert plan["numberOfBedrooms"] * 2 == int(plan["numberOfBedrooms"] * 2)
+            assert plan["numberOfBathrooms"] * 2 == int(plan["numberOfBathrooms"] * 2)
+            assert plan["exposure"] and set(plan["exposure"]) <= set(listing["exposures"])
+            assert plan["image"]["url"] == f"/media/listings/{listing['listingId']}/plans/{index}.svg"
+            assert isinstance(plan["image"]["name"], str)
+            if listing["sellingStatus"] == "Sold Out":
+                assert plan["status"] == "Sold Out"
+    assert plans
+
+
+def test_half_steps_occur(default: Catalogue) -> None:
+    plans = [plan for listing in default.listings for plan in listing["floorPlans"] or []]
+    assert any(plan["numberOfBathrooms"] in (1.5, 2.5) for plan in plans)
+    assert any(isinstance(listing["maxBaths"], float) for listing in default.listings)
+    assert any(plan["startPrice"] == "" for plan in plans)
+
+
+def test_media_urls(catalogue: Catalogue) -> None:
+    for listing in catalogue.listings:
+        media = f"/media/listings/{listing['listingId']}/"
+        assert listing["coverPhoto"] == {"name": "cover.svg", "url": media + "cover.svg"}
+        logo = listing["logo"]
+        assert set(logo) == {"name", "url"} and (logo["url"] is None or logo["url"] == media + "logo.svg")
+        for number, photo in enumerate(listing["photos"], start=1):
+            assert set(photo) == {"createdAt", "name", "tags", "type", "url"}
+            assert photo["url"] == f"{media}photo-{number}.svg"
+            assert photo["type"] in {"image/jpeg", "image/svg+xml"}
+            assert photo["tags"] and all(isinstance(tag, str) for tag in photo["tags"])
+
+
+def test_profile_fields(catalogue: Catalogue) -> None:
+    for profile in catalogue.profiles:
+        collection = profile["path"].split("/")[0]
+        extra = ("yearFounded", "provinces") if collection == "Builders" else ()
+        assert tuple(profile) == PROFILE_FIELDS + extra
+        for field in ("name", "address", "website", "email", "phone", "logo", "summary", "state"):
+            assert isinstance(profile[field], str)
+        assert profile["name"] and profile["summary"] and profile["address"]
+        assert profile["website"] == "" or profile["website"].startswith("https://")
+        assert _timestamp_ok(profile["createdAt"]) and _timestamp_ok(profile["updatedAt"])
+        assert profile["updatedAt"] >= profile["createdAt"]
+        assert profile["state"] in PROVINCE_CODES.values()
+        if collection == "Builders":
+            assert 1900 < profile["yearFounded"] < 2026
+            assert profile["state"] in profile["provinces"]
+
+
+# ---------------------------------------------------------------------------------------------- consistency
+
+
+def test_references_are_consistent_both_ways(catalogue: Catalogue) -> None:
+    profiles = {profile["path"]: profile for profile in catalogue.profiles}
+    referenced: dict[str, set[str]] = {path: set() for path in profiles}
+    for listing in catalogue.listings:
+        for field, collection in REFERENCE_FIELDS.items():
+            paths = listing[field]
+            assert len(set(paths)) == len(paths)
+            assert len(paths) <= (2 if field == "builders" else 1)
+            for path in paths:
+                assert path.startswith(f"{collection}/"), (field, path)
+                assert listing["path"] in profiles[path]["listings"]
+                referenced[path].add(listing["path"])
+        assert 1 <= len(listing["builders"]) <= 2
+    for path, profile in profiles.items():
+        assert len(set(profile["listings"])) == len(profile["listings"])
+        assert set(profile["listings"]) == referenced[path]
+
+
+def test_builders_are_regional(default: Catalogue) -> None:
+    builders = {p["path"]: p for p in default.profiles if p["path"].startswith("Builders/")}
+    for listing in default.listings:
+        for path in listing["builders"]:
+            assert listing["state"] in builders[path]["provinces"]
+    assert sum(len(b["provinces"]) <= 2 for b in builders.values()) > 0.8 * len(builders)
+    busiest = max(len(b["listings"]) for b in builders.values())
+    assert busiest > 5 * len(default.listings) / len(builders), "a long tail: some builders have many listings"
+
+
+def test_prices_sizes_beds_agree_with_floor_plans(catalogue: Catalogue) -> None:
+    for listing in catalogue.listings:
+        plans = listing["floorPlans"]
+        if plans is None:
+            if listing["startPrice"] is None:
+                assert listing["contactForPricing"] and listing["endPrice"] is None
+            continue
+        prices = [plan["startPrice"] for plan in plans if plan["startPrice"] != ""]
+        if prices:
+            assert listing["startPrice"] == min(prices) and listing["endPrice"] == max(prices)
+            assert listing["averagePricePerSqFeet"] > 0
+            assert listing["endPricePerSqFeet"] >= listing["averagePricePerSqFeet"]
+        else:
+            assert listing["startPrice"] is None and listing["endPrice"] is None
+            assert listing["contactForPricing"]
+        if listing["contactForPricing"] and not prices:
+            assert all(plan["contactForPricing"] for plan in plans)
+        sizes = [int(plan["squareFeet"]) for plan in plans]
+        assert (listing["minSize"], listing["maxSize"]) == (min(sizes), max(sizes))
+        beds = [plan["numberOfBedrooms"] for plan in plans]
+        baths = [plan["numberOfBathrooms"] for plan in plans]
+        assert (listing["minBeds"], listing["maxBeds"]) == (min(beds), max(beds))
+        assert (listing["minBaths"], listing["maxBaths"]) == (min(baths), max(baths))
+
+
+def test_price_per_square_foot_is_plausible_for_the_city(default: Catalogue) -> None:
+    ratios = []
+    for listing in default.listings:
+        city = CITY_BY_NAME[(PROVINCE_BY_NAME[listing["state"]], listing["cityOrDistrict"])]
+        for plan in listing["floorPlans"] or []:
+            if plan["startPrice"] != "":
+                ratio = plan["startPrice"] / int(plan["squareFeet"]) / city.price_per_sqft
+                assert 0.35 < ratio < 2.5, (listing["listingId"], plan["name"], ratio)
+        if listing["averagePricePerSqFeet"]:
+            ratios.append(listing["averagePricePerSqFeet"] / city.price_per_sqft)
+    ratios.sort()
+    assert 0.8 < ratios[len(ratios) // 2] < 1.2
+
+
+def test_city_prices_rank_like_the_market(default: Catalogue) -> None:
+    def average(city: str) -> float:
+        values = [
+            listing["averagePricePerSqFeet"]
+            for listing in default.listings
+            if listing["cityOrDistrict"] == city and listing["averagePricePerSqFeet"]
+        ]
+        return sum(values) / len(values)
+
+    assert average("Vancouver") > average("Calgary") > average("Winnipeg")
+    assert average("Toronto") > average("Montreal")
+
+
+def test_payment_structures(catalogue: Catalogue) -> None:
+    for listing in catalogue.listings:
+        structures = listing["paymentStructures"]
+        assert 1 <= len(structures) <= 2
+        for structure in structures:
+            assert isinstance(structure["type"], str) and _is_number(structure["totalDeposit"])
+            milestones = structure["milestones"]
+            assert milestones
+            assert sum(m["amount"] for m in milestones) == structure["totalDeposit"]
+            for milestone in milestones:
+                assert set(milestone) == {"amount", "prefix", "suffix", "text", "type"}
+                assert _is_number(milestone["amount"]) and milestone["type"] == "percentage"
+                assert all(isinstance(milestone[key], str) for key in ("prefix", "suffix", "text"))
+
+
+def test_condo_fees_and_parking(default: Catalogue) -> None:
+    for listing in default.listings:
+        if listing["type"][0] == "Detached":
+            assert listing["ccOrMaintFee"] is None
+        if listing["type"][0] == "Condo":
+            assert 0.55 <= listing["ccOrMaintFee"] <= 0.85
+        if not listing["hasParking"]:
+            assert listing["parkingCost"] is None
+        if not listing["hasLocker"]:
+            assert listing["storageCost"] is None
+
+
+def test_names_are_mostly_unique(default: Catalogue) -> None:
+    names = [listing["name"] for listing in default.listings]
+    assert len(set(names)) == len(names)
+    assert sum("Phase" in name for name in names) < 0.1 * len(names)
+
+
+def test_geography_tables_cover_canada() -> None:
+    assert {city.province for city in CITIES} == set(PROVINCE_CODES)
+    assert PROVINCE_CODES["pe"] == "Prince Edward Island"
+    big = [city for city in CITIES if city.name in {"Toronto", "Vancouver", "Montreal", "Calgary", "Ottawa"}]
+    assert len(big) == 5 and all(len(city.neighbourhoods) >= 8 for city in big)
+
+
+# ---------------------------------------------------------------------------------------------- determinism
+
+
+def test_same_arguments_give_identical_bytes() -> None:
+    first = generate(300, seed=42)
+    second = generate(300, seed=42)
+    assert orjson.dumps(first.listings) == orjson.dumps(second.listings)
+    assert orjson.dumps(first.profiles) == orjson.dumps(second.profiles)
+
+
+def test_different_seeds_give_different_catalogues(small: Catalogue) -> None:
+    other = generate(300, seed=8)
+    assert [item["listingId"] for item in small.listings] != [item["listingId"] for item in other.listings]
+    assert orjson.dumps(small.listings) != orjson.dumps(other.listings)
+    assert orjson.dumps(small.profiles) != orjson.dumps(other.profiles)
+
+
+# ---------------------------------------------------------------------------------------------- sandbox
+
+
+def test_sandbox_is_fixed_and_varied(box: Catalogue) -> None:
+    assert orjson.dumps(box.listings) == orjson.dumps(sandbox().listings)
+    assert len(box.listings) == 40 and len(box.profiles) == 60
+    listings = box.listings
+    assert all(listing["listingId"].startswith("S") for listing in listings)
+    assert len({listing["state"] for listing in listings}) >= 5
+    assert any(listing["constructionStatus"] is None for listing in listings)
+    assert any(listing["constructionStatus"] == "Complete" for listing in listings)
+    assert any(listing["sellingStatus"] == "Sold Out" for listing in listings)
+    assert any(listing["sellingStatus"] == "Pending" for listing in listings)
+    assert any(listing["isFeatured"] for listing in listings)
+    assert any(listing["floorPlans"] is None for listing in listings)
+    assert any(
+        plan["startPrice"] == ""
+        for listing in listings
+        if not listing["contactForPricing"]
+        for plan in listing["floorPlans"] or []
+    )
+
+
+def test_sandbox_ids_do_not_collide_with_the_default_catalogue(box: Catalogue, default: Catalogue) -> None:
+    assert not {item["listingId"] for item in box.listings} & {item["listingId"] for item in default.listings}
+    assert not {item["id"] for item in box.profiles} & {item["id"] for item in default.profiles}
+    assert not any(item["listingId"].startswith("S") for item in default.listings)
