@@ -1,0 +1,1098 @@
+"""The catalogue store: listings and profiles in one SQLite file, behind a narrow interface.
+
+What the service needs of a store is :class:`CatalogueStore`; :class:`SQLiteStore` is the implementation.
+The file holds each record whole (a compressed JSON document) next to what makes it fast to find: typed
+columns and term/number tables for filters and facets, FTS5 tables for text, an R*Tree for distance.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import orjson
+
+from precon import filters
+from precon.filters import Expr, fold_text
+from precon.models import PROVINCES
+from precon.service.columns import ColumnIndex, Mask
+from precon.service.schema import (
+    LISTING_ATTRIBUTES,
+    LISTING_REFERENCE_FIELDS,
+    MULTI_ATTRIBUTES,
+    SCALAR_ATTRIBUTES,
+    SEARCHABLE_LISTING_FIELDS,
+    SEARCHABLE_LISTING_WEIGHTS,
+    SEARCHABLE_PROFILE_FIELDS,
+    SEARCHABLE_PROFILE_WEIGHTS,
+    IndexedAttribute,
+)
+from precon.service.search import TextQuery, TypoIndex, searchable_text
+from precon.service.sql_filter import ListingFilterCompiler, as_number, canonical_path
+
+EARTH_RADIUS_M = 6_371_000.0
+MAX_FACET_VALUES = 100
+TRENDING_HALF_LIFE_S = 24 * 3600.0
+"""A view's weight in the trending rank halves every day."""
+TRENDING_DECAY_PER_S = math.log(2) / TRENDING_HALF_LIFE_S
+TRENDING_EPOCH_S = 1_767_225_600.0
+"""2026-01-01: the decayed view scores are stored relative to it, so they need no rewriting as time passes."""
+
+_PROVINCE_BY_NAME = {name.casefold(): code for code, name in PROVINCES.items()} | {code: code for code in PROVINCES}
+
+
+def province_of(state: Any) -> str | None:
+    """The province code of a listing's ``state`` (full name or two-letter code), or None."""
+    return _PROVINCE_BY_NAME.get(state.strip().casefold()) if isinstance(state, str) else None
+
+
+def encode_document(record: dict[str, Any]) -> bytes:
+    return orjson.dumps(record)
+
+
+def decode_document(blob: bytes) -> dict[str, Any]:
+    result: dict[str, Any] = orjson.loads(blob)
+    return result
+
+
+# ----------------------------------------------------------------------------------------------------------
+# What a store answers
+# ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GeoCircle:
+    lat: float
+    lng: float
+    radius_m: float
+
+
+@dataclass(frozen=True)
+class ListingQuery:
+    province: str | None = None
+    """A province code, or None for every province."""
+    text: TextQuery | None = None
+    filter: Expr | None = None
+    circle: GeoCircle | None = None
+    facets: tuple[str, ...] = ()
+    offset: int = 0
+    limit: int = 20
+    order: Literal["relevance", "trending"] = "relevance"
+
+
+@dataclass
+class ListingHits:
+    total: int
+    documents: list[dict[str, Any]]
+    scores: list[float | None]
+    facets: dict[str, list[tuple[str, int]]]
+    text: TextQuery | None
+    """The text query that matched, typo variants included: what the highlighter marks."""
+
+
+@dataclass(frozen=True)
+class ProfileQuery:
+    province: str | None = None
+    collection: str | None = None
+    text: TextQuery | None = None
+    filter: Expr | None = None
+    facets: tuple[str, ...] = ()
+    offset: int = 0
+    limit: int = 20
+    sort_by_name: Literal["asc", "dsc"] | None = None
+
+
+@dataclass
+class ProfileHits:
+    total: int
+    documents: list[dict[str, Any]]
+    scores: list[float | None]
+    facets: dict[str, list[tuple[str, int]]]
+    text: TextQuery | None
+
+
+@dataclass
+class SimilarityFeatures:
+    listing_id: str
+    lat: float | None
+    lng: float | None
+    start_price: float | None
+    min_beds: float | None
+    max_beds: float | None
+    types: set[str] = field(default_factory=set)
+    amenities: set[str] = field(default_factory=set)
+
+
+@dataclass
+class CatalogueChange:
+    """One record written or removed: what catalogue change events are made of."""
+
+    kind: Literal["listing", "profile"]
+    action: Literal["created", "updated", "deleted"]
+    key: str
+    """The listing id, or the profile path."""
+
+
+class CatalogueStore(Protocol):
+    def search_listings(self, query: ListingQuery) -> ListingHits: ...
+    def get_listings(self, ids: Sequence[str], province: str | None) -> dict[str, dict[str, Any]]: ...
+    def get_profiles(self, paths: Sequence[str]) -> dict[str, dict[str, Any]]: ...
+    def find_profile(self, profile_id: str, collection: str | None, province: str | None) -> dict[str, Any] | None: ...
+    def search_profiles(self, query: ProfileQuery) -> ProfileHits: ...
+    def similarity_features(
+        self, listing_id: str, province: str | None, radius_m: float, limit: int
+    ) -> tuple[SimilarityFeatures | None, list[SimilarityFeatures]]: ...
+    def record_view(self, listing_id: str, at: float | None = None) -> None: ...
+    def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
+    def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
+    def delete_listing(self, listing_id: str) -> list[CatalogueChange]: ...
+    def delete_profile(self, path: str) -> list[CatalogueChange]: ...
+    def listing_attribute_names(self) -> frozenset[str]: ...
+    def counts(self) -> dict[str, int]: ...
+
+
+# ----------------------------------------------------------------------------------------------------------
+# SQLite
+# ----------------------------------------------------------------------------------------------------------
+
+_SQL_TYPES = {"text": "TEXT", "number": "REAL", "bool": "INTEGER"}
+_INDEXED_COLUMNS = [
+    "sellingStatus",
+    "constructionStatus",
+    "cityOrDistrict",
+    "startPrice",
+    "endPrice",
+    "minBeds",
+    "maxBeds",
+    "minBaths",
+    "maxBaths",
+    "minSize",
+    "maxSize",
+    "completionYear",
+    "averagePricePerSqFeet",
+]
+
+
+def _schema() -> str:
+    columns = ",\n  ".join(f"{a.column} {_SQL_TYPES[a.kind]}" for a in SCALAR_ATTRIBUTES)
+    column_indexes = "\n".join(
+        f"CREATE INDEX IF NOT EXISTS listings_by_{name} ON listings(c_{name}, province);" for name in _INDEXED_COLUMNS
+    )
+    listing_fts = ", ".join(SEARCHABLE_LISTING_FIELDS)
+    profile_fts = ", ".join(SEARCHABLE_PROFILE_FIELDS)
+    return f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS listings(
+  id INTEGER PRIMARY KEY,
+  listing_id TEXT NOT NULL UNIQUE,
+  province TEXT,
+  featured INTEGER NOT NULL DEFAULT 0,
+  updated_at TEXT NOT NULL DEFAULT '',
+  geo_lat REAL,
+  geo_lng REAL,
+  {columns}
+);
+CREATE TABLE IF NOT EXISTS listing_docs(id INTEGER PRIMARY KEY, doc BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS listings_in_order ON listings(featured DESC, updated_at DESC, listing_id);
+CREATE INDEX IF NOT EXISTS listings_by_province ON listings(province, featured DESC, updated_at DESC, listing_id);
+{column_indexes}
+CREATE TABLE IF NOT EXISTS listing_terms(attr TEXT NOT NULL, term TEXT NOT NULL, listing INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS listing_terms_lookup ON listing_terms(attr, term, listing);
+CREATE INDEX IF NOT EXISTS listing_terms_by_listing ON listing_terms(listing, attr, term);
+CREATE TABLE IF NOT EXISTS listing_numbers(attr TEXT NOT NULL, num REAL NOT NULL, listing INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS listing_numbers_lookup ON listing_numbers(attr, num, listing);
+CREATE INDEX IF NOT EXISTS listing_numbers_by_listing ON listing_numbers(listing, attr);
+CREATE TABLE IF NOT EXISTS labels(
+  attr TEXT NOT NULL, term TEXT NOT NULL, label TEXT NOT NULL, PRIMARY KEY(attr, term)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS listing_attributes(name TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS listing_fts USING fts5({listing_fts}, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS listing_vocab USING fts5vocab(listing_fts, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS listing_geo USING rtree(id, min_lat, max_lat, min_lng, max_lng);
+CREATE TABLE IF NOT EXISTS listing_views(
+  listing_id TEXT PRIMARY KEY, rank REAL NOT NULL, views INTEGER NOT NULL, last_view REAL NOT NULL)
+  WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS listing_views_by_rank ON listing_views(rank DESC);
+CREATE TABLE IF NOT EXISTS profiles(
+  id INTEGER PRIMARY KEY,
+  profile_id TEXT NOT NULL,
+  collection TEXT NOT NULL,
+  path TEXT NOT NULL UNIQUE,
+  path_key TEXT NOT NULL,
+  name_key TEXT NOT NULL DEFAULT '',
+  doc BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS profiles_by_id ON profiles(profile_id);
+CREATE INDEX IF NOT EXISTS profiles_by_path_key ON profiles(path_key);
+CREATE INDEX IF NOT EXISTS profiles_by_collection ON profiles(collection, name_key, path);
+CREATE INDEX IF NOT EXISTS profiles_by_name ON profiles(name_key, path);
+CREATE TABLE IF NOT EXISTS profile_provinces(
+  province TEXT NOT NULL, profile INTEGER NOT NULL, PRIMARY KEY(province, profile)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS profile_provinces_by_profile ON profile_provinces(profile);
+CREATE VIRTUAL TABLE IF NOT EXISTS profile_fts USING fts5({profile_fts}, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS profile_vocab USING fts5vocab(profile_fts, 'row');
+"""
+
+
+_SELECT_LISTING_DOC = "SELECT l.id, d.doc FROM listings l JOIN listing_docs d ON d.id = l.id WHERE l.listing_id = ?"
+_LISTING_SECONDARY_INDEXES = re.findall(
+    r"CREATE INDEX IF NOT EXISTS (\w+) ON listing(?:s|_terms|_numbers)\(", _schema()
+)
+_TOP_LEVEL_MULTI = [a for a in MULTI_ATTRIBUTES if "." not in a.path]
+_NESTED_MULTI: dict[str, list[tuple[IndexedAttribute, str]]] = {}
+for _attribute in MULTI_ATTRIBUTES:
+    if "." in _attribute.path:
+        _parent, _leaf = _attribute.path.split(".", 1)
+        assert "." not in _leaf, "the index walks one level of nesting"
+        _NESTED_MULTI.setdefault(_parent, []).append((_attribute, _leaf))
+
+
+@lru_cache(maxsize=512)
+def _fallback_predicate(expression: str) -> Callable[[Any], bool]:
+    return filters.compile_predicate(filters.parse(expression))
+
+
+def _precon_match(blob: bytes | None, expression: str) -> int:
+    if blob is None:
+        return 0
+    return int(_fallback_predicate(expression)(decode_document(blob)))
+
+
+def _collect(record: Any, path: str) -> list[Any]:
+    """Every leaf value at a dotted path, walking into arrays element-wise (as the filter evaluator does)."""
+    values = [record]
+    for part in path.split("."):
+        next_values: list[Any] = []
+        for value in values:
+            if isinstance(value, dict) and part in value:
+                found = value[part]
+                if isinstance(found, list):
+                    next_values.extend(found)
+                else:
+                    next_values.append(found)
+        values = next_values
+    return [v for v in values if v is not None]
+
+
+def _scalar_value(attribute: IndexedAttribute, value: Any) -> Any:
+    if value is None:
+        return None
+    if attribute.kind == "text":
+        return fold_text(value) if isinstance(value, str) else None
+    if attribute.kind == "bool":
+        return int(value) if isinstance(value, bool) else None
+    return as_number(value)
+
+
+def _geo_point(record: dict[str, Any]) -> tuple[float | None, float | None]:
+    geoloc = record.get("_geoloc")
+    if isinstance(geoloc, dict):
+        lat, lng = as_number(geoloc.get("lat")), as_number(geoloc.get("lng"))
+    else:
+        lat, lng = as_number(record.get("lat")), as_number(record.get("long"))
+    if lat is None or lng is None or not (-90 <= lat <= 90 and -180 <= lng <= 180):
+        return None, None
+    return lat, lng
+
+
+def _bounding_box(circle: GeoCircle) -> tuple[float, float, float, float]:
+    lat_span = math.degrees(circle.radius_m / EARTH_RADIUS_M)
+    min_lat, max_lat = max(-90.0, circle.lat - lat_span), min(90.0, circle.lat + lat_span)
+    cos_lat = min(math.cos(math.radians(min_lat)), math.cos(math.radians(max_lat)))
+    if cos_lat < 1e-6 or lat_span * 2 >= 180:
+        return min_lat, max_lat, -180.0, 180.0
+    lng_span = min(180.0, lat_span / cos_lat)
+    return min_lat, max_lat, circle.lng - lng_span, circle.lng + lng_span
+
+
+def _facet_key(kind: str, value: Any) -> str:
+    if kind == "bool":
+        return "true" if value else "false"
+    if kind == "number":
+        number = float(value)
+        return str(int(number)) if number.is_integer() else repr(number)
+    return str(value)
+
+
+class SQLiteStore:
+    """A catalogue in one SQLite file (WAL): one connection per thread, writes serialised by SQLite.
+
+    Listing searches run on the in-memory column index (``engine="columns"``, the default) or on SQL alone
+    (``engine="sql"``); both give the same answers.
+    """
+
+    def __init__(self, path: str | Path, engine: Literal["columns", "sql"] = "columns") -> None:
+        self.engine = engine
+        self._column_index: ColumnIndex | None = None
+        self._index_lock = threading.Lock()
+        self._fallback_masks: dict[tuple[int, str], Mask] = {}
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._typo_cache: tuple[int, TypoIndex, TypoIndex] | None = None
+        self._label_cache: tuple[int, dict[tuple[str, str], str]] | None = None
+        self._attribute_cache: tuple[int, frozenset[str]] | None = None
+        self._bulk = False
+        with self._write_lock:
+            db = self._db()
+            db.executescript(
+                "BEGIN IMMEDIATE;" + _schema() + "INSERT OR IGNORE INTO meta VALUES ('generation', '0');COMMIT;"
+            )
+
+    # -- connections ---------------------------------------------------------------------------------------
+
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA cache_size=-4000")
+            db.execute("PRAGMA temp_store=MEMORY")
+            db.create_function("precon_match", 2, _precon_match, deterministic=True)
+            try:
+                db.execute("SELECT sin(0), acos(0), radians(0), ln(1), exp(0)")
+            except sqlite3.OperationalError:  # SQLite built without its math functions
+                for name, arity, fn in (
+                    ("sin", 1, math.sin),
+                    ("cos", 1, math.cos),
+                    ("asin", 1, math.asin),
+                    ("acos", 1, math.acos),
+                    ("sqrt", 1, math.sqrt),
+                    ("radians", 1, math.radians),
+                    ("pow", 2, math.pow),
+                    ("ln", 1, math.log),
+                    ("exp", 1, math.exp),
+                ):
+                    db.create_function(name, arity, fn, deterministic=True)
+            self._local.db = db
+            with self._lock:
+                self._connections.append(db)
+        return db
+
+    def close(self) -> None:
+        with self._lock:
+            for db in self._connections:
+                db.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        db = self._db()
+        with self._write_lock:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def _bump_generation(self, db: sqlite3.Connection) -> None:
+        db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+
+    def generation(self) -> int:
+        return int(self._db().execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+
+    # -- writing -------------------------------------------------------------------------------------------
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """For loading a whole catalogue: the listing indexes are built once at the end, not row by row."""
+        db = self._db()
+        with self._write_lock:
+            for name in _LISTING_SECONDARY_INDEXES:
+                db.execute(f"DROP INDEX IF EXISTS {name}")
+        db.execute("PRAGMA synchronous=OFF")
+        self._bulk = True
+        try:
+            yield
+        finally:
+            self._bulk = False
+            db.execute("PRAGMA synchronous=NORMAL")
+            with self._write_lock:
+                db.executescript("BEGIN IMMEDIATE;" + _schema() + "COMMIT;")
+            with self._transaction() as db:
+                keys = {row[0] for row in db.execute("SELECT path_key FROM profiles")}
+                self._refresh_profile_provinces(db, keys, force=True)
+                self._bump_generation(db)
+            db.execute("ANALYZE")
+
+    def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
+        changes: list[CatalogueChange] = []
+        touched_profiles: set[str] = set()
+        scalar_columns = [a.column for a in SCALAR_ATTRIBUTES]
+        insert_listing = (
+            "INSERT INTO listings(listing_id, province, featured, updated_at, geo_lat, geo_lng, "
+            + ", ".join(scalar_columns)
+            + ") VALUES ("
+            + ", ".join("?" * (6 + len(scalar_columns)))
+            + ")"
+        )
+        fts_columns = ", ".join(SEARCHABLE_LISTING_FIELDS)
+        insert_fts = f"INSERT INTO listing_fts(rowid, {fts_columns}) VALUES (?{', ?' * len(SEARCHABLE_LISTING_FIELDS)})"
+        with self._transaction() as db:
+            existing = {}
+            labels: dict[tuple[str, str], str] = {}
+            attribute_names: set[str] = set()
+            terms: set[tuple[str, str, int]] = set()
+            numbers: set[tuple[str, float, int]] = set()
+            fts_rows: list[tuple[Any, ...]] = []
+            docs: list[tuple[int, bytes]] = []
+            geo_rows: list[tuple[int, float, float, float, float]] = []
+            for record in records:
+                listing_id = str(record.get("listingId") or record.get("objectID") or "").strip()
+                if not listing_id:
+                    raise ValueError("a listing needs a listingId")
+                record = {**record, "listingId": listing_id}
+                record.pop("objectID", None)
+                record.setdefault("path", f"Listings/{listing_id}")
+                if listing_id not in existing:
+                    row = db.execute(_SELECT_LISTING_DOC, (listing_id,)).fetchone()
+                    existing[listing_id] = row
+                else:
+                    row = existing[listing_id]
+                if row is not None:
+                    old = decode_document(row[1])
+                    touched_profiles.update(self._reference_keys(old))
+                    self._delete_listing_rows(db, row[0])
+                lat, lng = _geo_point(record)
+                values = [
+                    listing_id,
+                    province_of(record.get("state")),
+                    int(record.get("isFeatured") is True),
+                    str(record.get("updatedAt") or ""),
+                    lat,
+                    lng,
+                ]
+                for attribute in SCALAR_ATTRIBUTES:
+                    raw = record.get(attribute.path)
+                    values.append(_scalar_value(attribute, raw))
+                    if attribute.kind == "text" and isinstance(raw, str) and attribute.facet_by_default:
+                        labels.setdefault((attribute.path, fold_text(raw)), raw)
+                rowid = db.execute(insert_listing, values).lastrowid
+                assert rowid is not None
+                document = encode_document(record)
+                docs.append((rowid, document))
+                existing[listing_id] = (rowid, document)
+                self._index_multi(record, rowid, terms, numbers, labels)
+                fts_rows.append((rowid, *searchable_text(record, SEARCHABLE_LISTING_FIELDS)))
+                if lat is not None and lng is not None:
+                    geo_rows.append((rowid, lat, lat, lng, lng))
+                attribute_names.update(record)
+                touched_profiles.update(self._reference_keys(record))
+                changes.append(CatalogueChange("listing", "updated" if row else "created", listing_id))
+            db.executemany("INSERT INTO listing_docs VALUES (?, ?)", docs)
+            db.executemany("INSERT INTO listing_terms VALUES (?, ?, ?)", sorted(terms))
+            db.executemany("INSERT INTO listing_numbers VALUES (?, ?, ?)", sorted(numbers))
+            db.executemany(insert_fts, fts_rows)
+            db.executemany("INSERT INTO listing_geo VALUES (?, ?, ?, ?, ?)", geo_rows)
+            db.executemany(
+                "INSERT OR IGNORE INTO labels VALUES (?, ?, ?)",
+                [(a, t, lbl) for (a, t), lbl in labels.items()],
+            )
+            db.executemany("INSERT OR IGNORE INTO listing_attributes VALUES (?)", [(n,) for n in attribute_names])
+            self._refresh_profile_provinces(db, touched_profiles)
+            self._bump_generation(db)
+        return changes
+
+    @staticmethod
+    def _index_multi(
+        record: dict[str, Any],
+        rowid: int,
+        terms: set[tuple[str, str, int]],
+        numbers: set[tuple[str, float, int]],
+        labels: dict[tuple[str, str], str],
+    ) -> None:
+        def add(attribute: IndexedAttribute, value: Any) -> None:
+            if attribute.kind == "number":
+                number = as_number(value)
+                if number is not None:
+                    numbers.add((attribute.path, number, rowid))
+            elif attribute.kind == "bool":
+                if isinstance(value, bool):
+                    terms.add((attribute.path, "true" if value else "false", rowid))
+            elif isinstance(value, str):
+                term = fold_text(value)
+                terms.add((attribute.path, term, rowid))
+                labels.setdefault((attribute.path, term), value)
+
+        for attribute in _TOP_LEVEL_MULTI:
+            values = record.get(attribute.path)
+            if isinstance(values, list):
+                for value in values:
+                    add(attribute, value)
+            elif values is not None:
+                add(attribute, values)
+        for parent, children in _NESTED_MULTI.items():
+            items = record.get(parent)
+            if isinstance(items, dict):
+                items = [items]
+            if not isinstance(items, list):
+                continue
+            for item in items:
+                if not isinstance(item, dict):
+                    continue
+                for attribute, leaf in children:
+                    value = item.get(leaf)
+                    if isinstance(value, list):
+                        for element in value:
+                            add(attribute, element)
+                    elif value is not None:
+                        add(attribute, value)
+
+    @staticmethod
+    def _reference_keys(record: dict[str, Any]) -> set[str]:
+        keys = set()
+        for name in set(LISTING_REFERENCE_FIELDS.values()):
+            for path in record.get(name) or ():
+                if isinstance(path, str):
+                    keys.add(fold_text(path))
+        return keys
+
+    @staticmethod
+    def _delete_listing_rows(db: sqlite3.Connection, rowid: int) -> None:
+        db.execute("DELETE FROM listings WHERE id = ?", (rowid,))
+        db.execute("DELETE FROM listing_docs WHERE id = ?", (rowid,))
+        db.execute("DELETE FROM listing_terms WHERE listing = ?", (rowid,))
+        db.execute("DELETE FROM listing_numbers WHERE listing = ?", (rowid,))
+        db.execute("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
+        db.execute("DELETE FROM listing_geo WHERE id = ?", (rowid,))
+
+    def delete_listing(self, listing_id: str) -> list[CatalogueChange]:
+        with self._transaction() as db:
+            row = db.execute(_SELECT_LISTING_DOC, (listing_id,)).fetchone()
+            if row is None:
+                return []
+            touched = self._reference_keys(decode_document(row[1]))
+            self._delete_listing_rows(db, row[0])
+            db.execute("DELETE FROM listing_views WHERE listing_id = ?", (listing_id,))
+            self._refresh_profile_provinces(db, touched)
+            self._bump_generation(db)
+        return [CatalogueChange("listing", "deleted", listing_id)]
+
+    def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
+        changes = []
+        fts_columns = ", ".join(SEARCHABLE_PROFILE_FIELDS)
+        insert_fts = f"INSERT INTO profile_fts(rowid, {fts_columns}) VALUES (?{', ?' * len(SEARCHABLE_PROFILE_FIELDS)})"
+        touched: set[str] = set()
+        with self._transaction() as db:
+            fts_rows = []
+            for record in records:
+                path = str(record.get("path") or "").strip()
+                if "/" not in path:
+                    raise ValueError("a profile needs a path '<Collection>/<id>'")
+                collection, profile_id = path.split("/", 1)
+                record = {k: v for k, v in record.items() if k not in ("objectID", "id")}
+                record = {"id": profile_id, **record}
+                row = db.execute("SELECT id FROM profiles WHERE path = ?", (path,)).fetchone()
+                if row is not None:
+                    db.execute("DELETE FROM profiles WHERE id = ?", (row[0],))
+                    db.execute("DELETE FROM profile_fts WHERE rowid = ?", (row[0],))
+                name = record.get("name")
+                rowid = db.execute(
+                    "INSERT INTO profiles(profile_id, collection, path, path_key, name_key, doc) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        profile_id,
+                        collection,
+                        path,
+                        fold_text(path),
+                        name.casefold() if isinstance(name, str) else "",
+                        encode_document(record),
+                    ),
+                ).lastrowid
+                fts_rows.append((rowid, *searchable_text(record, SEARCHABLE_PROFILE_FIELDS)))
+                touched.add(fold_text(path))
+                changes.append(CatalogueChange("profile", "updated" if row else "created", path))
+            db.executemany(insert_fts, fts_rows)
+            self._refresh_profile_provinces(db, touched)
+            self._bump_generation(db)
+        return changes
+
+    def delete_profile(self, path: str) -> list[CatalogueChange]:
+        with self._transaction() as db:
+            row = db.execute("SELECT id FROM profiles WHERE path = ?", (path,)).fetchone()
+            if row is None:
+                return []
+            db.execute("DELETE FROM profiles WHERE id = ?", (row[0],))
+            db.execute("DELETE FROM profile_fts WHERE rowid = ?", (row[0],))
+            db.execute("DELETE FROM profile_provinces WHERE profile = ?", (row[0],))
+            self._bump_generation(db)
+        return [CatalogueChange("profile", "deleted", path)]
+
+    def _refresh_profile_provinces(self, db: sqlite3.Connection, path_keys: set[str], force: bool = False) -> None:
+        """A profile is in a province when one of the listings referring to it is."""
+        if not path_keys or (self._bulk and not force):
+            return  # a bulk load refreshes every profile once, at its end
+        reference_attrs = sorted(set(LISTING_REFERENCE_FIELDS.values()))
+        attr_marks = ", ".join("?" * len(reference_attrs))
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS touched_profiles(path_key TEXT PRIMARY KEY)")
+        db.execute("DELETE FROM touched_profiles")
+        db.executemany("INSERT OR IGNORE INTO touched_profiles VALUES (?)", [(k,) for k in path_keys])
+        db.execute(
+            "DELETE FROM profile_provinces WHERE profile IN "
+            "(SELECT p.id FROM profiles p JOIN touched_profiles t ON t.path_key = p.path_key)"
+        )
+        db.execute(
+            "INSERT OR IGNORE INTO profile_provinces(province, profile) "
+            "SELECT DISTINCT l.province, p.id FROM touched_profiles t "
+            "JOIN profiles p ON p.path_key = t.path_key "
+            f"JOIN listing_terms lt ON lt.term = t.path_key AND lt.attr IN ({attr_marks}) "
+            "JOIN listings l ON l.id = lt.listing WHERE l.province IS NOT NULL",
+            reference_attrs,
+        )
+
+    def record_view(self, listing_id: str, at: float | None = None) -> None:
+        """Counts one view of a listing in its trending rank: a sum of views, each decayed by its age."""
+        now = time.time() if at is None else at
+        # ln(sum of e^(-λ(now - t_i))) + λ(now - epoch) does not depend on now: rank by it, forever.
+        weight = TRENDING_DECAY_PER_S * (now - TRENDING_EPOCH_S)
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO listing_views(listing_id, rank, views, last_view) VALUES (?, ?, 1, ?) "
+                "ON CONFLICT(listing_id) DO UPDATE SET "
+                "rank = max(rank, excluded.rank) + ln(1 + exp(-abs(rank - excluded.rank))), "
+                "views = views + 1, last_view = excluded.last_view",
+                (listing_id, weight, now),
+            )
+
+    # -- reading listings ----------------------------------------------------------------------------------
+
+    def _typo_indexes(self) -> tuple[TypoIndex, TypoIndex]:
+        generation = self.generation()
+        cached = self._typo_cache
+        if cached is None or cached[0] != generation:
+            db = self._db()
+            listing_words = [r[0] for r in db.execute("SELECT term FROM listing_vocab")]
+            profile_words = [r[0] for r in db.execute("SELECT term FROM profile_vocab")]
+            cached = (generation, TypoIndex(listing_words), TypoIndex(profile_words))
+            self._typo_cache = cached
+        return cached[1], cached[2]
+
+    def _labels(self) -> dict[tuple[str, str], str]:
+        generation = self.generation()
+        cached = self._label_cache
+        if cached is None or cached[0] != generation:
+            rows = self._db().execute("SELECT attr, term, label FROM labels")
+            cached = (generation, {(a, t): label for a, t, label in rows})
+            self._label_cache = cached
+        return cached[1]
+
+    def listing_attribute_names(self) -> frozenset[str]:
+        generation = self.generation()
+        cached = self._attribute_cache
+        if cached is None or cached[0] != generation:
+            names = frozenset(r[0] for r in self._db().execute("SELECT name FROM listing_attributes"))
+            cached = (generation, names)
+            self._attribute_cache = cached
+        return cached[1]
+
+    def _listing_where(self, query: ListingQuery, text: TextQuery | None) -> tuple[list[str], list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if query.province is not None:
+            clauses.append("l.province = ?")
+            params.append(query.province)
+        if query.filter is not None:
+            sql, filter_params = ListingFilterCompiler().compile(query.filter)
+            clauses.append(f"({sql})")
+            params += filter_params
+        if query.circle is not None:
+            min_lat, max_lat, min_lng, max_lng = _bounding_box(query.circle)
+            clauses.append(
+                "l.id IN (SELECT id FROM listing_geo WHERE max_lat >= ? AND min_lat <= ? "
+                "AND max_lng >= ? AND min_lng <= ?)"
+            )
+            params += [min_lat, max_lat, min_lng, max_lng]
+            sql, distance_params = _distance_sql(query.circle)
+            clauses.append(f"{sql} <= ?")
+            params += [*distance_params, query.circle.radius_m]
+        if text is not None:
+            clauses.append("l.id IN (SELECT rowid FROM listing_fts WHERE listing_fts MATCH ?)")
+            params.append(text.fts_expression())
+        return clauses, params
+
+    def search_listings(self, query: ListingQuery) -> ListingHits:
+        search = self._search_columns if self.engine == "columns" else self._search_sql
+        text = query.text
+        hits = search(query, text)
+        if text is not None and hits.total == 0:
+            listing_typos, _ = self._typo_indexes()
+            expanded = listing_typos.expand(text)
+            if any(expanded.typo_variants.values()):
+                hits = search(query, expanded)
+        return hits
+
+    # The column engine: the default.
+
+    def _columns(self) -> ColumnIndex:
+        generation = self.generation()
+        index = self._column_index
+        if index is None or index.generation != generation:
+            with self._index_lock:
+                index = self._column_index
+                if index is None or index.generation != generation:
+                    index = ColumnIndex(self._db(), generation)
+                    self._column_index = index
+                    self._fallback_masks.clear()
+        return index
+
+    def _fallback_mask(self, index: ColumnIndex, expr: Expr) -> Mask:
+        """Listings matching a filter on a path the index does not hold: the evaluator over each document."""
+        expression = filters.to_query(expr)
+        cached = self._fallback_masks.get((index.generation, expression))
+        if cached is None:
+            rowids = np.array(
+                [
+                    row[0]
+                    for row in self._db().execute(
+                        "SELECT id FROM listing_docs WHERE precon_match(doc, ?) ORDER BY id", (expression,)
+                    )
+                ],
+                dtype=np.int64,
+            )
+            cached = index.none()
+            cached[index.positions_of_rowids(rowids)] = True
+            if len(self._fallback_masks) >= 64:
+                self._fallback_masks.pop(next(iter(self._fallback_masks)))
+            self._fallback_masks[(index.generation, expression)] = cached
+        return cached.copy()
+
+    def _search_columns(self, query: ListingQuery, text: TextQuery | None) -> ListingHits:
+        db = self._db()
+        index = self._columns()
+        mask = index.everything() if query.province is None else index.in_province(query.province)
+        if query.filter is not None:
+            mask &= index.filter(query.filter, lambda expr: self._fallback_mask(index, expr))
+        score = None
+        if text is not None:
+            weights = ", ".join(str(w) for w in SEARCHABLE_LISTING_WEIGHTS)
+            rows = db.execute(
+                f"SELECT rowid, bm25(listing_fts, {weights}) FROM listing_fts WHERE listing_fts MATCH ? ORDER BY rowid",
+                (text.fts_expression(),),
+            ).fetchall()
+            rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            ranks = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+            positions = np.searchsorted(index.rowids, rowids)
+            valid = positions < index.size
+            valid[valid] &= index.rowids[positions[valid]] == rowids[valid]
+            score = np.full(index.size, np.nan)
+            score[positions[valid]] = np.round(-ranks[valid], 6)
+            matched_text = index.none()
+            matched_text[positions[valid]] = True
+            mask &= matched_text
+        distance = None
+        if query.circle is not None:
+            candidates = np.flatnonzero(mask)
+            distance = np.full(index.size, np.inf)
+            distance[candidates] = index.distances(query.circle.lat, query.circle.lng, candidates)
+            mask &= distance <= query.circle.radius_m
+        total = int(mask.sum())
+        facets = {name: index.facet(name, mask) for name in query.facets}
+        documents: list[dict[str, Any]] = []
+        scores: list[float | None] = []
+        if query.limit > 0 and query.offset < total:
+            matched = np.flatnonzero(mask)
+            rank = index.order_rank[matched]
+            if score is not None:
+                ordered = matched[np.lexsort((rank, -score[matched]))]
+            elif query.order == "trending":
+                views = np.full(index.size, -np.inf)
+                for listing_id, view_rank in db.execute("SELECT listing_id, rank FROM listing_views"):
+                    position = index.position_of.get(listing_id)
+                    if position is not None:
+                        views[position] = view_rank
+                ordered = matched[np.lexsort((rank, -views[matched]))]
+            elif distance is not None:
+                ordered = matched[np.lexsort((rank, distance[matched]))]
+            else:
+                ordered = index.in_default_order(mask)
+            page = ordered[query.offset : query.offset + query.limit]
+            page_rowids = [int(r) for r in index.rowids[page]]
+            marks = ", ".join("?" * len(page_rowids))
+            blobs = dict(db.execute(f"SELECT id, doc FROM listing_docs WHERE id IN ({marks})", page_rowids).fetchall())
+            documents = [decode_document(blobs[r]) for r in page_rowids]
+            scores = [None if score is None else float(score[p]) for p in page]
+        return ListingHits(total, documents, scores, facets, text)
+
+    # The SQL engine: the same answers from SQLite alone, slower on broad queries; kept as the cross-check.
+
+    def _search_sql(self, query: ListingQuery, text: TextQuery | None) -> ListingHits:
+        db = self._db()
+        clauses, params = self._listing_where(query, text)
+        where = " AND ".join(clauses) or "1"
+        total = db.execute(f"SELECT count(*) FROM listings l WHERE {where}", params).fetchone()[0]
+        documents: list[dict[str, Any]] = []
+        scores: list[float | None] = []
+        if query.limit > 0 and query.offset < total:
+            rows = self._page(db, query, text, where, params)
+            for blob, score in rows:
+                documents.append(decode_document(blob))
+                scores.append(None if score is None else round(-score, 6))
+        facets = {name: self._facet(db, name, where, params) for name in query.facets}
+        return ListingHits(total, documents, scores, facets, text)
+
+    def _page(
+        self,
+        db: sqlite3.Connection,
+        query: ListingQuery,
+        text: TextQuery | None,
+        where: str,
+        params: list[Any],
+    ) -> list[tuple[bytes, float | None]]:
+        tie_break = "l.featured DESC, l.updated_at DESC, l.listing_id"
+        joins = ""
+        join_params: list[Any] = []
+        score = "NULL"
+        if text is not None:
+            weights = ", ".join(str(w) for w in SEARCHABLE_LISTING_WEIGHTS)
+            joins = (
+                f"JOIN (SELECT rowid AS fts_id, bm25(listing_fts, {weights}) AS rank FROM listing_fts "
+                "WHERE listing_fts MATCH ?) f ON f.fts_id = l.id"
+            )
+            join_params = [text.fts_expression()]
+            score = "f.rank"
+            order = f"f.rank, {tie_break}"
+        elif query.order == "trending":
+            joins = "LEFT JOIN listing_views v ON v.listing_id = l.listing_id"
+            order = f"v.rank IS NULL, v.rank DESC, {tie_break}"
+        elif query.circle is not None:
+            distance, distance_params = _distance_sql(query.circle)
+            order = f"{distance}, {tie_break}"
+            join_params = []
+            params = [*params, *distance_params]
+        else:
+            order = tie_break
+        sql = (
+            f"SELECT d.doc, {score} FROM listings l {joins} JOIN listing_docs d ON d.id = l.id "
+            f"WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
+        )
+        return db.execute(sql, [*join_params, *params, query.limit, query.offset]).fetchall()
+
+    def _facet(self, db: sqlite3.Connection, name: str, where: str, params: list[Any]) -> list[tuple[str, int]]:
+        attribute = LISTING_ATTRIBUTES[canonical_path(name)]
+        if attribute.multi:
+            table, value = ("listing_numbers", "num") if attribute.kind == "number" else ("listing_terms", "term")
+            sql = (
+                f"SELECT {value}, count(*) FROM {table} WHERE attr = ? "
+                f"AND listing IN (SELECT l.id FROM listings l WHERE {where}) GROUP BY {value}"
+            )
+            rows = db.execute(sql, [attribute.path, *params]).fetchall()
+        else:
+            column = "l." + attribute.column
+            sql = f"SELECT {column}, count(*) FROM listings l WHERE {where} AND {column} IS NOT NULL GROUP BY 1"
+            rows = db.execute(sql, params).fetchall()
+        labels = self._labels() if attribute.kind == "text" else {}
+        counted = []
+        for value, count in rows:
+            if attribute.kind == "text":
+                key = labels.get((attribute.path, value), value)
+            elif attribute.kind == "bool" and attribute.multi:
+                key = value
+            else:
+                key = _facet_key(attribute.kind, value)
+            counted.append((key, count))
+        counted.sort(key=lambda item: (-item[1], item[0]))
+        return counted[:MAX_FACET_VALUES]
+
+    def get_listings(self, ids: Sequence[str], province: str | None) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        db = self._db()
+        marks = ", ".join("?" * len(ids))
+        sql = (
+            "SELECT l.listing_id, d.doc FROM listings l JOIN listing_docs d ON d.id = l.id "
+            f"WHERE l.listing_id IN ({marks})"
+        )
+        params: list[Any] = list(ids)
+        if province is not None:
+            sql += " AND l.province = ?"
+            params.append(province)
+        return {listing_id: decode_document(blob) for listing_id, blob in db.execute(sql, params)}
+
+    def similarity_features(
+        self, listing_id: str, province: str | None, radius_m: float, limit: int
+    ) -> tuple[SimilarityFeatures | None, list[SimilarityFeatures]]:
+        """The listing's features and those of up to ``limit`` others: nearby first, then the province."""
+        db = self._db()
+        columns = "l.id, l.listing_id, l.geo_lat, l.geo_lng, l.c_startPrice, l.c_minBeds, l.c_maxBeds"
+        scope, scope_params = ("AND l.province = ?", [province]) if province else ("", [])
+        target = db.execute(
+            f"SELECT {columns} FROM listings l WHERE l.listing_id = ? {scope}", [listing_id, *scope_params]
+        ).fetchone()
+        if target is None:
+            return None, []
+        rows: list[tuple[Any, ...]] = []
+        if target[2] is not None:
+            circle = GeoCircle(target[2], target[3], radius_m)
+            box = _bounding_box(circle)
+            rows = db.execute(
+                f"SELECT {columns} FROM listings l WHERE l.id IN (SELECT id FROM listing_geo WHERE max_lat >= ? "
+                f"AND min_lat <= ? AND max_lng >= ? AND min_lng <= ?) AND l.id != ? {scope} LIMIT ?",
+                [box[0], box[1], box[2], box[3], target[0], *scope_params, limit],
+            ).fetchall()
+        if len(rows) < limit:
+            seen = [r[0] for r in rows] + [target[0]]
+            marks = ", ".join("?" * len(seen))
+            rows += db.execute(
+                f"SELECT {columns} FROM listings l WHERE l.id NOT IN ({marks}) {scope} "
+                "ORDER BY l.featured DESC, l.updated_at DESC, l.listing_id LIMIT ?",
+                [*seen, *scope_params, limit - len(rows)],
+            ).fetchall()
+        features = {
+            row[0]: SimilarityFeatures(row[1], row[2], row[3], row[4], row[5], row[6]) for row in [target, *rows]
+        }
+        ids = list(features)
+        for start in range(0, len(ids), 900):
+            chunk = ids[start : start + 900]
+            marks = ", ".join("?" * len(chunk))
+            for listing, attr, term in db.execute(
+                f"SELECT listing, attr, term FROM listing_terms WHERE listing IN ({marks}) "
+                "AND attr IN ('type', 'amenities')",
+                chunk,
+            ):
+                feature = features[listing]
+                (feature.types if attr == "type" else feature.amenities).add(term)
+        target_features = features.pop(target[0])
+        return target_features, list(features.values())
+
+    # -- reading profiles ----------------------------------------------------------------------------------
+
+    def get_profiles(self, paths: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not paths:
+            return {}
+        db = self._db()
+        found: dict[str, dict[str, Any]] = {}
+        unique = list(dict.fromkeys(paths))
+        for start in range(0, len(unique), 900):
+            chunk = unique[start : start + 900]
+            marks = ", ".join("?" * len(chunk))
+            for path, blob in db.execute(f"SELECT path, doc FROM profiles WHERE path IN ({marks})", chunk):
+                found[path] = decode_document(blob)
+        return found
+
+    def find_profile(self, profile_id: str, collection: str | None, province: str | None) -> dict[str, Any] | None:
+        sql = "SELECT p.doc FROM profiles p WHERE p.profile_id = ?"
+        params: list[Any] = [profile_id]
+        if collection:
+            sql += " AND p.collection = ?"
+            params.append(collection)
+        if province is not None:
+            sql += " AND p.id IN (SELECT profile FROM profile_provinces WHERE province = ?)"
+            params.append(province)
+        row = self._db().execute(sql + " ORDER BY p.path LIMIT 1", params).fetchone()
+        return decode_document(row[0]) if row else None
+
+    def search_profiles(self, query: ProfileQuery) -> ProfileHits:
+        hits = self._search_profiles(query, query.text)
+        if query.text is not None and hits.total == 0:
+            _, profile_typos = self._typo_indexes()
+            expanded = profile_typos.expand(query.text)
+            if any(expanded.typo_variants.values()):
+                hits = self._search_profiles(query, expanded)
+        return hits
+
+    def _search_profiles(self, query: ProfileQuery, text: TextQuery | None) -> ProfileHits:
+        db = self._db()
+        clauses: list[str] = []
+        params: list[Any] = []
+        if query.province is not None:
+            clauses.append("p.id IN (SELECT profile FROM profile_provinces WHERE province = ?)")
+            params.append(query.province)
+        if query.collection:
+            clauses.append("p.collection = ?")
+            params.append(query.collection)
+        if query.filter is not None:
+            clauses.append("precon_match(p.doc, ?)")
+            params.append(filters.to_query(query.filter))
+        if text is not None:
+            clauses.append("p.id IN (SELECT rowid FROM profile_fts WHERE profile_fts MATCH ?)")
+            params.append(text.fts_expression())
+        where = " AND ".join(clauses) or "1"
+        total = db.execute(f"SELECT count(*) FROM profiles p WHERE {where}", params).fetchone()[0]
+        documents: list[dict[str, Any]] = []
+        scores: list[float | None] = []
+        if query.limit > 0 and query.offset < total:
+            joins, join_params, score = "", [], "NULL"
+            if query.sort_by_name:
+                direction = "DESC" if query.sort_by_name == "dsc" else "ASC"
+                order = f"p.name_key {direction}, p.path {direction}"
+            else:
+                order = "p.name_key, p.path"
+            if text is not None:
+                weights = ", ".join(str(w) for w in SEARCHABLE_PROFILE_WEIGHTS)
+                joins = (
+                    f"JOIN (SELECT rowid AS fts_id, bm25(profile_fts, {weights}) AS rank FROM profile_fts "
+                    "WHERE profile_fts MATCH ?) f ON f.fts_id = p.id"
+                )
+                join_params = [text.fts_expression()]
+                score = "f.rank"
+                if not query.sort_by_name:
+                    order = f"f.rank, {order}"
+            rows = db.execute(
+                f"SELECT p.doc, {score} FROM profiles p {joins} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
+                [*join_params, *params, query.limit, query.offset],
+            ).fetchall()
+            for blob, rank in rows:
+                documents.append(decode_document(blob))
+                scores.append(None if rank is None else round(-rank, 6))
+        facets: dict[str, list[tuple[str, int]]] = {}
+        if query.facets:
+            facets = self._profile_facets(db, where, params, query.facets)
+        return ProfileHits(total, documents, scores, facets, text)
+
+    @staticmethod
+    def _profile_facets(
+        db: sqlite3.Connection, where: str, params: list[Any], names: Sequence[str]
+    ) -> dict[str, list[tuple[str, int]]]:
+        counters: dict[str, dict[str, int]] = {name: {} for name in names}
+        for collection, blob in db.execute(f"SELECT p.collection, p.doc FROM profiles p WHERE {where}", params):
+            document = decode_document(blob)
+            document["collection"] = collection
+            for name in names:
+                counter = counters[name]
+                for value in _collect(document, name):
+                    if isinstance(value, bool):
+                        key = "true" if value else "false"
+                    elif isinstance(value, int | float):
+                        key = _facet_key("number", value)
+                    elif isinstance(value, str):
+                        key = value
+                    else:
+                        continue
+                    counter[key] = counter.get(key, 0) + 1
+        return {
+            name: sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:MAX_FACET_VALUES]
+            for name, counter in counters.items()
+        }
+
+    def counts(self) -> dict[str, int]:
+        db = self._db()
+        return {
+            "listings": db.execute("SELECT count(*) FROM listings").fetchone()[0],
+            "profiles": db.execute("SELECT count(*) FROM profiles").fetchone()[0],
+        }
+
+
+def _distance_sql(circle: GeoCircle) -> tuple[str, list[float]]:
+    """Great-circle distance in metres from the circle's centre to a listing's ``_geoloc`` (haversine)."""
+    lat, lng = math.radians(circle.lat), math.radians(circle.lng)
+    sql = (
+        f"({2 * EARTH_RADIUS_M} * asin(min(1.0, sqrt("
+        "pow(sin((radians(l.geo_lat) - ?) / 2), 2) + "
+        "? * cos(radians(l.geo_lat)) * pow(sin((radians(l.geo_lng) - ?) / 2), 2)))))"
+    )
+    return sql, [lat, math.cos(lat), lng]
