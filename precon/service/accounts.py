@@ -1,0 +1,156 @@
+"""API keys and the data products they grant, stored hashed in their own SQLite file.
+
+A key belongs to an account; the account holds one or more data products; a product grant names the versions
+and provinces it opens. Only a SHA-256 digest of each key is stored: keys are 256-bit random tokens, so a fast
+digest is as safe as a slow one and keeps every request's look-up cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from precon.models import PROVINCES, VERSIONS
+
+ALL_PROVINCES = frozenset([*PROVINCES, "all"])
+KEY_PREFIX = "pk_"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS products(id TEXT PRIMARY KEY, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS api_keys(
+  id INTEGER PRIMARY KEY,
+  digest TEXT NOT NULL UNIQUE,
+  hint TEXT NOT NULL,
+  label TEXT NOT NULL DEFAULT '',
+  created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS grants(
+  key_id INTEGER NOT NULL REFERENCES api_keys(id),
+  product_id TEXT NOT NULL REFERENCES products(id),
+  versions TEXT NOT NULL,
+  provinces TEXT NOT NULL,
+  PRIMARY KEY(key_id, product_id));
+"""
+
+
+@dataclass(frozen=True)
+class Grant:
+    product_id: str
+    versions: frozenset[str]
+    provinces: frozenset[str]
+
+    def allows(self, version: str, province: str) -> bool:
+        return version in self.versions and province in self.provinces
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    key_id: int
+    hint: str
+    grants: tuple[Grant, ...]
+
+    def grant(self, product_id: str) -> Grant | None:
+        return next((g for g in self.grants if g.product_id == product_id), None)
+
+    def allows(self, version: str, province: str) -> bool:
+        return any(g.allows(version, province) for g in self.grants)
+
+
+def digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _normalise(values: list[str] | tuple[str, ...] | None, allowed: frozenset[str], what: str) -> frozenset[str]:
+    if not values:
+        return allowed
+    chosen = {v.strip() for value in values for v in value.split(",") if v.strip()}
+    unknown = chosen - allowed
+    if unknown:
+        raise ValueError(f"unknown {what}: {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
+    if what == "provinces" and "all" in chosen:
+        return allowed
+    return frozenset(chosen)
+
+
+class AccountStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        db = self._db()
+        db.executescript(_SCHEMA)
+
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            db.execute("PRAGMA journal_mode=WAL")
+            self._local.db = db
+        return db
+
+    def create_key(
+        self,
+        product_id: str,
+        versions: list[str] | tuple[str, ...] | None = None,
+        provinces: list[str] | tuple[str, ...] | None = None,
+        *,
+        label: str = "",
+        key: str | None = None,
+    ) -> str:
+        """Grants ``product_id`` (created if new) to a new key and returns the key, the only time it is seen.
+
+        Every version and province is granted unless narrowed; a given ``key`` is registered as it is (the
+        development key), and granted the product again if it already exists.
+        """
+        product_id = product_id.strip()
+        if not product_id:
+            raise ValueError("a product id is required")
+        granted_versions = _normalise(versions, frozenset(VERSIONS), "versions")
+        granted_provinces = _normalise(provinces, ALL_PROVINCES, "provinces")
+        raw = key or KEY_PREFIX + secrets.token_urlsafe(32)
+        now = time.time()
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("INSERT OR IGNORE INTO products VALUES (?, ?)", (product_id, now))
+            row = db.execute("SELECT id FROM api_keys WHERE digest = ?", (digest(raw),)).fetchone()
+            key_id = (
+                row[0]
+                if row
+                else db.execute(
+                    "INSERT INTO api_keys(digest, hint, label, created_at) VALUES (?, ?, ?, ?)",
+                    (digest(raw), raw[:7] + "…", label, now),
+                ).lastrowid
+            )
+            db.execute(
+                "INSERT OR REPLACE INTO grants VALUES (?, ?, ?, ?)",
+                (key_id, product_id, ",".join(sorted(granted_versions)), ",".join(sorted(granted_provinces))),
+            )
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return raw
+
+    def authenticate(self, key: str | None) -> ApiKey | None:
+        if not key:
+            return None
+        db = self._db()
+        row = db.execute("SELECT id, hint FROM api_keys WHERE digest = ?", (digest(key),)).fetchone()
+        if row is None:
+            return None
+        grants = tuple(
+            Grant(product, frozenset(versions.split(",")), frozenset(provinces.split(",")))
+            for product, versions, provinces in db.execute(
+                "SELECT product_id, versions, provinces FROM grants WHERE key_id = ? ORDER BY product_id",
+                (row[0],),
+            )
+        )
+        return ApiKey(row[0], row[1], grants)
+
+    def products(self) -> list[str]:
+        return [r[0] for r in self._db().execute("SELECT id FROM products ORDER BY id")]

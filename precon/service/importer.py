@@ -1,0 +1,131 @@
+"""Reading catalogue records from JSON or NDJSON, as the production service returns them.
+
+Each record is classified as a listing or a profile and checked; a bad one is reported with its line and
+skipped, and the rest still load.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from precon.models import COLLECTIONS, Listing, Profile
+
+PROFILE_COLLECTIONS = (*COLLECTIONS, "Owners")
+
+
+@dataclass
+class ImportReport:
+    listings: list[dict[str, Any]] = field(default_factory=list)
+    profiles: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[tuple[int, str]] = field(default_factory=list)
+    """(line, what is wrong) for every record skipped."""
+
+
+def classify(record: Any) -> tuple[str, dict[str, Any]]:
+    """``("listing", record)`` or ``("profile", record)``; raises ValueError saying why neither."""
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
+    path = record.get("path")
+    if record.get("listingId") or (isinstance(path, str) and path.startswith("Listings/")):
+        listing_id = record.get("listingId") or record.get("objectID") or path.split("/", 1)[1]
+        if not isinstance(listing_id, str) or not listing_id.strip():
+            raise ValueError("a listing needs a listingId")
+        try:
+            Listing.model_validate(record)
+        except ValidationError as error:
+            raise ValueError(_first_error(error)) from None
+        return "listing", {**record, "listingId": listing_id.strip()}
+    if isinstance(path, str) and "/" in path:
+        collection, profile_id = path.split("/", 1)
+        if collection not in PROFILE_COLLECTIONS:
+            raise ValueError(f"unknown profile collection {collection!r} in path {path!r}")
+        if not profile_id:
+            raise ValueError(f"profile path {path!r} has no id")
+        try:
+            Profile.model_validate(record)
+        except ValidationError as error:
+            raise ValueError(_first_error(error)) from None
+        return "profile", record
+    raise ValueError("neither a listing (no listingId) nor a profile (no '<Collection>/<id>' path)")
+
+
+def _first_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}"
+
+
+def _records(text: str) -> Iterator[tuple[int, Any | ValueError]]:
+    """(line, record) pairs from a JSON document or from NDJSON; a record that is not JSON is a ValueError."""
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        yield from _json_array(text)
+        return
+    if stripped.startswith("{"):
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError:
+            document = None  # several objects, one a line: NDJSON
+        if isinstance(document, dict):
+            if isinstance(document.get("results"), list) or isinstance(document.get("listings"), list):
+                yield from _json_array(text)
+            else:
+                yield 1, document
+            return
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as error:
+                yield number, ValueError(f"not valid JSON: {error.msg} at column {error.colno}")
+
+
+def _json_array(text: str) -> Iterator[tuple[int, Any | ValueError]]:
+    """The elements of every top-level array in a JSON document, each with the line it starts on."""
+    decoder = json.JSONDecoder()
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        yield (
+            error.lineno,
+            ValueError(f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"),
+        )
+        return
+    arrays = (
+        [document]
+        if isinstance(document, list)
+        else [v for k, v in document.items() if k in ("results", "listings", "profiles") and isinstance(v, list)]
+    )
+    # Find where each element starts, to report lines: walk the text with the decoder.
+    position = 0
+    for array in arrays:
+        position = text.index("[", position) + 1
+        for _ in array:
+            while text[position] in " \t\r\n,":
+                position += 1
+            record, end = decoder.raw_decode(text, position)
+            yield text.count("\n", 0, position) + 1, record
+            position = end
+        position = text.index("]", position) + 1
+
+
+def read_file(path: str | Path) -> ImportReport:
+    report = ImportReport()
+    text = Path(path).read_text(encoding="utf-8")
+    for line, record in _records(text):
+        if isinstance(record, ValueError):
+            report.problems.append((line, str(record)))
+            continue
+        try:
+            kind, checked = classify(record)
+        except ValueError as error:
+            report.problems.append((line, str(error)))
+            continue
+        (report.listings if kind == "listing" else report.profiles).append(checked)
+    return report

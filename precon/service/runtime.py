@@ -1,0 +1,83 @@
+"""Opening a data directory: its catalogue, sandbox and accounts, filled with defaults on first use."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from contextlib import nullcontext
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from fastapi import FastAPI
+
+from precon.service.accounts import AccountStore
+from precon.service.app import create_app
+from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
+from precon.service.store import CatalogueChange, SQLiteStore
+
+log = logging.getLogger("precon.service")
+BATCH = 2000
+
+
+def batched(items: Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def load(
+    store: SQLiteStore, listings: Iterable[dict[str, Any]], profiles: Iterable[dict[str, Any]]
+) -> list[CatalogueChange]:
+    """Writes profiles, then listings, in batches (one transaction each)."""
+    changes: list[CatalogueChange] = []
+    loading = store.bulk_load() if store.counts()["listings"] == 0 else nullcontext()
+    with loading:
+        for batch in batched(profiles):
+            changes += store.upsert_profiles(batch)
+        for batch in batched(listings):
+            changes += store.upsert_listings(batch)
+    return changes
+
+
+@dataclass
+class DataDirectory:
+    settings: ServiceSettings
+    live: SQLiteStore
+    sandbox: SQLiteStore
+    accounts: AccountStore
+
+    @classmethod
+    def open(cls, settings: ServiceSettings) -> DataDirectory:
+        from precon.service import catalogue
+
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        live = SQLiteStore(settings.catalogue_path)
+        if live.counts()["listings"] == 0:
+            log.info(
+                "generating the default catalogue (%d listings) in %s",
+                settings.default_listings,
+                settings.catalogue_path,
+            )
+            generated = catalogue.generate(settings.default_listings, settings.default_seed)
+            load(live, generated.listings, generated.profiles)
+        sandbox = SQLiteStore(settings.sandbox_path)
+        if sandbox.counts()["listings"] == 0:
+            fixed = catalogue.sandbox()
+            load(sandbox, fixed.listings, fixed.profiles)
+        accounts = AccountStore(settings.accounts_path)
+        if settings.dev:
+            accounts.create_key(DEV_PRODUCT_ID, key=DEV_API_KEY, label="development")
+        return cls(settings, live, sandbox, accounts)
+
+    def app(self) -> FastAPI:
+        return create_app(self.settings, live=self.live, sandbox=self.sandbox, accounts=self.accounts)
+
+    def close(self) -> None:
+        self.live.close()
+        self.sandbox.close()
+
+
+def build_app(settings: ServiceSettings | None = None) -> FastAPI:
+    """The ASGI app over a data directory (``uvicorn --factory precon.service.runtime:build_app``)."""
+    return DataDirectory.open(settings or ServiceSettings()).app()

@@ -1,0 +1,164 @@
+"""Turning stored records into answers: version projection, retrieveAttributes, referrences, media URLs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from precon.service.errors import bad_request
+from precon.service.schema import (
+    LISTING_FIELDS,
+    LISTING_REFERENCE_FIELDS,
+    LITE_FIELDS,
+    PROFILES_OF_LISTING_FIELDS,
+)
+from precon.service.search import TextQuery, highlight_record
+from precon.service.store import CatalogueStore
+
+MEDIA_PREFIX = "/media/"
+
+
+class MediaLinks:
+    """Stored media paths (``/media/...``) become absolute URLs on the serving host."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url.rstrip("/")
+
+    def url(self, value: Any) -> Any:
+        if isinstance(value, str) and value.startswith(MEDIA_PREFIX):
+            return self.base_url + value
+        return value
+
+    def image(self, value: Any) -> Any:
+        if isinstance(value, dict) and "url" in value:
+            return {**value, "url": self.url(value["url"])}
+        return value
+
+    def listing(self, record: dict[str, Any]) -> None:
+        for name in ("logo", "coverPhoto"):
+            if name in record:
+                record[name] = self.image(record[name])
+        if isinstance(record.get("photos"), list):
+            record["photos"] = [self.image(photo) for photo in record["photos"]]
+        if isinstance(record.get("floorPlans"), list):
+            record["floorPlans"] = [
+                {**plan, "image": self.image(plan["image"])} if isinstance(plan, dict) and "image" in plan else plan
+                for plan in record["floorPlans"]
+            ]
+
+    def profile(self, record: dict[str, Any]) -> None:
+        if "logo" in record:
+            record["logo"] = self.url(record["logo"])
+
+
+def profile_object(record: dict[str, Any], media: MediaLinks) -> dict[str, Any]:
+    """A profile as the ``profile`` operation answers it: ``id`` first, no ``objectID``."""
+    out = {"id": record.get("id"), **{k: v for k, v in record.items() if k not in ("id", "objectID")}}
+    media.profile(out)
+    return out
+
+
+def profile_search_object(record: dict[str, Any], media: MediaLinks) -> dict[str, Any]:
+    """A profile as search results carry it: ``objectID`` first, no ``id``."""
+    out = {"objectID": record.get("id"), **{k: v for k, v in record.items() if k not in ("id", "objectID")}}
+    media.profile(out)
+    return out
+
+
+def reference_fields(names: Sequence[str], allowed: dict[str, str]) -> list[str]:
+    """The fields ``referrences`` expands, validated."""
+    fields = []
+    for name in names:
+        field = allowed.get(name)
+        if field is None:
+            raise bad_request(f"referrences: unknown field {name!r}; use {', '.join(sorted(set(allowed)))}")
+        fields.append(field)
+    return list(dict.fromkeys(fields))
+
+
+def expand_references(
+    records: Iterable[dict[str, Any]], fields: Sequence[str], store: CatalogueStore, media: MediaLinks
+) -> None:
+    """Replaces each reference path in ``fields`` with the profile it names (a dangling path stays a path)."""
+    records = list(records)
+    if not fields:
+        return
+    paths = {
+        path for record in records for field in fields for path in record.get(field) or () if isinstance(path, str)
+    }
+    profiles = store.get_profiles(sorted(paths))
+    for record in records:
+        for field in fields:
+            if isinstance(record.get(field), list):
+                record[field] = [
+                    profile_object(profiles[p], media) if isinstance(p, str) and p in profiles else p
+                    for p in record[field]
+                ]
+
+
+class ListingShaper:
+    """Shapes the listings of one answer: the version's fields, the requested attributes and references."""
+
+    def __init__(
+        self,
+        *,
+        version: str,
+        store: CatalogueStore,
+        media: MediaLinks,
+        retrieve: Sequence[str] = (),
+        references: Sequence[str] = (),
+    ) -> None:
+        self.lite = version == "v1-lite"
+        self.store = store
+        self.media = media
+        known = set(LISTING_FIELDS) | store.listing_attribute_names()
+        if self.lite:
+            known &= LITE_FIELDS
+        unknown = [name for name in retrieve if name not in known]
+        if unknown:
+            scope = "a v1-lite listing" if self.lite else "a listing"
+            raise bad_request(
+                f"retrieveAttributes: {', '.join(repr(n) for n in unknown)} "
+                f"{'is not an attribute' if len(unknown) == 1 else 'are not attributes'} of {scope}"
+            )
+        self.retrieve = frozenset(retrieve) if retrieve else None
+        self.references = reference_fields(references, LISTING_REFERENCE_FIELDS)
+
+    def _project(self, record: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        listing_id = record.get("listingId")
+        for key, value in record.items():
+            if (self.lite and key not in LITE_FIELDS) or (self.retrieve is not None and key not in self.retrieve):
+                if key == "listingId":
+                    out["objectID"] = listing_id
+                continue
+            out[key] = value
+            if key == "listingId":
+                out["objectID"] = listing_id
+        if "objectID" not in out:
+            out = {"objectID": listing_id, **out}
+        self.media.listing(out)
+        return out
+
+    def shape(
+        self,
+        records: Sequence[dict[str, Any]],
+        scores: Sequence[float | None] | None = None,
+        highlight: TextQuery | bool | None = False,
+        searchable: Sequence[str] = (),
+    ) -> list[dict[str, Any]]:
+        shaped = [self._project(record) for record in records]
+        expand_references(shaped, self.references, self.store, self.media)
+        for index, out in enumerate(shaped):
+            if scores is not None and scores[index] is not None:
+                out["_score"] = scores[index]
+            if highlight is not False:
+                query = highlight if isinstance(highlight, TextQuery) else None
+                out["_highlightResult"] = highlight_record(out, searchable, query)
+        return shaped
+
+
+def profiles_of_listing(record: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {name: list(record.get(name) or []) for name in PROFILES_OF_LISTING_FIELDS}
+    out["id"] = record.get("listingId")
+    return out
