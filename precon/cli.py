@@ -1,0 +1,179 @@
+"""The ``precon`` command: serve the listings service, manage keys, build and import catalogues."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from precon.service.config import DEFAULT_DATA_DIR, DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
+
+
+class ManyValues(click.Option):
+    """An option that takes every value up to the next option: ``--versions v1 v1-lite`` (commas work too)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("multiple", True)
+        super().__init__(*args, **kwargs)
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        super().add_to_parser(parser, ctx)
+        for name in self.opts:
+            option = parser._long_opt.get(name) or parser._short_opt.get(name)
+            if option is None:
+                continue
+            original = option.process
+
+            def process(value: Any, state: Any, original: Any = original) -> None:
+                values = [value]
+                while state.rargs and not state.rargs[0].startswith("-"):
+                    values.append(state.rargs.pop(0))
+                for item in values:
+                    original(item, state)
+
+            option.process = process
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+data_option = click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=lambda: os.environ.get("PRECON_SERVICE_DATA_DIR", str(DEFAULT_DATA_DIR)),
+    show_default="./data or $PRECON_SERVICE_DATA_DIR",
+    help="The data directory: catalogue, sandbox and keys.",
+)
+
+
+@click.group()
+def main() -> None:
+    """Precon Explorer: Canada's pre-construction listings, served and explored."""
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8000, show_default=True, type=int, help="Port to bind (0 picks a free one).")
+@data_option
+@click.option("--dev", is_flag=True, help=f"Loopback only, with the development key {DEV_API_KEY!r}.")
+@click.option("--rate-limit", type=float, default=None, help="Requests a second per key (0: no limit).")
+def serve(host: str, port: int, data_dir: Path, dev: bool, rate_limit: float | None) -> None:
+    """Serve the listings API over the catalogue in the data directory (made on first use)."""
+    import uvicorn
+
+    from precon.service.runtime import DataDirectory
+
+    if dev and host not in ("127.0.0.1", "localhost", "::1"):
+        raise click.UsageError("--dev binds loopback only: use --host 127.0.0.1")
+    overrides: dict[str, Any] = {"data_dir": data_dir, "dev": dev}
+    if rate_limit is not None:
+        overrides["rate_limit"] = rate_limit
+    settings = ServiceSettings(**overrides)
+    click.echo(f"Opening {data_dir} (the first run generates the default catalogue)…", err=True)
+    directory = DataDirectory.open(settings)
+    if dev:
+        click.echo(f"Development key: {DEV_API_KEY}  product: {DEV_PRODUCT_ID}", err=True)
+    uvicorn.run(directory.app(), host=host, port=port, log_level="info", access_log=False)
+
+
+@main.group()
+def keys() -> None:
+    """API keys and the data products they grant."""
+
+
+@keys.command("create")
+@click.option("--product", "product_id", required=True, help="The data product to grant (created if new).")
+@click.option("--versions", cls=ManyValues, help="Versions to grant (default: all): v1 v1-lite v1-sandbox.")
+@click.option("--provinces", cls=ManyValues, help="Provinces to grant (default: all): on bc ab ….")
+@click.option("--label", default="", help="A note to remember the key by.")
+@data_option
+def create_key(
+    product_id: str, versions: tuple[str, ...], provinces: tuple[str, ...], label: str, data_dir: Path
+) -> None:
+    """Create a key for a product; the key is printed once, alone on stdout."""
+    from precon.service.accounts import AccountStore
+
+    accounts = AccountStore(ServiceSettings(data_dir=data_dir).accounts_path)
+    try:
+        key = accounts.create_key(product_id, _split(versions), _split(provinces), label=label)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+    click.echo(key)
+
+
+@main.group()
+def catalogue() -> None:
+    """Build, import and inspect catalogues."""
+
+
+@catalogue.command("generate")
+@click.option("--listings", "count", default=2500, show_default=True, type=click.IntRange(1, 1_000_000))
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--profiles", default=None, type=click.IntRange(1, 100_000), help="Default: scaled to listings.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write NDJSON here.")
+@data_option
+def generate_catalogue(count: int, seed: int, profiles: int | None, out: Path | None, data_dir: Path) -> None:
+    """Replace the data directory's catalogue with a generated one."""
+    from precon.service import catalogue as generator
+    from precon.service.runtime import load
+    from precon.service.store import SQLiteStore
+
+    started = time.perf_counter()
+    built = generator.generate(count, seed, profiles)
+    click.echo(
+        f"generated {len(built.listings)} listings and {len(built.profiles)} profiles "
+        f"in {time.perf_counter() - started:.1f} s",
+        err=True,
+    )
+    if out is not None:
+        with out.open("wb") as handle:
+            for record in [*built.profiles, *built.listings]:
+                handle.write(orjson.dumps(record) + b"\n")
+    target = ServiceSettings(data_dir=data_dir).catalogue_path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fresh = target.with_name(target.name + ".new")
+    for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
+        leftover.unlink(missing_ok=True)
+    store = SQLiteStore(fresh)
+    load(store, built.listings, built.profiles)
+    store.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
+    fresh.replace(target)
+    click.echo(f"wrote {target} in {time.perf_counter() - started:.1f} s", err=True)
+
+
+@catalogue.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--sandbox", is_flag=True, help="Import into the v1-sandbox catalogue.")
+@data_option
+def import_catalogue(file: Path, sandbox: bool, data_dir: Path) -> None:
+    """Load listings and profiles from JSON or NDJSON; bad records are reported by line and skipped."""
+    from precon.service.importer import read_file
+    from precon.service.runtime import load
+    from precon.service.store import SQLiteStore
+
+    settings = ServiceSettings(data_dir=data_dir)
+    report = read_file(file)
+    for line, problem in report.problems:
+        click.echo(f"{file}:{line}: skipped: {problem}", err=True)
+    store = SQLiteStore(settings.sandbox_path if sandbox else settings.catalogue_path)
+    load(store, report.listings, report.profiles)
+    store.close()
+    click.echo(
+        f"imported {len(report.listings)} listings and {len(report.profiles)} profiles; skipped {len(report.problems)}",
+        err=True,
+    )
+    if report.problems and not (report.listings or report.profiles):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
