@@ -25,6 +25,7 @@ Public API:
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import operator
 import re
@@ -523,6 +524,7 @@ def _as_number(x: Any) -> int | float | None:
 _SEPARATORS = re.compile(r"[\s_-]+")
 
 
+@functools.lru_cache(maxsize=65536)
 def fold_text(value: str) -> str:
     """The form in which string values are compared: case ignored, and runs of spaces, hyphens and underscores
     counted as one separator (``Pre-Construction`` matches ``Pre Construction`` and ``pre-construction``)."""
