@@ -1,0 +1,213 @@
+"""The store's two search engines against each other and against the reference evaluator."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from precon import filters
+from precon.service import catalogue
+from precon.service.runtime import load
+from precon.service.search import TextQuery
+from precon.service.store import GeoCircle, ListingQuery, SQLiteStore
+
+SEED = 5
+COUNT = 300
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict[str, Any]]:
+    return catalogue.generate(COUNT, SEED).listings
+
+
+@pytest.fixture(scope="module")
+def stores(
+    tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]
+) -> Iterator[tuple[SQLiteStore, SQLiteStore]]:
+    path = tmp_path_factory.mktemp("store") / "catalogue.sqlite3"
+    columns = SQLiteStore(path)
+    load(columns, records, catalogue.generate(COUNT, SEED).profiles)
+    sql = SQLiteStore(path, engine="sql")
+    yield columns, sql
+    columns.close()
+    sql.close()
+
+
+def every_id(store: SQLiteStore, **query: Any) -> list[str]:
+    hits = store.search_listings(ListingQuery(limit=10_000, **query))
+    assert hits.total == len(hits.documents)
+    return [d["listingId"] for d in hits.documents]
+
+
+# Filters drawn from the catalogue's own values, on indexed and unindexed paths alike.
+TEXT_ATTRIBUTES = {
+    "type": ["Condo", "townhouse", "Detached", "Loft", "Stacked Townhouse"],
+    "sellingStatus": ["Selling Now", "sold-out", "Pending"],
+    "constructionStatus": ["Pre Construction", "Complete", "pre-construction"],
+    "amenities": ["Gym", "Pool", "Concierge", "Rooftop Terrace", "Sauna"],
+    "cityOrDistrict": ["Toronto", "Vancouver", "Calgary", "Montreal", "Halifax"],
+    "floorPlans.status": ["Available", "Sold Out"],
+    "floorPlans.floorPlanType": ["1 Bed", "2 Bed + Den", "Townhouse"],
+    "photos.tags": ["exterior", "lobby"],
+    "paymentStructures.type": ["Condo", "Freehold"],
+    "summary": ["x"],
+}
+NUMBER_ATTRIBUTES = {
+    "startPrice": (200_000, 2_500_000),
+    "minBeds": (0, 4),
+    "maxBaths": (1, 4),
+    "completionYear": (2024, 2031),
+    "numberOfUnits": (10, 800),
+    "floorPlans.startPrice": (200_000, 3_000_000),
+    "floorPlans.numberOfBedrooms": (0, 4),
+    "floorPlans.squareFeet": (300, 3000),
+    "paymentStructures.totalDeposit": (5, 25),
+    "lat": (42, 55),
+}
+BOOLEAN_ATTRIBUTES = ["isFeatured", "constructionStartedTBD", "floorPlans.contactForPricing", "hasLocker"]
+
+
+def atoms() -> st.SearchStrategy[filters.Expr]:
+    text = st.sampled_from(sorted(TEXT_ATTRIBUTES)).flatmap(
+        lambda a: st.sampled_from(TEXT_ATTRIBUTES[a]).map(lambda v: filters.Match(a, v))
+    )
+    booleans = st.tuples(st.sampled_from(BOOLEAN_ATTRIBUTES), st.sampled_from(["true", "false", "1", "0"])).map(
+        lambda t: filters.Match(*t)
+    )
+
+    def numeric(attribute: str) -> st.SearchStrategy[filters.Expr]:
+        low, high = NUMBER_ATTRIBUTES[attribute]
+        number = st.integers(low, high)
+        return st.one_of(
+            st.tuples(st.sampled_from(["=", "!=", "<", "<=", ">", ">="]), number).map(
+                lambda t: filters.Compare(attribute, t[0], t[1])
+            ),
+            st.tuples(number, number).map(lambda t: filters.Range(attribute, min(t), max(t))),
+        )
+
+    numbers = st.sampled_from(sorted(NUMBER_ATTRIBUTES)).flatmap(numeric)
+    return st.one_of(text, booleans, numbers)
+
+
+expressions = st.recursive(
+    atoms(),
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=2, max_size=3).map(lambda items: filters.And(tuple(items))),
+        st.lists(inner, min_size=2, max_size=3).map(lambda items: filters.Or(tuple(items))),
+        inner.map(filters.Not),
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(expr=expressions)
+def test_engines_agree_with_the_evaluator(
+    stores: tuple[SQLiteStore, SQLiteStore], records: list[dict[str, Any]], expr: filters.Expr
+) -> None:
+    columns, sql = stores
+    expected = sorted(r["listingId"] for r in records if filters.evaluate(expr, r))
+    found = every_id(columns, filter=expr)
+    assert sorted(found) == expected
+    assert every_id(sql, filter=expr) == found
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {},
+        {"province": "on"},
+        {"province": "bc", "filter": filters.parse("type:Condo")},
+        {"text": TextQuery.parse("condos")},
+        {"text": TextQuery.parse("rooftop terr")},
+        {"circle": GeoCircle(43.6532, -79.3832, 25_000)},
+        {"circle": GeoCircle(49.2827, -123.1207, 40_000), "filter": filters.parse("startPrice < 900000")},
+        {"order": "trending"},
+    ],
+)
+def test_engines_agree_on_order_and_facets(stores: tuple[SQLiteStore, SQLiteStore], query: dict[str, Any]) -> None:
+    columns, sql = stores
+    facets = (
+        "type",
+        "sellingStatus",
+        "cityOrDistrict",
+        "amenities",
+        "builders",
+        "startPrice",
+        "isFeatured",
+        "floorPlans.numberOfBedrooms",
+        "completionYear",
+    )
+    a = columns.search_listings(ListingQuery(limit=10_000, facets=facets, **query))
+    b = sql.search_listings(ListingQuery(limit=10_000, facets=facets, **query))
+    assert a.total == b.total and a.total > 0
+    assert [d["listingId"] for d in a.documents] == [d["listingId"] for d in b.documents]
+    assert a.scores == b.scores
+    assert a.facets == b.facets
+
+
+def test_trending_decays_with_time(tmp_path: Path, records: list[dict[str, Any]]) -> None:
+    store = SQLiteStore(tmp_path / "c.sqlite3")
+    store.upsert_listings(records[:5])
+    now = time.time()
+    old, recent, untouched = (r["listingId"] for r in records[:3])
+    for _ in range(3):
+        store.record_view(old, at=now - 3 * 24 * 3600)  # three views, three half-lives ago: worth 3/8
+    store.record_view(recent, at=now)  # one view now: worth 1
+    hits = store.search_listings(ListingQuery(order="trending", limit=10))
+    ranked = [d["listingId"] for d in hits.documents]
+    assert ranked[:2] == [recent, old]
+    assert untouched in ranked[2:]
+    for _ in range(3):
+        store.record_view(old, at=now)  # now worth 3 + 3/8
+    assert [d["listingId"] for d in store.search_listings(ListingQuery(order="trending", limit=2)).documents] == [
+        old,
+        recent,
+    ]
+    rank = store._db().execute("SELECT rank, views FROM listing_views WHERE listing_id = ?", (old,)).fetchone()
+    assert rank[1] == 6
+    assert math.isclose(math.exp(rank[0] - math.log(2) / 86400 * (now - 1_767_225_600)), 3.375, rel_tol=1e-6)
+    store.close()
+
+
+def test_upserts_and_deletes_show_at_once(tmp_path: Path, records: list[dict[str, Any]]) -> None:
+    store = SQLiteStore(tmp_path / "c.sqlite3")
+    changes = store.upsert_listings(records[:3])
+    assert [(c.kind, c.action, c.key) for c in changes] == [("listing", "created", r["listingId"]) for r in records[:3]]
+    assert store.search_listings(ListingQuery()).total == 3
+    renamed = {**records[0], "name": "Quayside Observatory", "type": ["Loft"]}
+    assert [c.action for c in store.upsert_listings([renamed])] == ["updated"]
+    assert every_id(store, text=TextQuery.parse("observatory")) == [records[0]["listingId"]]
+    assert every_id(store, filter=filters.parse("type:Loft")) == [records[0]["listingId"]]
+    assert [c.action for c in store.delete_listing(records[1]["listingId"])] == ["deleted"]
+    assert store.delete_listing(records[1]["listingId"]) == []
+    assert sorted(every_id(store)) == sorted([records[0]["listingId"], records[2]["listingId"]])
+    assert store.get_listings([records[1]["listingId"]], None) == {}
+    store.close()
+
+
+def test_profile_provinces_follow_the_listings(tmp_path: Path) -> None:
+    built = catalogue.generate(120, 9)
+    store = SQLiteStore(tmp_path / "c.sqlite3")
+    load(store, built.listings, built.profiles)
+    builder_path = built.listings[0]["builders"][0]
+    profile_id = builder_path.split("/")[1]
+    province = {"Ontario": "on", "British Columbia": "bc", "Alberta": "ab", "Quebec": "qc"}.get(
+        built.listings[0]["state"]
+    )
+    if province is not None:
+        assert store.find_profile(profile_id, "Builders", province) is not None
+    referring = [r for r in built.listings if builder_path in r["builders"]]
+    for record in referring:
+        store.delete_listing(record["listingId"])
+    if province is not None:
+        assert store.find_profile(profile_id, "Builders", province) is None
+    assert store.find_profile(profile_id, "Builders", None) is not None
+    store.close()
