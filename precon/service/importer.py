@@ -61,24 +61,38 @@ def _first_error(error: ValidationError) -> str:
     return f"{where}: {first['msg']}"
 
 
+ENVELOPE_ARRAYS = ("results", "listings", "profiles")
+"""Keys of an object whose array values hold the records (a search answer, or an export of both kinds)."""
+
+
+def _is_envelope(document: dict[str, Any]) -> bool:
+    """An object around record arrays, as opposed to one record (a profile has a ``listings`` array too)."""
+    is_record = bool(document.get("listingId") or document.get("path"))
+    return not is_record and any(isinstance(document.get(key), list) for key in ENVELOPE_ARRAYS)
+
+
 def _records(text: str) -> Iterator[tuple[int, Any | ValueError]]:
     """(line, record) pairs from a JSON document or from NDJSON; a record that is not JSON is a ValueError."""
     stripped = text.lstrip()
-    if stripped.startswith("["):
-        yield from _json_array(text)
-        return
-    if stripped.startswith("{"):
+    if stripped.startswith(("[", "{")):
         try:
             document = json.loads(text)
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as error:
+            if stripped.startswith("["):
+                yield (
+                    error.lineno,
+                    ValueError(f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"),
+                )
+                return
             document = None  # several objects, one a line: NDJSON
-        if isinstance(document, dict):
-            if isinstance(document.get("results"), list) or isinstance(document.get("listings"), list):
-                yield from _json_array(text)
-            else:
-                yield 1, document
+        if isinstance(document, list) or (isinstance(document, dict) and _is_envelope(document)):
+            yield from _elements(text)
             return
-    for number, line in enumerate(text.splitlines(), start=1):
+        if isinstance(document, dict):
+            yield text[: len(text) - len(stripped)].count("\n") + 1, document
+            return
+    # NDJSON: records end at "\n" only (a JSON string may hold U+2028 and other line separators raw).
+    for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             try:
                 yield number, json.loads(line)
@@ -86,33 +100,43 @@ def _records(text: str) -> Iterator[tuple[int, Any | ValueError]]:
                 yield number, ValueError(f"not valid JSON: {error.msg} at column {error.colno}")
 
 
-def _json_array(text: str) -> Iterator[tuple[int, Any | ValueError]]:
-    """The elements of every top-level array in a JSON document, each with the line it starts on."""
+def _elements(text: str) -> Iterator[tuple[int, Any]]:
+    """The elements of a top-level array, or of an envelope's record arrays, each with the line it starts on.
+
+    The text is walked value by value with the JSON decoder, so brackets inside strings or other arrays of the
+    envelope are never mistaken for the records' array.
+    """
     decoder = json.JSONDecoder()
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        yield (
-            error.lineno,
-            ValueError(f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"),
-        )
-        return
-    arrays = (
-        [document]
-        if isinstance(document, list)
-        else [v for k, v in document.items() if k in ("results", "listings", "profiles") and isinstance(v, list)]
-    )
-    # Find where each element starts, to report lines: walk the text with the decoder.
-    position = 0
-    for array in arrays:
-        position = text.index("[", position) + 1
-        for _ in array:
-            while text[position] in " \t\r\n,":
-                position += 1
+    position = _skip(text, 0)
+
+    def array_at(position: int) -> Iterator[tuple[int, Any]]:
+        position = _skip(text, position + 1)  # past "["
+        while text[position] != "]":
             record, end = decoder.raw_decode(text, position)
             yield text.count("\n", 0, position) + 1, record
-            position = end
-        position = text.index("]", position) + 1
+            position = _skip(text, end)
+            if text[position] == ",":
+                position = _skip(text, position + 1)
+
+    if text[position] == "[":
+        yield from array_at(position)
+        return
+    position = _skip(text, position + 1)  # past "{"
+    while text[position] != "}":
+        key, end = decoder.raw_decode(text, position)
+        position = _skip(text, _skip(text, end) + 1)  # past ":"
+        if key in ENVELOPE_ARRAYS and text[position] == "[":
+            yield from array_at(position)
+        _, end = decoder.raw_decode(text, position)
+        position = _skip(text, end)
+        if text[position] == ",":
+            position = _skip(text, position + 1)
+
+
+def _skip(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
 
 
 def read_file(path: str | Path) -> ImportReport:

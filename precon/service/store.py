@@ -282,6 +282,16 @@ def _collect(record: Any, path: str) -> list[Any]:
     return [v for v in values if v is not None]
 
 
+def _last_of_each(records: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> list[dict[str, Any]]:
+    """A batch with one record per key: when a key comes twice, the later record wins."""
+    latest: dict[str, dict[str, Any]] = {}
+    for record in records:
+        identity = key(record)
+        latest.pop(identity, None)
+        latest[identity] = record
+    return list(latest.values())
+
+
 def _scalar_value(attribute: IndexedAttribute, value: Any) -> Any:
     if value is None:
         return None
@@ -443,6 +453,7 @@ class SQLiteStore:
         )
         fts_columns = ", ".join(SEARCHABLE_LISTING_FIELDS)
         insert_fts = f"INSERT INTO listing_fts(rowid, {fts_columns}) VALUES (?{', ?' * len(SEARCHABLE_LISTING_FIELDS)})"
+        records = _last_of_each(records, lambda r: str(r.get("listingId") or r.get("objectID") or "").strip())
         with self._transaction() as db:
             existing = {}
             labels: dict[tuple[str, str], str] = {}
@@ -588,6 +599,7 @@ class SQLiteStore:
         fts_columns = ", ".join(SEARCHABLE_PROFILE_FIELDS)
         insert_fts = f"INSERT INTO profile_fts(rowid, {fts_columns}) VALUES (?{', ?' * len(SEARCHABLE_PROFILE_FIELDS)})"
         touched: set[str] = set()
+        records = _last_of_each(records, lambda r: str(r.get("path") or "").strip())
         with self._transaction() as db:
             fts_rows = []
             for record in records:

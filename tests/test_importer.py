@@ -1,0 +1,265 @@
+"""precon.service.importer: classifying records and reading JSON or NDJSON files with line numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from precon.models import COLLECTIONS
+from precon.service.importer import PROFILE_COLLECTIONS, ImportReport, classify, read_file
+
+NEITHER = "neither a listing (no listingId) nor a profile (no '<Collection>/<id>' path)"
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ----------------------------------------------------------------------------------------------------------
+# classify
+# ----------------------------------------------------------------------------------------------------------
+
+
+def test_classify_listing_with_listing_id() -> None:
+    record = {"listingId": "ABC123", "path": "Listings/ABC123", "name": "Tower", "numberOfUnits": "312"}
+    assert classify(record) == ("listing", record)
+
+
+def test_classify_listing_id_is_trimmed() -> None:
+    assert classify({"listingId": " ABC123 ", "name": "Tower"}) == ("listing", {"listingId": "ABC123", "name": "Tower"})
+
+
+def test_classify_listing_from_its_path_alone() -> None:
+    assert classify({"path": "Listings/ABC123", "name": "Tower"}) == (
+        "listing",
+        {"path": "Listings/ABC123", "name": "Tower", "listingId": "ABC123"},
+    )
+
+
+def test_classify_listing_from_object_id_and_path() -> None:
+    # A search result carries objectID; it is the listing id when listingId is absent.
+    record = {"objectID": "XYZ789", "path": "Listings/XYZ789", "_score": 1.5}
+    assert classify(record) == ("listing", {**record, "listingId": "XYZ789"})
+
+
+def test_profile_collections_are_the_models_plus_owners() -> None:
+    assert PROFILE_COLLECTIONS == (
+        "Architects",
+        "Builders",
+        "InteriorDesigners",
+        "Marketers",
+        "SalesCentres",
+        "SalesCompanies",
+        "Owners",
+    )
+    assert PROFILE_COLLECTIONS[:-1] == COLLECTIONS
+
+
+@pytest.mark.parametrize("collection", [*COLLECTIONS, "Owners"])
+def test_classify_profile_of_every_collection(collection: str) -> None:
+    record = {"path": f"{collection}/5fH9abcDEF0123456789", "name": "Some Company", "listings": ["Listings/A1"]}
+    assert classify(record) == ("profile", record)
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"path": "Developers/x1", "name": "?"}, "unknown profile collection 'Developers' in path 'Developers/x1'"),
+        ({"path": "builders/x1"}, "unknown profile collection 'builders' in path 'builders/x1'"),
+        ({"path": "Builders/"}, "profile path 'Builders/' has no id"),
+        ({"path": "Listings/"}, "a listing needs a listingId"),
+        ({"listingId": "   "}, "a listing needs a listingId"),
+        ({"listingId": 12345}, "a listing needs a listingId"),
+        ({"name": "No identity"}, NEITHER),
+        ({"path": "Builders"}, NEITHER),
+        ({"path": 42}, NEITHER),
+        ({}, NEITHER),
+    ],
+)
+def test_classify_refuses_what_is_neither(record: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        classify(record)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("record", "kind"),
+    [([], "list"), ("Listings/ABC123", "str"), (5, "int"), (1.5, "float"), (None, "NoneType"), (True, "bool")],
+)
+def test_classify_refuses_a_non_object(record: Any, kind: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        classify(record)
+    assert str(raised.value) == f"expected a JSON object, got {kind}"
+
+
+def test_classify_reports_the_first_invalid_field() -> None:
+    with pytest.raises(ValueError) as raised:
+        classify({"listingId": "ABC123", "isFeatured": "perhaps"})
+    assert str(raised.value) == "isFeatured: Input should be a valid boolean, unable to interpret input"
+    with pytest.raises(ValueError) as raised:
+        classify({"path": "Builders/b1", "name": 12})
+    assert str(raised.value) == "name: Input should be a valid string"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# read_file
+# ----------------------------------------------------------------------------------------------------------
+
+
+def test_read_ndjson_reports_lines_as_they_are_in_the_file(tmp_path: Path) -> None:
+    listing = {"listingId": "AAA111", "name": "One"}
+    builder = {"path": "Builders/b1", "name": "Builder"}
+    lines = [
+        json.dumps(builder),  # 1
+        "",  # 2
+        json.dumps(listing),  # 3
+        "{not json",  # 4
+        "   ",  # 5
+        json.dumps({"name": "orphan"}),  # 6
+        json.dumps([listing]),  # 7
+        json.dumps({"listingId": "BBB222", "isFeatured": "maybe"}),  # 8
+    ]
+    report = read_file(write(tmp_path, "r.ndjson", "\n".join(lines) + "\n"))
+    assert report.listings == [listing]
+    assert report.profiles == [builder]
+    assert [line for line, _ in report.problems] == [4, 6, 7, 8]
+    assert report.problems[0][1].startswith("not valid JSON: ")
+    assert report.problems[1:] == [
+        (6, NEITHER),
+        (7, "expected a JSON object, got list"),
+        (8, "isFeatured: Input should be a valid boolean, unable to interpret input"),
+    ]
+
+
+def test_read_ndjson_with_crlf_line_endings(tmp_path: Path) -> None:
+    text = '{"listingId": "AAA111"}\r\n\r\n{"listingId": "BBB222"\r\n{"path": "Owners/o1"}\r\n'
+    report = read_file(write(tmp_path, "r.ndjson", text))
+    assert report.listings == [{"listingId": "AAA111"}]
+    assert report.profiles == [{"path": "Owners/o1"}]
+    assert [line for line, _ in report.problems] == [3]
+
+
+def test_read_single_object_document(tmp_path: Path) -> None:
+    record = {"listingId": "AAA111", "name": "One", "type": ["Condo"]}
+    report = read_file(write(tmp_path, "one.json", json.dumps(record, indent=2)))
+    assert report == ImportReport(listings=[record], profiles=[], problems=[])
+
+
+def test_read_json_array_element_lines(tmp_path: Path) -> None:
+    text = "\n".join(
+        [
+            "[",  # 1
+            '  {"listingId": "AAA111",',  # 2
+            '   "name": "One"},',  # 3
+            "",  # 4
+            '  {"path": "Architects/a1",',  # 5
+            '   "name": "Arch"},',  # 6
+            '  {"name": "neither"},',  # 7
+            '  17, {"listingId": "BBB222"}, [',  # 8
+            "  1]",  # 9
+            "]",  # 10
+        ]
+    )
+    report = read_file(write(tmp_path, "r.json", text))
+    assert report.listings == [{"listingId": "AAA111", "name": "One"}, {"listingId": "BBB222"}]
+    assert report.profiles == [{"path": "Architects/a1", "name": "Arch"}]
+    assert report.problems == [
+        (7, NEITHER),
+        (8, "expected a JSON object, got int"),
+        (8, "expected a JSON object, got list"),
+    ]
+
+
+def test_read_pretty_printed_array_reports_where_each_element_starts(tmp_path: Path) -> None:
+    records: list[Any] = [{"listingId": f"L{n:05d}", "type": ["Condo"]} for n in range(3)]
+    records.insert(2, {"bad": True})
+    text = json.dumps(records, indent=2)
+    starts = [n for n, line in enumerate(text.splitlines(), start=1) if line == "  {"]
+    report = read_file(write(tmp_path, "r.json", text))
+    assert len(starts) == 4
+    assert report.problems == [(starts[2], NEITHER)]
+    assert [r["listingId"] for r in report.listings] == ["L00000", "L00001", "L00002"]
+
+
+def test_read_envelopes(tmp_path: Path) -> None:
+    listing = {"listingId": "AAA111", "objectID": "AAA111", "name": "One"}
+    results_text = '{"results": [\n  ' + json.dumps(listing) + ',\n  "junk"\n], "total": 2, "page": 0}'
+    report = read_file(write(tmp_path, "search.json", results_text))
+    assert report == ImportReport(listings=[listing], profiles=[], problems=[(3, "expected a JSON object, got str")])
+
+    profile = {"path": "SalesCentres/s1", "name": "Centre"}
+    both = '{\n"profiles": [\n' + json.dumps(profile) + '\n],\n"listings": [\n' + json.dumps(listing) + ",\n3]}"
+    report = read_file(write(tmp_path, "both.json", both))
+    assert report == ImportReport(
+        listings=[listing], profiles=[profile], problems=[(7, "expected a JSON object, got int")]
+    )
+
+
+def test_read_malformed_json_document_is_one_problem(tmp_path: Path) -> None:
+    report = read_file(write(tmp_path, "broken.json", '[\n  {"listingId": "AAA111"},\n  {"listingId": \n]'))
+    assert report.listings == [] and report.profiles == []
+    assert len(report.problems) == 1
+    line, message = report.problems[0]
+    assert line == 4
+    assert message.startswith("not valid JSON: ") and "line 4" in message
+
+
+def test_read_empty_file(tmp_path: Path) -> None:
+    assert read_file(write(tmp_path, "empty.ndjson", "")) == ImportReport()
+    assert read_file(write(tmp_path, "empty.json", "[]")) == ImportReport()
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_read_ndjson_with_unicode_line_separators_inside_strings(tmp_path: Path, separator: str) -> None:
+    records = [
+        {"listingId": "AAA111", "summary": f"Phase one{separator}Phase two"},
+        {"listingId": "BBB222", "name": "Next"},
+        {"name": "orphan"},
+    ]
+    path = tmp_path / "r.ndjson"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))  # orjson leaves these characters raw
+    report = read_file(path)
+    assert report == ImportReport(listings=records[:2], profiles=[], problems=[(3, NEITHER)])
+
+
+def test_read_envelope_with_another_array_before_results(tmp_path: Path) -> None:
+    listing = {"listingId": "AAA111", "name": "One"}
+    text = '{"ids": ["AAA111"],\n "results": [\n  ' + json.dumps(listing) + "\n]}"
+    assert read_file(write(tmp_path, "search.json", text)) == ImportReport(listings=[listing])
+
+
+def test_read_envelope_with_a_bracket_in_a_string_before_results(tmp_path: Path) -> None:
+    listing = {"listingId": "AAA111", "name": "One"}
+    text = '{"query": "[draft]",\n "results": [\n  ' + json.dumps(listing) + "\n]}"
+    assert read_file(write(tmp_path, "search.json", text)) == ImportReport(listings=[listing])
+
+
+PROFILE_WITH_LISTINGS = {
+    "id": "b1",
+    "path": "Builders/b1",
+    "name": "Brick Builders",
+    "listings": ["Listings/AAA111", "Listings/BBB222"],
+}
+
+
+def test_read_single_profile_document(tmp_path: Path) -> None:
+    report = read_file(write(tmp_path, "profile.json", json.dumps(PROFILE_WITH_LISTINGS, indent=2)))
+    assert report == ImportReport(profiles=[PROFILE_WITH_LISTINGS])
+
+
+def test_read_ndjson_of_one_profile(tmp_path: Path) -> None:
+    report = read_file(write(tmp_path, "profile.ndjson", json.dumps(PROFILE_WITH_LISTINGS) + "\n"))
+    assert report == ImportReport(profiles=[PROFILE_WITH_LISTINGS])
+
+
+def test_read_ndjson_of_profiles_with_listings(tmp_path: Path) -> None:
+    # With more than one line the file is NDJSON and the profiles load: the failure above is the one-record case.
+    other = {**PROFILE_WITH_LISTINGS, "id": "b2", "path": "Builders/b2"}
+    text = json.dumps(PROFILE_WITH_LISTINGS) + "\n" + json.dumps(other) + "\n"
+    assert read_file(write(tmp_path, "profiles.ndjson", text)) == ImportReport(profiles=[PROFILE_WITH_LISTINGS, other])
