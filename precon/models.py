@@ -12,7 +12,7 @@ import math
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, RootModel
 
 COLLECTIONS: tuple[str, ...] = (
     "Architects",
@@ -72,6 +72,8 @@ def _number(value: Any) -> Any:
         except ValueError:
             return None
         return number if math.isfinite(number) else None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 
@@ -106,10 +108,25 @@ Timestamp = Annotated[datetime | None, BeforeValidator(_timestamp)]
 StringList = Annotated[list[str], BeforeValidator(_string_list)]
 
 
+class ResponseMeta(BaseModel):
+    """How an answer came: what to quote to the service's operators, and how long it took."""
+
+    request_id: str | None = None
+    status: int = 200
+    elapsed_ms: float = 0.0
+    from_cache: bool = False
+
+
 class Record(BaseModel):
     """Base of every API record: unknown fields are kept, and fields may be filled by name or alias."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
+    _meta: ResponseMeta | None = PrivateAttr(default=None)
+
+    @property
+    def response_meta(self) -> ResponseMeta | None:
+        """Set on the object a client call returned: its request id, timing and whether the cache answered."""
+        return self._meta
 
 
 class GeoPoint(Record):

@@ -123,7 +123,7 @@ class AccountStore:
                 if row
                 else db.execute(
                     "INSERT INTO api_keys(digest, hint, label, created_at) VALUES (?, ?, ?, ?)",
-                    (digest(raw), raw[:7] + "…", label, now),
+                    (digest(raw), raw[:6] + "…" if len(raw) >= 24 else "…", label, now),
                 ).lastrowid
             )
             db.execute(
