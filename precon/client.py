@@ -1,0 +1,518 @@
+"""The typed client of the listings API: one method per operation, models back, errors per status.
+
+It speaks what contract.md says the production service expects (comma-joined lists, ``referrences`` spelled
+so, the key in ``x-api-key``), so the same client reads this project's service and
+``https://api.getbuildify.com`` alike::
+
+    from precon import Client
+    from precon.filters import any_of, between, and_
+
+    with Client() as client:  # PRECON_API_URL, PRECON_API_KEY, PRECON_PRODUCT_ID from the environment
+        page = client.search_listings("king west", filter=and_(any_of("type", ["Condo"]), between("minBeds", 2)))
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+import httpx
+from pydantic import BaseModel, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+from precon import filters
+from precon.cache import ResponseCache
+from precon.errors import (
+    APIStatusError,
+    PreconError,
+    RateLimited,
+    ServerError,
+    TransportError,
+    error_for_response,
+    error_for_transport,
+)
+from precon.models import (
+    FacetCounts,
+    FacetCountsResponse,
+    Listing,
+    Page,
+    Profile,
+    ProfilesOfListing,
+    ResponseMeta,
+    WebhookDeletion,
+    WebhookSubscription,
+    WebhookTrigger,
+)
+
+PRODUCTION_URL = "https://api.getbuildify.com"
+DEFAULT_TIMEOUT_S = 30.0
+USER_AGENT = "precon-explorer/0.1"
+
+# Retry policy: 0.5 s doubling to 8 s, with full jitter; Retry-After honoured up to a cap.
+RETRY_ATTEMPTS = 4
+"""Retries after the first attempt, for requests that may be retried."""
+RETRY_INITIAL_WAIT_S = 0.5
+RETRY_MAX_WAIT_S = 8.0
+RETRY_AFTER_CAP_S = 30.0
+"""The longest ``Retry-After`` honoured; a longer one is raised to the caller instead of waited out."""
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "DELETE"})
+
+Filter = filters.Expr | str | None
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class ClientSettings(BaseSettings):
+    """Where the client connects, read from ``PRECON_*`` environment variables when not given."""
+
+    model_config = SettingsConfigDict(env_prefix="PRECON_", extra="ignore")
+
+    api_url: str | None = None
+    api_key: SecretStr | None = None
+    product_id: str | None = None
+    version: str = "v1"
+    province: str = "all"
+    cache_url: str | None = None
+    timeout: float = DEFAULT_TIMEOUT_S
+
+
+def _csv(values: str | Iterable[str] | None) -> str | None:
+    if values is None:
+        return None
+    if isinstance(values, str):
+        return values
+    joined = ",".join(v for v in values if v)
+    return joined or None
+
+
+def _flag(value: bool | None) -> str | None:
+    return None if value is None else ("true" if value else "false")
+
+
+def _filter(value: Filter) -> str | None:
+    if value is None or isinstance(value, str):
+        return value or None
+    return filters.to_query(value)
+
+
+def _nearby(value: tuple[float, float] | str | None) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return f"{value[0]},{value[1]}"
+
+
+def _may_retry(method: str) -> Callable[[BaseException], bool]:
+    def decide(error: BaseException) -> bool:
+        if isinstance(error, RateLimited):
+            # Refused before any work was done: safe to send again, whatever the method.
+            return error.retry_after is None or error.retry_after <= RETRY_AFTER_CAP_S
+        if method not in IDEMPOTENT_METHODS:
+            # A POST is sent again only when it certainly never left: the connection was never made.
+            return isinstance(error, TransportError) and isinstance(
+                error.__cause__, httpx.ConnectError | httpx.ConnectTimeout
+            )
+        if isinstance(error, TransportError):
+            return True
+        return isinstance(error, ServerError) and error.status in RETRYABLE_STATUSES
+
+    return decide
+
+
+def _wait(state: RetryCallState) -> float:
+    """Exponential back-off with full jitter, or what the service asked for in ``Retry-After``."""
+    error = state.outcome.exception() if state.outcome else None
+    if isinstance(error, APIStatusError) and error.retry_after is not None:
+        return min(error.retry_after, RETRY_AFTER_CAP_S)
+    ceiling = min(RETRY_MAX_WAIT_S, RETRY_INITIAL_WAIT_S * 2 ** (state.attempt_number - 1))
+    return random.uniform(ceiling / 2, ceiling)
+
+
+class Client:
+    """A connection to one deployment of the listings API, as one key, through the cache."""
+
+    def __init__(
+        self,
+        api_url: str | None = None,
+        api_key: str | None = None,
+        product_id: str | None = None,
+        *,
+        version: str | None = None,
+        province: str | None = None,
+        cache: ResponseCache | Literal[False] | None = None,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float | None = None,
+        max_retries: int = RETRY_ATTEMPTS,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        settings = ClientSettings()
+        self.api_url = (api_url or settings.api_url or PRODUCTION_URL).rstrip("/")
+        key = api_key if api_key is not None else (settings.api_key.get_secret_value() if settings.api_key else None)
+        self.product_id = product_id or settings.product_id
+        self.version = version or settings.version
+        self.province = province or settings.province
+        if cache is None:
+            cache = ResponseCache(settings.cache_url)
+        self.cache: ResponseCache | None = None if cache is False else cache
+        inner = transport or httpx.HTTPTransport()
+        if self.cache is not None:
+            inner = self.cache.transport(inner, credential=key)
+        headers = {"user-agent": USER_AGENT, "accept": "application/json"}
+        if key:
+            headers["x-api-key"] = key
+        self._http = httpx.Client(
+            base_url=self.api_url,
+            transport=inner,
+            headers=headers,
+            timeout=timeout or settings.timeout,
+            follow_redirects=False,
+        )
+        self.max_retries = max_retries
+        self._sleep = sleep
+
+    # -- plumbing ------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _path(self, operation: str, version: str | None, province: str | None) -> str:
+        return f"/{version or self.version}/{province or self.province}/{operation}"
+
+    def _send_once(self, method: str, path: str, params: Mapping[str, Any], body: Any) -> tuple[Any, ResponseMeta]:
+        started = time.perf_counter()
+        try:
+            response = self._http.request(
+                method, path, params={k: v for k, v in params.items() if v is not None}, json=body
+            )
+        except httpx.TransportError as error:
+            raise error_for_transport(error, self.api_url) from error
+        elapsed = (time.perf_counter() - started) * 1000
+        if response.status_code >= 400:
+            raise error_for_response(response)
+        meta = ResponseMeta(
+            request_id=response.headers.get("x-request-id"),
+            status=response.status_code,
+            elapsed_ms=round(elapsed, 2),
+            from_cache=bool(response.extensions.get("from_cache")),
+        )
+        try:
+            return response.json(), meta
+        except ValueError as error:
+            raise PreconError(
+                f"the service answered {path} with something that is not JSON",
+                status=response.status_code,
+                request_id=meta.request_id,
+            ) from error
+
+    def call(
+        self,
+        method: str,
+        operation: str,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        *,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> tuple[Any, ResponseMeta]:
+        """One operation as raw JSON, with the retry policy: for callers that need the records untouched."""
+        path = self._path(operation, version, province)
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=_wait,
+            retry=retry_if_exception(_may_retry(method)),
+            sleep=self._sleep,
+            reraise=True,
+        )
+        result: tuple[Any, ResponseMeta] = retrying(self._send_once, method, path, params or {}, body)
+        return result
+
+    def _get(self, operation: str, params: Mapping[str, Any], model: type[ModelT], **scope: str | None) -> ModelT:
+        data, meta = self.call("GET", operation, params, **scope)
+        return self._parse(model, data, meta)
+
+    @staticmethod
+    def _parse(model: type[ModelT], data: Any, meta: ResponseMeta) -> ModelT:
+        parsed = model.model_validate(data)
+        parsed._meta = meta  # type: ignore[attr-defined]
+        return parsed
+
+    def _product(self, product_id: str | None) -> str | None:
+        return product_id or self.product_id
+
+    # -- listings ------------------------------------------------------------------------------------------
+
+    def search_listings(
+        self,
+        search: str | None = None,
+        *,
+        page: int = 0,
+        per_page: int = 20,
+        facets: str | Iterable[str] | None = None,
+        retrieve_attributes: str | Iterable[str] | None = None,
+        highlight: bool | None = None,
+        nearby: tuple[float, float] | str | None = None,
+        radius: float | None = None,
+        references: str | Iterable[str] | None = None,
+        filter: Filter = None,
+        product_id: str | None = None,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> Page[Listing]:
+        params = {
+            "product_id": self._product(product_id),
+            "search": search or None,
+            "page": page,
+            "perPage": per_page,
+            "facets": _csv(facets),
+            "retrieveAttributes": _csv(retrieve_attributes),
+            "highlightResults": _flag(highlight),
+            "nearby": _nearby(nearby),
+            "radius": None if radius is None else round(radius),
+            "referrences": _csv(references),
+            "filterQuery": _filter(filter),
+        }
+        return self._get("search_listings", params, Page[Listing], version=version, province=province)
+
+    def get_listing(
+        self,
+        id: str,
+        *,
+        retrieve_attributes: str | Iterable[str] | None = None,
+        references: str | Iterable[str] | None = None,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> Listing:
+        params = {"id": id, "retrieveAttributes": _csv(retrieve_attributes), "referrences": _csv(references)}
+        return self._get("listing", params, Listing, version=version, province=province)
+
+    def similar_listings(
+        self,
+        id: str,
+        *,
+        retrieve_attributes: str | Iterable[str] | None = None,
+        references: str | Iterable[str] | None = None,
+        min_score: float | None = None,
+        max_recommendations: int | None = None,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> Page[Listing]:
+        params = {
+            "id": id,
+            "retrieveAttributes": _csv(retrieve_attributes),
+            "referrences": _csv(references),
+            "minScore": min_score,
+            "maxRecommendations": max_recommendations,
+        }
+        return self._get("similar_listings", params, Page[Listing], version=version, province=province)
+
+    def trending_listings(
+        self,
+        *,
+        page: int = 0,
+        per_page: int = 20,
+        filter: Filter = None,
+        retrieve_attributes: str | Iterable[str] | None = None,
+        references: str | Iterable[str] | None = None,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> Page[Listing]:
+        params = {
+            "page": page,
+            "perPage": per_page,
+            "filterQuery": _filter(filter),
+            "retrieveAttributes": _csv(retrieve_attributes),
+            "referrences": _csv(references),
+        }
+        return self._get("trending_listings", params, Page[Listing], version=version, province=province)
+
+    def multiple_listings(
+        self,
+        ids: Sequence[str],
+        *,
+        retrieve_attributes: str | Iterable[str] | None = None,
+        references: str | Iterable[str] | None = None,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> list[Listing]:
+        params = {"ids": _csv(ids), "retrieveAttributes": _csv(retrieve_attributes), "referrences": _csv(references)}
+        page = self._get("multiple_listings", params, Page[Listing], version=version, province=province)
+        return page.results
+
+    def facet_counts(
+        self,
+        facets: str | Iterable[str],
+        *,
+        filter: Filter = None,
+        search: str | None = None,
+        format: Literal["object", "list"] | None = None,
+        product_id: str | None = None,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> FacetCounts:
+        params = {
+            "product_id": self._product(product_id),
+            "facets": _csv(facets),
+            "format": format,
+            "filterQuery": _filter(filter),
+            "search": search or None,
+        }
+        return self._get("facet_counts", params, FacetCountsResponse, version=version, province=province).as_counts()
+
+    # -- profiles ------------------------------------------------------------------------------------------
+
+    def search_profiles(
+        self,
+        search: str | None = None,
+        *,
+        collection: str | None = None,
+        page: int = 0,
+        per_page: int = 20,
+        facets: str | Iterable[str] | None = None,
+        filter: Filter = None,
+        retrieve_attributes: str | Iterable[str] | None = None,
+        references: str | Iterable[str] | None = None,
+        sort_by_name: Literal["asc", "dsc"] | None = None,
+        product_id: str | None = None,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> Page[Profile]:
+        params = {
+            "product_id": self._product(product_id),
+            "collection": collection or None,
+            "search": search or None,
+            "page": page,
+            "perPage": per_page,
+            "facets": _csv(facets),
+            "filterQuery": _filter(filter),
+            "retrieveAttributes": _csv(retrieve_attributes),
+            "referrences": _csv(references),
+            "sortByName": sort_by_name,
+        }
+        return self._get("search_profiles", params, Page[Profile], version=version, province=province)
+
+    def get_profile(
+        self,
+        id: str,
+        *,
+        collection: str | None = None,
+        references: str | Iterable[str] | None = None,
+        product_id: str | None = None,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> Profile:
+        params = {
+            "product_id": self._product(product_id),
+            "id": id,
+            "collection": collection or None,
+            "referrences": _csv(references),
+        }
+        return self._get("profile", params, Profile, version=version, province=province)
+
+    def profiles_of_listing(
+        self,
+        id: str,
+        *,
+        references: str | Iterable[str] | None = None,
+        product_id: str | None = None,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> ProfilesOfListing:
+        params = {"product_id": self._product(product_id), "id": id, "referrences": _csv(references)}
+        return self._get("profiles_of_listing", params, ProfilesOfListing, version=version, province=province)
+
+    # -- webhooks ------------------------------------------------------------------------------------------
+
+    def list_webhooks(self, *, version: str | None = None, province: str | None = None) -> list[WebhookSubscription]:
+        data, meta = self.call("GET", "webhooks", version=version, province=province)
+        return [self._parse(WebhookSubscription, item, meta) for item in data.get("results", [])]
+
+    def create_webhook(
+        self,
+        target_url: str,
+        event: str,
+        env: Literal["live", "sandbox"] = "live",
+        *,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> WebhookSubscription:
+        body = {"env": env, "targetUrl": target_url, "event": event}
+        data, meta = self.call("POST", "webhooks", body=body, version=version, province=province)
+        return self._parse(WebhookSubscription, data, meta)
+
+    def delete_webhook(self, id: str, *, version: str | None = None, province: str | None = None) -> WebhookDeletion:
+        data, meta = self.call("DELETE", "webhooks", {"id": id}, version=version, province=province)
+        return self._parse(WebhookDeletion, data, meta)
+
+    def trigger_profile_webhook(
+        self, id: str, collection: str, *, version: str | None = None, province: str | None = None
+    ) -> WebhookTrigger:
+        body = {"id": id, "collection": collection}
+        data, meta = self.call("POST", "trigger_profile_webhook", body=body, version=version, province=province)
+        return self._parse(WebhookTrigger, data, meta)
+
+    # -- paging --------------------------------------------------------------------------------------------
+
+    def iter_listings(
+        self,
+        search: str | None = None,
+        *,
+        per_page: int = 250,
+        progress: Callable[[int, int], None] | None = None,
+        start_page: int = 0,
+        **params: Any,
+    ) -> Iterator[Listing]:
+        """Every listing a search matches, page after page; ``progress(done, total)`` after each page."""
+        yield from self._iterate(
+            lambda page: self.search_listings(search, page=page, per_page=per_page, **params),
+            progress,
+            start_page,
+            per_page,
+        )
+
+    def iter_profiles(
+        self,
+        search: str | None = None,
+        *,
+        per_page: int = 250,
+        progress: Callable[[int, int], None] | None = None,
+        start_page: int = 0,
+        **params: Any,
+    ) -> Iterator[Profile]:
+        """Every profile a search matches, page after page; ``progress(done, total)`` after each page."""
+        params.setdefault("sort_by_name", "asc")
+        yield from self._iterate(
+            lambda page: self.search_profiles(search, page=page, per_page=per_page, **params),
+            progress,
+            start_page,
+            per_page,
+        )
+
+    @staticmethod
+    def _iterate(
+        fetch: Callable[[int], Page[Any]],
+        progress: Callable[[int, int], None] | None,
+        start_page: int,
+        per_page: int,
+    ) -> Iterator[Any]:
+        page = start_page
+        done = start_page * per_page
+        while True:
+            result = fetch(page)
+            yield from result.results
+            done += len(result.results)
+            if progress is not None:
+                progress(min(done, result.total), result.total)
+            page += 1
+            if not result.results or page >= result.pages:
+                return
