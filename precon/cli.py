@@ -175,5 +175,47 @@ def import_catalogue(file: Path, sandbox: bool, data_dir: Path) -> None:
         sys.exit(1)
 
 
+@catalogue.command("mirror")
+@click.option("--from", "source", required=True, help="The deployment to copy, e.g. https://api.getbuildify.com.")
+@click.option("--key", envvar="PRECON_API_KEY", required=True, help="Its API key (or $PRECON_API_KEY).")
+@click.option("--product", "product_id", envvar="PRECON_PRODUCT_ID", required=True, help="The data product.")
+@click.option("--province", default="all", show_default=True, help="Copy one province only.")
+@click.option("--version", default="v1", show_default=True, help="The API version to read.")
+@data_option
+def mirror_catalogue(source: str, key: str, product_id: str, province: str, version: str, data_dir: Path) -> None:
+    """Copy every listing and profile of a deployment here, to work offline; rerun to resume."""
+    from precon.client import Client
+    from precon.errors import PreconError
+    from precon.service.mirror import mirror
+
+    target = ServiceSettings(data_dir=data_dir).catalogue_path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    bars: dict[str, Any] = {}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        bar = bars.get(phase)
+        if bar is None:
+            bar = bars[phase] = click.progressbar(length=max(total, 1), label=f"{phase:9}", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+        if done >= total:
+            bar.__exit__(None, None, None)
+
+    with Client(source, key, product_id, version=version, cache=False) as client:
+        try:
+            report = mirror(client, target, province=province, progress=progress)
+        except PreconError as error:
+            for bar in bars.values():
+                bar.__exit__(None, None, None)
+            raise click.ClickException(
+                f"{error}\nThe copy so far is kept: run the same command again to resume."
+            ) from None
+    click.echo(
+        f"{'resumed; ' if report.resumed else ''}mirrored {report.listings} listings and {report.profiles} profiles "
+        f"into {target} ({report.requests} requests)",
+        err=True,
+    )
+
+
 if __name__ == "__main__":
     main()
