@@ -52,7 +52,7 @@ import orjson
 from precon import filters
 from precon.service.config import ServiceSettings
 from precon.service.schema import SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS
-from precon.service.search import WORD, searchable_text, words
+from precon.service.search import MIN_PREFIX_LENGTH, WORD, searchable_text, words
 from precon.service.store import province_of
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -460,7 +460,7 @@ class NaiveCatalogue:
 
     def text_score(self, record: NaiveRecord, query: list[str]) -> float | None:
         """None unless every word matches (the last also as a prefix); else a field-weighted match count."""
-        last = len(query) - 1
+        last = len(query) - 1 if len(query[-1]) >= MIN_PREFIX_LENGTH else -1
         if not all(_word_matches(w, record.all_words, i == last) for i, w in enumerate(query)):
             return None
         return sum(

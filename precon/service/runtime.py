@@ -65,6 +65,7 @@ class DataDirectory:
         if sandbox.counts()["listings"] == 0:
             fixed = catalogue.sandbox()
             load(sandbox, fixed.listings, fixed.profiles)
+        live.warm()
         accounts = AccountStore(settings.accounts_path)
         if settings.dev:
             accounts.create_key(DEV_PRODUCT_ID, key=DEV_API_KEY, label="development")

@@ -16,6 +16,8 @@ from typing import Any
 
 WORD = re.compile(r"[^\W_]+")
 MIN_TYPO_WORD_LENGTH = 4
+MIN_PREFIX_LENGTH = 2
+"""A last word of one letter matches only itself: as a prefix it would match a good part of the language."""
 """Shorter words must match exactly: one typo in a three-letter word matches too much."""
 
 
@@ -52,7 +54,8 @@ class TextQuery:
         terms = []
         last = len(self.words) - 1
         for position, word in enumerate(self.words):
-            alternatives = [f'"{word}"*' if position == last else f'"{word}"']
+            prefix = position == last and len(word) >= MIN_PREFIX_LENGTH
+            alternatives = [f'"{word}"*' if prefix else f'"{word}"']
             alternatives += [f'"{variant}"' for variant in sorted(self.typo_variants.get(word, ()))]
             terms.append(alternatives[0] if len(alternatives) == 1 else "(" + " OR ".join(alternatives) + ")")
         return " AND ".join(terms)
@@ -61,7 +64,8 @@ class TextQuery:
         """The query word that an indexed word matches, if any."""
         last = len(self.words) - 1
         for position, query_word in enumerate(self.words):
-            if word == query_word or (position == last and word.startswith(query_word)):
+            prefix = position == last and len(query_word) >= MIN_PREFIX_LENGTH
+            if word == query_word or (prefix and word.startswith(query_word)):
                 return query_word
             if word in self.typo_variants.get(query_word, ()):
                 return query_word

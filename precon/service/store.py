@@ -7,6 +7,7 @@ columns and term/number tables for filters and facets, FTS5 tables for text, an 
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import sqlite3
@@ -39,6 +40,8 @@ from precon.service.schema import (
 )
 from precon.service.search import TextQuery, TypoIndex, searchable_text
 from precon.service.sql_filter import ListingFilterCompiler, as_number, canonical_path
+
+log = logging.getLogger("precon.store")
 
 EARTH_RADIUS_M = 6_371_000.0
 MAX_FACET_VALUES = 100
@@ -215,7 +218,8 @@ CREATE INDEX IF NOT EXISTS listing_numbers_by_listing ON listing_numbers(listing
 CREATE TABLE IF NOT EXISTS labels(
   attr TEXT NOT NULL, term TEXT NOT NULL, label TEXT NOT NULL, PRIMARY KEY(attr, term)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS listing_attributes(name TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE VIRTUAL TABLE IF NOT EXISTS listing_fts USING fts5({listing_fts}, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS listing_fts USING fts5(
+  {listing_fts}, tokenize='unicode61 remove_diacritics 2', prefix='2 3');
 CREATE VIRTUAL TABLE IF NOT EXISTS listing_vocab USING fts5vocab(listing_fts, 'row');
 CREATE VIRTUAL TABLE IF NOT EXISTS listing_geo USING rtree(id, min_lat, max_lat, min_lng, max_lng);
 CREATE TABLE IF NOT EXISTS listing_views(
@@ -237,11 +241,29 @@ CREATE INDEX IF NOT EXISTS profiles_by_name ON profiles(name_key, path);
 CREATE TABLE IF NOT EXISTS profile_provinces(
   province TEXT NOT NULL, profile INTEGER NOT NULL, PRIMARY KEY(province, profile)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS profile_provinces_by_profile ON profile_provinces(profile);
-CREATE VIRTUAL TABLE IF NOT EXISTS profile_fts USING fts5({profile_fts}, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS profile_fts USING fts5(
+  {profile_fts}, tokenize='unicode61 remove_diacritics 2', prefix='2 3');
 CREATE VIRTUAL TABLE IF NOT EXISTS profile_vocab USING fts5vocab(profile_fts, 'row');
 """
 
 
+SCHEMA_VERSION = 2
+"""The layout of the derived tables; a file of another layout has them rebuilt from its records on open."""
+_DERIVED_TABLES = [
+    "listing_vocab",
+    "listing_fts",
+    "listing_geo",
+    "listing_terms",
+    "listing_numbers",
+    "labels",
+    "listing_attributes",
+    "listings",
+    "listing_docs",
+    "profile_vocab",
+    "profile_fts",
+    "profile_provinces",
+    "profiles",
+]
 _SELECT_LISTING_DOC = "SELECT l.id, d.doc FROM listings l JOIN listing_docs d ON d.id = l.id WHERE l.listing_id = ?"
 _LISTING_SECONDARY_INDEXES = re.findall(
     r"CREATE INDEX IF NOT EXISTS (\w+) ON listing(?:s|_terms|_numbers)\(", _schema()
@@ -359,6 +381,46 @@ class SQLiteStore:
             db.executescript(
                 "BEGIN IMMEDIATE;" + _schema() + "INSERT OR IGNORE INTO meta VALUES ('generation', '0');COMMIT;"
             )
+        self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Rebuilds what finds records (indexes, text, columns) when the file was written by an older layout.
+
+        The records themselves, and the recorded views, are kept as they are; they are read back in batches.
+        """
+        db = self._db()
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is not None and int(row[0]) == SCHEMA_VERSION:
+            return
+        count = db.execute("SELECT (SELECT count(*) FROM listing_docs) + (SELECT count(*) FROM profiles)").fetchone()
+        if count[0]:
+            log.warning("rebuilding the indexes of %s for layout %d", self.path, SCHEMA_VERSION)
+            with self._write_lock:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("DROP TABLE IF EXISTS upgrade_listings")
+                db.execute("DROP TABLE IF EXISTS upgrade_profiles")
+                db.execute("CREATE TABLE upgrade_listings AS SELECT id, doc FROM listing_docs")
+                db.execute("CREATE TABLE upgrade_profiles AS SELECT id, doc FROM profiles")
+                for table in _DERIVED_TABLES:
+                    db.execute(f"DROP TABLE IF EXISTS {table}")
+                db.execute("COMMIT")
+                db.executescript("BEGIN IMMEDIATE;" + _schema() + "COMMIT;")
+            with self.bulk_load():
+                for table, upsert in (
+                    ("upgrade_profiles", self.upsert_profiles),
+                    ("upgrade_listings", self.upsert_listings),
+                ):
+                    last = 0
+                    while batch := db.execute(
+                        f"SELECT id, doc FROM {table} WHERE id > ? ORDER BY id LIMIT 2000", (last,)
+                    ).fetchall():
+                        upsert([decode_document(blob) for _, blob in batch])
+                        last = batch[-1][0]
+            with self._write_lock:
+                db.execute("DROP TABLE upgrade_listings")
+                db.execute("DROP TABLE upgrade_profiles")
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
 
     # -- connections ---------------------------------------------------------------------------------------
 
@@ -748,6 +810,12 @@ class SQLiteStore:
                 hits = search(query, expanded)
         return hits
 
+    def warm(self) -> None:
+        """Builds the in-memory indexes now rather than on the first query."""
+        if self.engine == "columns":
+            self._columns()
+        self._typo_indexes()
+
     # The column engine: the default.
 
     def _columns(self) -> ColumnIndex:
@@ -792,12 +860,12 @@ class SQLiteStore:
         score = None
         if text is not None:
             weights = ", ".join(str(w) for w in SEARCHABLE_LISTING_WEIGHTS)
-            rows = db.execute(
+            cursor = db.execute(
                 f"SELECT rowid, bm25(listing_fts, {weights}) FROM listing_fts WHERE listing_fts MATCH ? ORDER BY rowid",
                 (text.fts_expression(),),
-            ).fetchall()
-            rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            ranks = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+            )
+            matches = np.fromiter(cursor, dtype=np.dtype([("rowid", np.int64), ("rank", np.float64)]))
+            rowids, ranks = matches["rowid"], matches["rank"]
             positions = np.searchsorted(index.rowids, rowids)
             valid = positions < index.size
             valid[valid] &= index.rowids[positions[valid]] == rowids[valid]
