@@ -1,0 +1,28 @@
+"""Precon Explorer: the dashboard. ``streamlit run app.py`` (or ``make run``)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components import api
+from components.sidebar import render_sidebar
+
+st.set_page_config(page_title="Precon Explorer", page_icon="🏗️", layout="wide")
+
+PAGES = {
+    "Explore": [
+        st.Page("pages/home.py", title="Home", icon="🏠", url_path="home", default=True),
+        st.Page("pages/search.py", title="Search", icon="🔎", url_path="search"),
+        st.Page("pages/map.py", title="Map", icon="🗺️", url_path="map"),
+        st.Page("pages/facets.py", title="Facets", icon="📊", url_path="facets"),
+    ],
+    "Records": [
+        st.Page("pages/listing.py", title="Listing", icon="🏢", url_path="listing"),
+        st.Page("pages/profiles.py", title="Profiles", icon="👷", url_path="profiles"),
+        st.Page("pages/profile.py", title="Profile", icon="🪪", url_path="profile"),
+    ],
+}
+
+page = st.navigation(PAGES)
+render_sidebar(api.connection)
+page.run()

@@ -1,0 +1,152 @@
+"""The dashboard's one way to the listings API: the client (kept for the app's life) and the data it returns
+(kept a minute per question), and the readable message a failure becomes.
+
+Every page calls :func:`call`; a rerun that asks nothing new is answered from Streamlit's cache without an API
+call, and what does reach the client goes through its HTTP cache too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import streamlit as st
+
+from precon import filters
+from precon.client import Client
+from precon.errors import (
+    BadRequest,
+    Forbidden,
+    NoDataProduct,
+    NotFound,
+    PreconError,
+    RateLimited,
+    ServerError,
+    Timeout,
+    TransportError,
+)
+
+DATA_TTL_S = 60
+DASHBOARD_RETRIES = 2
+"""Fewer retries than a script's: someone is waiting at the page."""
+SETTING_NAMES = ("PRECON_API_URL", "PRECON_API_KEY", "PRECON_PRODUCT_ID")
+
+
+@dataclass(frozen=True)
+class Connection:
+    kind: Literal["embedded", "remote"]
+    url: str
+    product_id: str | None
+    client: Client
+
+    @property
+    def identity(self) -> str:
+        """What keeps one deployment's cached answers apart from another's."""
+        return f"{self.kind}:{self.url}:{self.product_id}"
+
+
+def _setting(name: str) -> str | None:
+    value = os.environ.get(name)
+    if value:
+        return value
+    try:
+        secret = st.secrets.get(name) or st.secrets.get(name.lower())
+    except (FileNotFoundError, KeyError, AttributeError):
+        return None
+    except Exception:  # noqa: BLE001 - an unreadable secrets.toml means no secrets, not a broken page
+        return None
+    return str(secret) if secret else None
+
+
+@st.cache_resource(show_spinner="Starting the listings service…")
+def connection() -> Connection:
+    """The remote deployment named by ``PRECON_API_URL`` (environment or secrets), or the embedded service."""
+    url = _setting("PRECON_API_URL")
+    if url:
+        client = Client(url, _setting("PRECON_API_KEY") or "", _setting("PRECON_PRODUCT_ID"), max_retries=DASHBOARD_RETRIES)
+        return Connection("remote", client.api_url, client.product_id, client)
+    from precon.service import embedded
+
+    service = embedded.start()
+    return Connection("embedded", service.url, service.product_id, service.client)
+
+
+def scope() -> tuple[str, str]:
+    """The API version and province chosen in the sidebar."""
+    return st.session_state.get("version", "v1"), st.session_state.get("province", "all")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, filters.And | filters.Or | filters.Not | filters.Match | filters.Range | filters.Compare):
+        return filters.to_query(value)
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    return value
+
+
+@st.cache_data(ttl=DATA_TTL_S, show_spinner=False, max_entries=1000)
+def _cached_call(identity: str, version: str, province: str, operation: str, arguments: str) -> Any:
+    client = connection().client
+    return getattr(client, operation)(**json.loads(arguments), version=version, province=province)
+
+
+def call(operation: str, /, **arguments: Any) -> Any:
+    """The client's ``operation`` with these arguments, in the sidebar's version and province, cached."""
+    version, province = scope()
+    plain = {name: _plain(value) for name, value in arguments.items() if value is not None}
+    return _cached_call(connection().identity, version, province, operation, json.dumps(plain, sort_keys=True))
+
+
+def call_uncached(operation: str, /, **arguments: Any) -> Any:
+    """For calls with an effect (fetching a listing counts a view) or that must see the latest state."""
+    version, province = scope()
+    return getattr(connection().client, operation)(**arguments, version=version, province=province)
+
+
+def advice(error: PreconError) -> tuple[str, str]:
+    """A title and what to do about an error, in the user's terms."""
+    if isinstance(error, NoDataProduct):
+        return "No data product", "Set PRECON_PRODUCT_ID to a data product of this API key, or ask your data provider."
+    if isinstance(error, Forbidden):
+        return "Access refused", (
+            "The API key is missing or unknown, or its product does not grant this version and province. "
+            "Pick another version or province in the sidebar, or check PRECON_API_KEY."
+        )
+    if isinstance(error, NotFound):
+        return "Not found", "It may have been removed, or it is outside the province chosen in the sidebar."
+    if isinstance(error, RateLimited):
+        wait = f" about {error.retry_after:.0f} s" if error.retry_after else " a little"
+        return "Too many requests", f"The service asks to slow down: wait{wait} and try again."
+    if isinstance(error, BadRequest):
+        return "The service could not use this request", "Change the search or filters and try again."
+    if isinstance(error, ServerError):
+        return "The listings service failed", "Try again in a moment; if it keeps failing, quote the request id."
+    if isinstance(error, Timeout):
+        return "The listings service is too slow to answer", "Try again, or narrow the search."
+    if isinstance(error, TransportError):
+        return "The listings service cannot be reached", (
+            f"Check that it is running and that PRECON_API_URL is right ({connection().url})."
+        )
+    return "Something went wrong", "Try again; if it keeps failing, quote the request id."
+
+
+def show_error(error: PreconError) -> None:
+    title, what_to_do = advice(error)
+    lines = [f"**{title}.** {error.message}", what_to_do]
+    if error.request_id:
+        lines.append(f"Request id: `{error.request_id}`")
+    st.error("\n\n".join(lines), icon="⚠️")
+
+
+@contextmanager
+def guarded() -> Iterator[None]:
+    """Runs a block of API calls; a failure shows its message and stops the page there."""
+    try:
+        yield
+    except PreconError as error:
+        show_error(error)
+        st.stop()

@@ -1,0 +1,70 @@
+"""How values read on the dashboard: prices in CAD, ranges, dates, links to records."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from precon.models import Listing, Profile
+
+MISSING = "—"
+
+
+def cad(value: float | None) -> str:
+    return MISSING if value is None else f"${value:,.0f}"
+
+
+def number_range(low: float | None, high: float | None, unit: str = "") -> str:
+    def text(value: float) -> str:
+        return f"{value:g}"
+
+    if low is None and high is None:
+        return MISSING
+    if low is None or high is None or low == high:
+        return text(low if low is not None else high) + unit  # type: ignore[arg-type]
+    return f"{text(low)}–{text(high)}{unit}"
+
+
+def price_range(low: float | None, high: float | None) -> str:
+    if low is None and high is None:
+        return "Contact for pricing"
+    if low is None or high is None or low == high:
+        return cad(low if low is not None else high)
+    return f"{cad(low)} – {cad(high)}"
+
+
+def listing_url(listing_id: str | None) -> str:
+    """The listing page's address, relative to the app (what a link column or markdown link takes)."""
+    return f"./listing?id={quote(listing_id or '')}"
+
+
+def listing_link_value(listing: Listing) -> str:
+    """A link column's value: the page address, with the name after ``#`` for the column to show."""
+    return f"{listing_url(listing.id)}#{listing.name or listing.id}"
+
+
+def profile_url(path: str | None) -> str:
+    """The profile page's address: ``Builders/5fH9…`` → ``./profile?collection=Builders&id=5fH9…``."""
+    collection, _, profile_id = (path or "").partition("/")
+    return f"./profile?collection={quote(collection)}&id={quote(profile_id)}"
+
+
+def profile_name(reference: str | Profile) -> str:
+    if isinstance(reference, Profile):
+        return reference.name or reference.path or MISSING
+    return reference
+
+
+def completion(listing: Listing) -> str:
+    if listing.completionDateTBD:
+        return "TBD"
+    return listing.completionDate or (str(listing.completionYear) if listing.completionYear else MISSING)
+
+
+def markdown_text(text: str | None) -> str:
+    """User text made safe for ``st.markdown``: no HTML, no markdown syntax taken from it."""
+    if not text:
+        return ""
+    escaped = text.replace("\\", "\\\\")
+    for symbol in "`*_{}[]()#+-.!|<>~$":
+        escaped = escaped.replace(symbol, "\\" + symbol)
+    return escaped

@@ -1,0 +1,111 @@
+"""Running the dashboard under Streamlit's AppTest against a real service, or against failing ones."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from streamlit.testing.v1 import AppTest
+
+from precon.service.server import ServerThread
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+TIMEOUT_S = 30
+DASHBOARD_LISTINGS = 300
+
+
+def reset_caches() -> None:
+    """AppTest runs in this process: Streamlit's caches (the client among them) outlive one test."""
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def open_page(page: str, query: dict[str, str] | None = None) -> AppTest:
+    """The app, on ``page`` (``"pages/search.py"``), with these query parameters, after its first run."""
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
+    for name, value in (query or {}).items():
+        app.query_params[name] = value
+    app.switch_page(page)
+    app.run()
+    return app
+
+
+def page_text(app: AppTest) -> str:
+    """Everything the page wrote as text, to search in."""
+    parts = [m.value for m in app.markdown] + [c.value for c in app.caption] + [e.value for e in app.error]
+    parts += [s.value for s in app.subheader] + [h.value for h in app.header] + [t.value for t in app.title]
+    parts += [i.value for i in app.info] + [w.value for w in app.warning] + [s.value for s in app.success]
+    return "\n".join(str(p) for p in parts)
+
+
+@pytest.fixture(scope="session")
+def dashboard_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("dashboard-data")
+
+
+@pytest.fixture
+def embedded_dashboard(dashboard_data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The dashboard on its embedded service, over a small catalogue of its own."""
+    for name in ("PRECON_API_URL", "PRECON_API_KEY", "PRECON_PRODUCT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PRECON_SERVICE_DATA_DIR", str(dashboard_data))
+    monkeypatch.setenv("PRECON_SERVICE_DEFAULT_LISTINGS", str(DASHBOARD_LISTINGS))
+    monkeypatch.setenv("PRECON_CACHE_URL", "memory:")
+    reset_caches()
+    yield
+    reset_caches()
+
+
+def _failing_app(status: int) -> FastAPI:
+    app = FastAPI()
+    bodies = {
+        403: {"requestId": "req-forbidden-1", "message": "Forbidden"},
+        500: {"message": "Error: 500"},
+    }
+
+    @app.api_route("/{path:path}", methods=["GET", "POST", "DELETE"])
+    def fail(path: str) -> JSONResponse:
+        return JSONResponse(bodies[status], status_code=status, headers={"x-request-id": "req-failing-42"})
+
+    return app
+
+
+@contextmanager
+def failing_service(status: int | None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A remote service that answers every call with ``status`` (403 or 500), or none at all (``None``)."""
+    monkeypatch.setenv("PRECON_API_KEY", "some-key")
+    monkeypatch.setenv("PRECON_PRODUCT_ID", "some-product")
+    monkeypatch.setenv("PRECON_CACHE_URL", "memory:")
+    if status is None:
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
+        monkeypatch.setenv("PRECON_API_URL", url)
+        reset_caches()
+        yield url
+        reset_caches()
+        return
+    with ServerThread(_failing_app(status)) as server:
+        monkeypatch.setenv("PRECON_API_URL", server.url)
+        reset_caches()
+        yield server.url
+        reset_caches()
+
+
+def assert_readable_failure(app: AppTest, *fragments: str) -> None:
+    """The page failed as a user should see it: an error message saying what and why, and no exception."""
+    assert not app.exception, [e.value for e in app.exception]
+    shown = "\n".join(str(e.value) for e in app.error)
+    assert shown, "no error message was shown"
+    for fragment in fragments:
+        assert fragment in shown, (fragment, shown)
+    assert "Traceback" not in shown
