@@ -5,9 +5,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV := $(shell command -v uv 2>/dev/null || echo $(PYTHON) -m uv)
 HOST ?= 127.0.0.1
-PORT ?= 8000
+PORT ?= 8501
+API_PORT ?= 8000
 
-.PHONY: run test lint format bench lock install clean
+.PHONY: run serve test lint bench lock install clean
 
 install: $(STAMP)
 
@@ -18,9 +19,15 @@ $(STAMP): requirements.lock pyproject.toml
 	$(UV) pip install --quiet --python $(BIN)/python --no-deps -e .
 	@touch $(STAMP)
 
+# The dashboard, on the embedded service (or on PRECON_API_URL with PRECON_API_KEY and PRECON_PRODUCT_ID).
 run: $(STAMP)
-	@echo "Precon listings service: http://$(HOST):$(PORT)/docs (development key printed below)"
-	$(BIN)/precon serve --dev --host $(HOST) --port $(PORT)
+	@echo "Precon Explorer: http://$(HOST):$(PORT)  (the first start builds the catalogue in ./data)"
+	$(BIN)/streamlit run app.py --server.address $(HOST) --server.port $(PORT) --server.headless true
+
+# The listings API alone, with the development key.
+serve: $(STAMP)
+	@echo "Precon listings service: http://$(HOST):$(API_PORT)/docs (development key printed below)"
+	$(BIN)/precon serve --dev --host $(HOST) --port $(API_PORT)
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -211,3 +211,24 @@ def test_profile_provinces_follow_the_listings(tmp_path: Path) -> None:
         assert store.find_profile(profile_id, "Builders", province) is None
     assert store.find_profile(profile_id, "Builders", None) is not None
     store.close()
+
+
+def test_a_file_of_an_older_layout_is_reindexed_and_keeps_its_records(
+    tmp_path: Path, records: list[dict[str, Any]]
+) -> None:
+    path = tmp_path / "c.sqlite3"
+    store = SQLiteStore(path)
+    store.upsert_listings(records[:40])
+    store.record_view(records[3]["listingId"])
+    before = every_id(store, text=TextQuery.parse("condo"))
+    with store._transaction() as db:
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
+        db.execute("DELETE FROM listing_terms")  # what an older layout would not have had
+    store.close()
+    reopened = SQLiteStore(path)
+    assert reopened._db().execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "2"
+    assert reopened.search_listings(ListingQuery()).total == 40
+    assert every_id(reopened, text=TextQuery.parse("condo")) == before
+    assert every_id(reopened, filter=filters.parse("type:Condo")) == every_id(store, filter=filters.parse("type:Condo"))
+    assert every_id(reopened, order="trending")[0] == records[3]["listingId"]
+    reopened.close()

@@ -13,6 +13,7 @@ import re
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ import orjson
 from precon import filters
 from precon.filters import Expr, fold_text
 from precon.models import PROVINCES
-from precon.service.columns import ColumnIndex, Mask
+from precon.service.columns import ColumnIndex, FloatArray, Mask
 from precon.service.schema import (
     LISTING_ATTRIBUTES,
     LISTING_REFERENCE_FIELDS,
@@ -247,6 +248,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS profile_vocab USING fts5vocab(profile_fts, 'r
 """
 
 
+TEXT_CACHE_ENTRIES = 64
+"""Text questions whose relevance arrays are kept: 64 × 8 bytes × listings (26 MB at 50,000)."""
 SCHEMA_VERSION = 2
 """The layout of the derived tables; a file of another layout has them rebuilt from its records on open."""
 _DERIVED_TABLES = [
@@ -366,6 +369,7 @@ class SQLiteStore:
         self._column_index: ColumnIndex | None = None
         self._index_lock = threading.Lock()
         self._fallback_masks: dict[tuple[int, str], Mask] = {}
+        self._text_cache: OrderedDict[tuple[int, str], FloatArray] = OrderedDict()
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
@@ -851,6 +855,36 @@ class SQLiteStore:
             self._fallback_masks[(index.generation, expression)] = cached
         return cached.copy()
 
+    def _text_scores(self, index: ColumnIndex, text: TextQuery) -> FloatArray:
+        """Per listing, its relevance to the text (NaN where it does not match), kept for repeated questions.
+
+        Ranking every match costs most of a broad text query; paging through it, or changing its filters and
+        facets, asks the same again.
+        """
+        expression = text.fts_expression()
+        key = (index.generation, expression)
+        cached = self._text_cache.get(key)
+        if cached is not None:
+            self._text_cache.move_to_end(key)
+            return cached
+        weights = ", ".join(str(w) for w in SEARCHABLE_LISTING_WEIGHTS)
+        cursor = self._db().execute(
+            f"SELECT rowid, bm25(listing_fts, {weights}) FROM listing_fts WHERE listing_fts MATCH ? ORDER BY rowid",
+            (expression,),
+        )
+        matches = np.fromiter(cursor, dtype=np.dtype([("rowid", np.int64), ("rank", np.float64)]))
+        rowids, ranks = matches["rowid"], matches["rank"]
+        positions = np.searchsorted(index.rowids, rowids)
+        valid = positions < index.size
+        valid[valid] &= index.rowids[positions[valid]] == rowids[valid]
+        score = np.full(index.size, np.nan)
+        score[positions[valid]] = np.round(-ranks[valid], 6)
+        with self._index_lock:
+            self._text_cache[key] = score
+            while len(self._text_cache) > TEXT_CACHE_ENTRIES:
+                self._text_cache.popitem(last=False)
+        return score
+
     def _search_columns(self, query: ListingQuery, text: TextQuery | None) -> ListingHits:
         db = self._db()
         index = self._columns()
@@ -859,21 +893,8 @@ class SQLiteStore:
             mask &= index.filter(query.filter, lambda expr: self._fallback_mask(index, expr))
         score = None
         if text is not None:
-            weights = ", ".join(str(w) for w in SEARCHABLE_LISTING_WEIGHTS)
-            cursor = db.execute(
-                f"SELECT rowid, bm25(listing_fts, {weights}) FROM listing_fts WHERE listing_fts MATCH ? ORDER BY rowid",
-                (text.fts_expression(),),
-            )
-            matches = np.fromiter(cursor, dtype=np.dtype([("rowid", np.int64), ("rank", np.float64)]))
-            rowids, ranks = matches["rowid"], matches["rank"]
-            positions = np.searchsorted(index.rowids, rowids)
-            valid = positions < index.size
-            valid[valid] &= index.rowids[positions[valid]] == rowids[valid]
-            score = np.full(index.size, np.nan)
-            score[positions[valid]] = np.round(-ranks[valid], 6)
-            matched_text = index.none()
-            matched_text[positions[valid]] = True
-            mask &= matched_text
+            score = self._text_scores(index, text)
+            mask &= ~np.isnan(score)
         distance = None
         if query.circle is not None:
             candidates = np.flatnonzero(mask)
