@@ -152,5 +152,17 @@ class AccountStore:
         )
         return ApiKey(row[0], row[1], grants)
 
+    def key_ids_allowing(self, versions: set[str], province: str | None) -> set[int]:
+        """The keys granted any of ``versions`` in ``province`` (any province when None)."""
+        found = set()
+        for key_id, granted_versions, granted_provinces in self._db().execute(
+            "SELECT key_id, versions, provinces FROM grants"
+        ):
+            if versions & set(granted_versions.split(",")) and (
+                province is None or province in granted_provinces.split(",")
+            ):
+                found.add(key_id)
+        return found
+
     def products(self) -> list[str]:
         return [r[0] for r in self._db().execute("SELECT id FROM products ORDER BY id")]

@@ -55,6 +55,9 @@ from precon.service.shaping import (
     reference_fields,
 )
 from precon.service.store import CatalogueStore, ListingHits, ListingQuery, ProfileQuery
+from precon.service.webhook_routes import add_webhook_routes
+from precon.service.webhook_targets import TargetPolicy
+from precon.service.webhooks import DeliveryWorker, RetrySchedule, WebhookStore
 
 log = logging.getLogger("precon.service")
 
@@ -288,7 +291,15 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Queries are CPU-bound and each worker thread holds a SQLite connection and its cache: a few threads answer
     # as fast on two cores as forty, in a fraction of the memory.
     anyio.to_thread.current_default_thread_limiter().total_tokens = WORKER_THREADS
-    yield
+    worker: DeliveryWorker | None = app.state.webhook_worker
+    if worker is not None:
+        worker.start()
+    try:
+        yield
+    finally:
+        if worker is not None:
+            worker.stop()
+
 
 API = "/{version}/{province}/"
 Q = Query  # documented parameters are declared as text; the service reads and validates them itself
@@ -300,8 +311,9 @@ def create_app(
     live: CatalogueStore,
     sandbox: CatalogueStore,
     accounts: AccountStore,
-    extra_routes: Callable[[FastAPI, Service], None] | None = None,
+    webhooks: WebhookStore | None = None,
 ) -> FastAPI:
+    """The service over these stores; with a webhook store, the webhook operations and a delivery worker too."""
     service = Service(settings, live, sandbox, accounts)
     app = FastAPI(
         title="Precon listings data service",
@@ -315,7 +327,6 @@ def create_app(
     )
     app.state.service = service
     app.add_middleware(RequestIdMiddleware)
-
 
     @app.exception_handler(ApiError)
     async def on_api_error(request: Request, error: ApiError) -> Response:
@@ -666,6 +677,13 @@ def create_app(
     def index() -> RedirectResponse:
         return RedirectResponse("/docs")
 
-    if extra_routes is not None:
-        extra_routes(app, service)
+    app.state.webhook_worker = None
+    if webhooks is not None:
+        policy = TargetPolicy(allow_http=settings.dev, allow_loopback=settings.dev)
+        worker = None
+        if settings.webhook_worker:
+            schedule = RetrySchedule(tuple(settings.webhook_retry_schedule), settings.webhook_first_delay)
+            worker = DeliveryWorker(webhooks, policy, schedule)
+            app.state.webhook_worker = worker
+        add_webhook_routes(app, service, webhooks, policy, worker)
     return app

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from precon.service.webhooks import PRODUCTION_SCHEDULE_S
+
 DEV_API_KEY = "precon-dev-key"
 DEV_PRODUCT_ID = "precon-dev"
 DEFAULT_DATA_DIR = Path("data")
@@ -24,6 +26,12 @@ class ServiceSettings(BaseSettings):
     default_listings: int = 2500
     """Listings generated into a new data directory's catalogue."""
     default_seed: int = 0
+    webhook_retry_schedule: list[float] = list(PRODUCTION_SCHEDULE_S)
+    """Seconds to wait before each retry of a failed delivery; when spent, the delivery has failed."""
+    webhook_first_delay: float = 0.0
+    """Seconds between storing a delivery and its first attempt."""
+    webhook_worker: bool = True
+    """Whether this process sends deliveries (off for a process that only writes the catalogue)."""
 
     @property
     def catalogue_path(self) -> Path:
@@ -32,6 +40,10 @@ class ServiceSettings(BaseSettings):
     @property
     def sandbox_path(self) -> Path:
         return self.data_dir / "sandbox.sqlite3"
+
+    @property
+    def webhooks_path(self) -> Path:
+        return self.data_dir / "webhooks.sqlite3"
 
     @property
     def accounts_path(self) -> Path:

@@ -14,7 +14,9 @@ from fastapi import FastAPI
 from precon.service.accounts import AccountStore
 from precon.service.app import create_app
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
+from precon.service.notify import CatalogueNotifier
 from precon.service.store import CatalogueChange, SQLiteStore
+from precon.service.webhooks import WebhookStore
 
 log = logging.getLogger("precon.service")
 BATCH = 2000
@@ -46,6 +48,7 @@ class DataDirectory:
     live: SQLiteStore
     sandbox: SQLiteStore
     accounts: AccountStore
+    webhooks: WebhookStore
 
     @classmethod
     def open(cls, settings: ServiceSettings) -> DataDirectory:
@@ -69,14 +72,20 @@ class DataDirectory:
         accounts = AccountStore(settings.accounts_path)
         if settings.dev:
             accounts.create_key(DEV_PRODUCT_ID, key=DEV_API_KEY, label="development")
-        return cls(settings, live, sandbox, accounts)
+        webhooks = WebhookStore(settings.webhooks_path)
+        for store, env in ((live, "live"), (sandbox, "sandbox")):
+            CatalogueNotifier(webhooks, accounts, store, env, settings.webhook_first_delay).attach()
+        return cls(settings, live, sandbox, accounts, webhooks)
 
     def app(self) -> FastAPI:
-        return create_app(self.settings, live=self.live, sandbox=self.sandbox, accounts=self.accounts)
+        return create_app(
+            self.settings, live=self.live, sandbox=self.sandbox, accounts=self.accounts, webhooks=self.webhooks
+        )
 
     def close(self) -> None:
         self.live.close()
         self.sandbox.close()
+        self.webhooks.close()
 
 
 def build_app(settings: ServiceSettings | None = None) -> FastAPI:

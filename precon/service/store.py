@@ -159,6 +159,14 @@ class CatalogueStore(Protocol):
     def record_view(self, listing_id: str, at: float | None = None) -> None: ...
     def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
     def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
+    def _notify(self, changes: list[CatalogueChange]) -> list[CatalogueChange]:
+        for listener in self.listeners:
+            try:
+                listener(changes)
+            except Exception:  # a listener's failure must not undo or hide a committed write
+                log.exception("a catalogue listener failed")
+        return changes
+
     def delete_listing(self, listing_id: str) -> list[CatalogueChange]: ...
     def delete_profile(self, path: str) -> list[CatalogueChange]: ...
     def listing_attribute_names(self) -> frozenset[str]: ...
@@ -380,6 +388,8 @@ class SQLiteStore:
         self._label_cache: tuple[int, dict[tuple[str, str], str]] | None = None
         self._attribute_cache: tuple[int, frozenset[str]] | None = None
         self._bulk = False
+        self.listeners: list[Callable[[list[CatalogueChange]], None]] = []
+        """Called with the changes of every write, after it is committed (webhook events hang here)."""
         with self._write_lock:
             db = self._db()
             db.executescript(
@@ -583,6 +593,7 @@ class SQLiteStore:
             db.executemany("INSERT OR IGNORE INTO listing_attributes VALUES (?)", [(n,) for n in attribute_names])
             self._refresh_profile_provinces(db, touched_profiles)
             self._bump_generation(db)
+        self._notify(changes)
         return changes
 
     @staticmethod
@@ -648,6 +659,14 @@ class SQLiteStore:
         db.execute("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
         db.execute("DELETE FROM listing_geo WHERE id = ?", (rowid,))
 
+    def _notify(self, changes: list[CatalogueChange]) -> list[CatalogueChange]:
+        for listener in self.listeners:
+            try:
+                listener(changes)
+            except Exception:  # a listener's failure must not undo or hide a committed write
+                log.exception("a catalogue listener failed")
+        return changes
+
     def delete_listing(self, listing_id: str) -> list[CatalogueChange]:
         with self._transaction() as db:
             row = db.execute(_SELECT_LISTING_DOC, (listing_id,)).fetchone()
@@ -658,7 +677,7 @@ class SQLiteStore:
             db.execute("DELETE FROM listing_views WHERE listing_id = ?", (listing_id,))
             self._refresh_profile_provinces(db, touched)
             self._bump_generation(db)
-        return [CatalogueChange("listing", "deleted", listing_id)]
+        return self._notify([CatalogueChange("listing", "deleted", listing_id)])
 
     def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
         changes = []
@@ -698,6 +717,7 @@ class SQLiteStore:
             db.executemany(insert_fts, fts_rows)
             self._refresh_profile_provinces(db, touched)
             self._bump_generation(db)
+        self._notify(changes)
         return changes
 
     def delete_profile(self, path: str) -> list[CatalogueChange]:
@@ -709,7 +729,7 @@ class SQLiteStore:
             db.execute("DELETE FROM profile_fts WHERE rowid = ?", (row[0],))
             db.execute("DELETE FROM profile_provinces WHERE profile = ?", (row[0],))
             self._bump_generation(db)
-        return [CatalogueChange("profile", "deleted", path)]
+        return self._notify([CatalogueChange("profile", "deleted", path)])
 
     def _refresh_profile_provinces(self, db: sqlite3.Connection, path_keys: set[str], force: bool = False) -> None:
         """A profile is in a province when one of the listings referring to it is."""

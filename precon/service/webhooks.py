@@ -1,0 +1,498 @@
+"""Webhook subscriptions and their deliveries: a durable outbox, signed posts, retries, and the attempt log.
+
+A delivery is written to the outbox (this SQLite file) in the same transaction as its event, before anything
+is sent. The worker claims due deliveries for a lease, posts them signed per the Standard Webhooks scheme,
+records every attempt, and schedules the next after a growing, jittered wait, until the schedule is spent
+and the delivery is marked failed. A service killed mid-send finds its claimed deliveries due again when the
+lease runs out: delivery is at least once, and receivers deduplicate on ``webhook-id``.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import random
+import secrets
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpcore
+import orjson
+from standardwebhooks import Webhook
+
+from precon.service.webhook_targets import GuardedBackend, TargetPolicy
+
+log = logging.getLogger("precon.webhooks")
+
+PRODUCTION_SCHEDULE_S: tuple[float, ...] = (5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600, 10 * 3600)
+"""Waits before each retry: an attempt, then these; when they are spent the delivery has failed."""
+DELIVERY_TIMEOUT_S = 15.0
+CLAIM_LEASE_S = 2 * DELIVERY_TIMEOUT_S
+"""A claimed delivery not finished in this time (its sender died) is due again."""
+RESPONSE_EXCERPT_CHARS = 500
+JITTER = 0.1
+"""Each wait varies by up to ±10%, so retries of many deliveries do not arrive together."""
+SECRET_PREFIX = "whsec_"
+SENDERS = 4
+POLL_S = 0.5
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS subscriptions(
+  id TEXT PRIMARY KEY,
+  key_id INTEGER NOT NULL,
+  env TEXT NOT NULL,
+  event TEXT NOT NULL,
+  target_url TEXT NOT NULL,
+  secret TEXT NOT NULL,
+  created_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS subscriptions_by_key ON subscriptions(key_id, created_at);
+CREATE INDEX IF NOT EXISTS subscriptions_by_event ON subscriptions(event, env);
+CREATE TABLE IF NOT EXISTS events(
+  id TEXT PRIMARY KEY, type TEXT NOT NULL, env TEXT NOT NULL, created_at TEXT NOT NULL, body BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS deliveries(
+  id TEXT PRIMARY KEY,
+  event_id TEXT NOT NULL REFERENCES events(id),
+  subscription_id TEXT NOT NULL,
+  key_id INTEGER NOT NULL,
+  target_url TEXT NOT NULL,
+  secret TEXT NOT NULL,
+  status TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at REAL,
+  claimed_by TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(status, next_attempt_at);
+CREATE INDEX IF NOT EXISTS deliveries_by_key ON deliveries(key_id, created_at);
+CREATE TABLE IF NOT EXISTS attempts(
+  id INTEGER PRIMARY KEY,
+  delivery_id TEXT NOT NULL REFERENCES deliveries(id),
+  attempted_at TEXT NOT NULL,
+  status_code INTEGER,
+  latency_ms REAL NOT NULL,
+  error TEXT,
+  response_excerpt TEXT);
+CREATE INDEX IF NOT EXISTS attempts_by_delivery ON attempts(delivery_id, id);
+"""
+
+
+CLAIMANT = f"{socket.gethostname()}:{os.getpid()}"
+"""Who claims deliveries in this process: a claim of a process that died is released when a worker starts."""
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_secret() -> str:
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(24)).decode()
+
+
+@dataclass(frozen=True)
+class Subscription:
+    id: str
+    key_id: int
+    env: str
+    event: str
+    target_url: str
+    secret: str
+    created_at: str
+
+    def public(self, with_secret: bool = False) -> dict[str, Any]:
+        body = {
+            "id": self.id,
+            "env": self.env,
+            "targetUrl": self.target_url,
+            "event": self.event,
+            "createdAt": self.created_at,
+        }
+        if with_secret:
+            body["secret"] = self.secret
+        return body
+
+
+@dataclass
+class Event:
+    type: str
+    env: str
+    data: dict[str, Any]
+    subscribers: Sequence[Subscription]
+
+
+@dataclass
+class Due:
+    id: str
+    event_id: str
+    target_url: str
+    secret: str
+    attempts: int
+    body: bytes
+
+
+@dataclass
+class RetrySchedule:
+    waits: tuple[float, ...] = PRODUCTION_SCHEDULE_S
+    first_delay: float = 0.0
+    """Seconds between storing a delivery and its first attempt (0: at once)."""
+
+    def next_wait(self, attempts_made: int) -> float | None:
+        """Seconds until the next attempt after ``attempts_made`` attempts; None when the schedule is spent."""
+        if attempts_made > len(self.waits):
+            return None
+        base = self.waits[attempts_made - 1]
+        return base * random.uniform(1 - JITTER, 1 + JITTER)
+
+
+class WebhookStore:
+    """Subscriptions, events, the delivery outbox and the attempt log, in one SQLite file."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._write = threading.Lock()
+        db = self._db()
+        db.executescript(_SCHEMA)
+
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")  # a stored delivery survives the machine, not only the process
+            self._local.db = db
+        return db
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        db = self._db()
+        with self._write:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    # -- subscriptions -------------------------------------------------------------------------------------
+
+    def subscribe(self, key_id: int, env: str, event: str, target_url: str) -> Subscription:
+        subscription = Subscription(
+            id="wh_" + uuid.uuid4().hex[:20],
+            key_id=key_id,
+            env=env,
+            event=event,
+            target_url=target_url,
+            secret=new_secret(),
+            created_at=now_iso(),
+        )
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO subscriptions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (subscription.id, key_id, env, event, target_url, subscription.secret, subscription.created_at),
+            )
+        return subscription
+
+    def subscriptions(
+        self, key_id: int | None = None, event: str | None = None, env: str | None = None
+    ) -> list[Subscription]:
+        clauses, params = [], []
+        for column, value in (("key_id", key_id), ("event", event), ("env", env)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        where = " AND ".join(clauses) or "1"
+        rows = self._db().execute(f"SELECT * FROM subscriptions WHERE {where} ORDER BY created_at, id", params)
+        return [Subscription(*row) for row in rows]
+
+    def unsubscribe(self, key_id: int, subscription_id: str) -> bool:
+        with self._transaction() as db:
+            return (
+                db.execute("DELETE FROM subscriptions WHERE id = ? AND key_id = ?", (subscription_id, key_id)).rowcount
+                > 0
+            )
+
+    # -- events and the outbox -----------------------------------------------------------------------------
+
+    def publish(self, events: Sequence[Event], first_delay: float = 0.0) -> list[tuple[str, int]]:
+        """Stores events and one delivery per subscriber, in one transaction, before anything is sent.
+
+        An event nobody subscribed to is not stored. Answers each event's id and its number of deliveries.
+        """
+        due = time.time() + first_delay
+        published = []
+        with self._transaction() as db:
+            for event in events:
+                event_id = "evt_" + uuid.uuid4().hex
+                published.append((event_id, len(event.subscribers)))
+                if not event.subscribers:
+                    continue
+                created = now_iso()
+                body = orjson.dumps(
+                    {"id": event_id, "type": event.type, "createdAt": created, "env": event.env, "data": event.data}
+                )
+                db.execute(
+                    "INSERT INTO events VALUES (?, ?, ?, ?, ?)", (event_id, event.type, event.env, created, body)
+                )
+                db.executemany(
+                    "INSERT INTO deliveries(id, event_id, subscription_id, key_id, target_url, secret, status, "
+                    "next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+                    [
+                        (
+                            "msg_" + uuid.uuid4().hex,
+                            event_id,
+                            s.id,
+                            s.key_id,
+                            s.target_url,
+                            s.secret,
+                            due,
+                            created,
+                            created,
+                        )
+                        for s in event.subscribers
+                    ],
+                )
+        return published
+
+    def claim_due(self, limit: int, lease_s: float = CLAIM_LEASE_S) -> list[Due]:
+        """Takes up to ``limit`` due deliveries for a lease: they are due again if not finished by then."""
+        now = time.time()
+        with self._transaction() as db:
+            rows = db.execute(
+                "SELECT d.id, d.event_id, d.target_url, d.secret, d.attempts, e.body FROM deliveries d "
+                "JOIN events e ON e.id = d.event_id WHERE d.status = 'pending' AND d.next_attempt_at <= ? "
+                "ORDER BY d.next_attempt_at LIMIT ?",
+                (now, limit),
+            ).fetchall()
+            db.executemany(
+                "UPDATE deliveries SET next_attempt_at = ?, claimed_by = ? WHERE id = ?",
+                [(now + lease_s, CLAIMANT, row[0]) for row in rows],
+            )
+        return [Due(*row) for row in rows]
+
+    def release_abandoned_claims(self) -> int:
+        """Deliveries claimed by a process of this host that no longer runs are due at once, not after the lease."""
+        host = CLAIMANT.rsplit(":", 1)[0]
+        abandoned = []
+        for delivery_id, claimant in self._db().execute(
+            "SELECT id, claimed_by FROM deliveries WHERE status = 'pending' AND claimed_by LIKE ?", (host + ":%",)
+        ):
+            pid = int(claimant.rsplit(":", 1)[1])
+            if pid != os.getpid() and not _process_alive(pid):
+                abandoned.append(delivery_id)
+        with self._transaction() as db:
+            db.executemany(
+                "UPDATE deliveries SET next_attempt_at = ?, claimed_by = NULL WHERE id = ? AND status = 'pending'",
+                [(time.time(), delivery_id) for delivery_id in abandoned],
+            )
+        return len(abandoned)
+
+    def record_attempt(
+        self,
+        delivery: Due,
+        *,
+        status_code: int | None,
+        latency_ms: float,
+        error: str | None,
+        excerpt: str | None,
+        schedule: RetrySchedule,
+    ) -> str:
+        """Logs an attempt and moves the delivery on: delivered, due again later, or failed."""
+        attempts = delivery.attempts + 1
+        succeeded = status_code is not None and 200 <= status_code < 300
+        wait = None if succeeded else schedule.next_wait(attempts)
+        status = "delivered" if succeeded else ("pending" if wait is not None else "failed")
+        stamp = now_iso()
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO attempts(delivery_id, attempted_at, status_code, latency_ms, error, response_excerpt) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (delivery.id, stamp, status_code, round(latency_ms, 1), error, excerpt),
+            )
+            db.execute(
+                "UPDATE deliveries SET attempts = ?, status = ?, next_attempt_at = ?, updated_at = ? WHERE id = ?",
+                (attempts, status, None if wait is None else time.time() + wait, stamp, delivery.id),
+            )
+        return status
+
+    def replay(self, key_id: int, delivery_id: str) -> bool:
+        """Sends a failed (or delivered) delivery again, at once; its earlier attempts stay in the log."""
+        with self._transaction() as db:
+            return (
+                db.execute(
+                    "UPDATE deliveries SET status = 'pending', next_attempt_at = ?, updated_at = ? "
+                    "WHERE id = ? AND key_id = ? AND status != 'pending'",
+                    (time.time(), now_iso(), delivery_id, key_id),
+                ).rowcount
+                > 0
+            )
+
+    def deliveries(
+        self, key_id: int, subscription_id: str | None, offset: int, limit: int, delivery_id: str | None = None
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """The key's deliveries, newest first, each with its event and every attempt."""
+        db = self._db()
+        where, params = "d.key_id = ?", [key_id]
+        for column, value in (("d.subscription_id", subscription_id), ("d.id", delivery_id)):
+            if value:
+                where += f" AND {column} = ?"
+                params.append(value)
+        total = db.execute(f"SELECT count(*) FROM deliveries d WHERE {where}", params).fetchone()[0]
+        rows = db.execute(
+            "SELECT d.id, d.event_id, e.type, e.env, d.subscription_id, d.target_url, d.status, d.attempts, "
+            f"d.next_attempt_at, d.created_at, d.updated_at FROM deliveries d JOIN events e ON e.id = d.event_id "
+            f"WHERE {where} ORDER BY d.created_at DESC, d.id DESC LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        ).fetchall()
+        results = []
+        for row in rows:
+            attempts = [
+                {"attemptedAt": a[0], "status": a[1], "latencyMs": a[2], "error": a[3], "response": a[4]}
+                for a in db.execute(
+                    "SELECT attempted_at, status_code, latency_ms, error, response_excerpt FROM attempts "
+                    "WHERE delivery_id = ? ORDER BY id",
+                    (row[0],),
+                )
+            ]
+            next_at = row[8]
+            results.append(
+                {
+                    "id": row[0],
+                    "eventId": row[1],
+                    "event": row[2],
+                    "env": row[3],
+                    "subscription": row[4],
+                    "targetUrl": row[5],
+                    "status": row[6],
+                    "attempts": attempts,
+                    "nextAttemptAt": None
+                    if next_at is None or row[6] != "pending"
+                    else datetime.fromtimestamp(next_at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                    "createdAt": row[9],
+                    "updatedAt": row[10],
+                }
+            )
+        return total, results
+
+    def close(self) -> None:
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local = threading.local()
+
+
+def sign(secret: str, message_id: str, timestamp: datetime, body: bytes) -> dict[str, str]:
+    """The Standard Webhooks headers of one delivery."""
+    return {
+        "webhook-id": message_id,
+        "webhook-timestamp": str(int(timestamp.timestamp())),
+        "webhook-signature": Webhook(secret).sign(message_id, timestamp, body.decode()),
+    }
+
+
+@dataclass
+class DeliveryWorker:
+    """Posts due deliveries in background threads until stopped."""
+
+    store: WebhookStore
+    policy: TargetPolicy
+    schedule: RetrySchedule = field(default_factory=RetrySchedule)
+    senders: int = SENDERS
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _wake: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    def start(self) -> DeliveryWorker:
+        released = self.store.release_abandoned_claims()
+        if released:
+            log.warning("%d deliveries claimed by a process that died are due again", released)
+        self._pool = httpcore.ConnectionPool(
+            network_backend=GuardedBackend(self.policy), max_connections=self.senders * 2, retries=0
+        )
+        for number in range(self.senders):
+            thread = threading.Thread(target=self._run, name=f"webhook-sender-{number}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        for thread in self._threads:
+            thread.join(timeout=DELIVERY_TIMEOUT_S + 5)
+        self._pool.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                batch = self.store.claim_due(limit=1)
+            except sqlite3.Error:
+                log.exception("cannot read the webhook outbox")
+                batch = []
+            if not batch:
+                self._wake.wait(POLL_S)
+                self._wake.clear()
+                continue
+            for delivery in batch:
+                self.send(delivery)
+
+    def send(self, delivery: Due) -> str:
+        timestamp = datetime.now(UTC)
+        headers = {
+            "content-type": "application/json",
+            "user-agent": "precon-webhooks/1.0",
+            **sign(delivery.secret, delivery.id, timestamp, delivery.body),
+        }
+        started = time.perf_counter()
+        status_code: int | None = None
+        error: str | None = None
+        excerpt: str | None = None
+        try:
+            response = self._pool.request(
+                "POST",
+                delivery.target_url,
+                headers=list(headers.items()),
+                content=delivery.body,
+                extensions={"timeout": dict.fromkeys(("connect", "read", "write", "pool"), DELIVERY_TIMEOUT_S)},
+            )
+            status_code = response.status
+            excerpt = response.content[:RESPONSE_EXCERPT_CHARS].decode("utf-8", "replace")
+            if not 200 <= status_code < 300:
+                error = f"answered {status_code}"
+                if 300 <= status_code < 400:
+                    error += " (redirects are not followed)"
+        except httpcore.TimeoutException:
+            error = f"no answer in {DELIVERY_TIMEOUT_S:g} s"
+        except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol) as failure:
+            error = str(failure) or type(failure).__name__
+        except Exception as failure:
+            log.exception("delivery %s failed unexpectedly", delivery.id)
+            error = type(failure).__name__
+        latency = (time.perf_counter() - started) * 1000
+        return self.store.record_attempt(
+            delivery, status_code=status_code, latency_ms=latency, error=error, excerpt=excerpt, schedule=self.schedule
+        )
