@@ -113,6 +113,16 @@ def catalogue() -> None:
     """Build, import and inspect catalogues."""
 
 
+def _notify_subscribers(store: Any, settings: ServiceSettings, env: str) -> None:
+    """Changes this command makes reach webhook subscribers: through the outbox a running service sends from."""
+    from precon.service.accounts import AccountStore
+    from precon.service.notify import CatalogueNotifier
+    from precon.service.webhooks import WebhookStore
+
+    webhooks = WebhookStore(settings.webhooks_path)
+    CatalogueNotifier(webhooks, AccountStore(settings.accounts_path), store, env, settings.webhook_first_delay).attach()
+
+
 @catalogue.command("generate")
 @click.option("--listings", "count", default=2500, show_default=True, type=click.IntRange(1, 1_000_000))
 @click.option("--seed", default=0, show_default=True, type=int)
@@ -165,6 +175,7 @@ def import_catalogue(file: Path, sandbox: bool, data_dir: Path) -> None:
     for line, problem in report.problems:
         click.echo(f"{file}:{line}: skipped: {problem}", err=True)
     store = SQLiteStore(settings.sandbox_path if sandbox else settings.catalogue_path)
+    _notify_subscribers(store, settings, "sandbox" if sandbox else "live")
     load(store, report.listings, report.profiles)
     store.close()
     click.echo(
@@ -201,9 +212,16 @@ def mirror_catalogue(source: str, key: str, product_id: str, province: str, vers
         if done >= total:
             bar.__exit__(None, None, None)
 
+    settings = ServiceSettings(data_dir=data_dir)
     with Client(source, key, product_id, version=version, cache=False) as client:
         try:
-            report = mirror(client, target, province=province, progress=progress)
+            report = mirror(
+                client,
+                target,
+                province=province,
+                progress=progress,
+                on_store=lambda store: _notify_subscribers(store, settings, "live"),
+            )
         except PreconError as error:
             for bar in bars.values():
                 bar.__exit__(None, None, None)

@@ -55,8 +55,12 @@ def mirror(
     province: str = "all",
     progress: Progress | None = None,
     page_size: int = MIRROR_PAGE_SIZE,
+    on_store: Callable[[SQLiteStore], None] | None = None,
 ) -> MirrorReport:
-    """Mirrors the client's deployment into the catalogue file ``target``; resumes an interrupted run."""
+    """Mirrors the client's deployment into the catalogue file ``target``; resumes an interrupted run.
+
+    ``on_store`` is given the store being written before anything is, to listen to its changes.
+    """
     source = {"url": client.api_url, "product": client.product_id, "version": client.version, "province": province}
     work = _work_file(target)
     store = SQLiteStore(work)
@@ -70,6 +74,8 @@ def mirror(
         state = {"source": source, "phase": "profiles", "page": 0}
         _save_checkpoint(store, state)
     assert state is not None
+    if on_store is not None:
+        on_store(store)  # e.g. webhook notifications of every record written
     requests = 0
     for phase, operation in (("profiles", "search_profiles"), ("listings", "search_listings")):
         if state["phase"] == "listings" and phase == "profiles":

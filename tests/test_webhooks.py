@@ -1,0 +1,413 @@
+"""Webhooks that really deliver: a real receiver on loopback verifies every delivery with Standard Webhooks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from standardwebhooks import Webhook
+
+from precon import errors
+from precon.client import Client
+from precon.service import webhook_targets
+from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
+from precon.service.runtime import DataDirectory
+from precon.service.server import ServerThread
+from precon.service.webhook_targets import TargetPolicy, TargetRefused
+from precon.service.webhooks import DeliveryWorker, Event, RetrySchedule, WebhookStore
+
+KEY_A = "webhook-key-a"
+KEY_B = "webhook-key-b"
+KEY_BC = "webhook-key-bc"
+FAST_SCHEDULE = [0.3, 0.6, 1.0, 1.0, 1.0, 1.0]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Receiver:
+    """An HTTP receiver on loopback that records what arrives and answers with ``status``."""
+
+    port: int = field(default_factory=free_port)
+    status: int = 204
+    received: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
+    _server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hooks"
+
+    def start(self) -> Receiver:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                receiver.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(receiver.status)
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server.allow_reuse_address = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def wait_for(self, count: int, timeout: float = 15) -> list[tuple[dict[str, str], bytes]]:
+        deadline = time.monotonic() + timeout
+        while len(self.received) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(self.received) >= count, f"{len(self.received)} deliveries arrived, {count} expected"
+        return self.received
+
+
+def verified(secret: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    """The payload, if the Standard Webhooks verifier accepts the delivery's signature (it raises if not)."""
+    payload: dict[str, Any] = Webhook(secret).verify(body, headers)
+    return payload
+
+
+@dataclass
+class Running:
+    url: str
+    directory: DataDirectory
+
+    def client(self, key: str = KEY_A, province: str = "all") -> Client:
+        return Client(self.url, key, cache=False, max_retries=0, province=province)
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Running]:
+    settings = ServiceSettings(
+        data_dir=tmp_path / "data",
+        dev=True,
+        rate_limit=0,
+        default_listings=120,
+        webhook_retry_schedule=FAST_SCHEDULE,
+    )
+    directory = DataDirectory.open(settings)
+    directory.accounts.create_key("a", key=KEY_A)
+    directory.accounts.create_key("b", key=KEY_B)
+    directory.accounts.create_key("bc-only", ["v1"], ["bc"], key=KEY_BC)
+    with ServerThread(directory.app()) as server:
+        yield Running(server.url, directory)
+    directory.close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    started = Receiver().start()
+    yield started
+    started.stop()
+
+
+def a_profile(running: Running) -> tuple[str, str]:
+    profile = running.client().search_profiles(collection="Builders", per_page=1).results[0]
+    return profile.profile_id or "", "Builders"
+
+
+def test_a_trigger_arrives_signed_and_well_formed(service: Running, receiver: Receiver) -> None:
+    with service.client() as client:
+        subscription = client.create_webhook(receiver.url, "profile.updated", "live")
+        assert subscription.secret and subscription.secret.startswith("whsec_")
+        assert [s.id for s in client.list_webhooks()] == [subscription.id]
+        assert client.list_webhooks()[0].secret is None, "the secret is shown only at creation"
+        profile_id, collection = a_profile(service)
+        fired = client.trigger_profile_webhook(profile_id, collection)
+    assert fired.deliveries == 1
+    headers, body = receiver.wait_for(1)[0]
+    payload = verified(subscription.secret, headers, body)
+    assert set(payload) == {"id", "type", "createdAt", "env", "data"}
+    assert payload["id"] == fired.eventId and payload["type"] == "profile.updated" and payload["env"] == "live"
+    assert payload["data"]["collection"] == "Builders"
+    assert payload["data"]["profile"]["id"] == profile_id
+    assert headers["webhook-id"].startswith("msg_")
+    with pytest.raises(Exception, match="signature"):
+        verified("whsec_" + "A" * 32, headers, body)
+
+
+def test_sandbox_triggers_go_to_sandbox_subscriptions(service: Running, receiver: Receiver) -> None:
+    with service.client() as client:
+        live = client.create_webhook(receiver.url, "profile.updated", "live")
+        sandbox = client.create_webhook(receiver.url + "?sandbox", "profile.updated", "sandbox")
+        profile = client.search_profiles(per_page=1, version="v1-sandbox").results[0]
+        fired = client.trigger_profile_webhook(profile.profile_id or "", profile.collection or "", version="v1-sandbox")
+    assert fired.deliveries == 1
+    headers, body = receiver.wait_for(1)[0]
+    assert verified(sandbox.secret or "", headers, body)["env"] == "sandbox"
+    assert live.id != sandbox.id
+
+
+def test_a_receiver_down_then_back_gets_the_delivery_and_the_log_shows_the_failures(
+    service: Running, receiver: Receiver
+) -> None:
+    receiver.stop()
+    with service.client() as client:
+        subscription = client.create_webhook(receiver.url, "profile.updated")
+        client.trigger_profile_webhook(*a_profile(service))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            log = client.call("GET", "webhooks/deliveries", {"subscription": subscription.id})[0]
+            if len(log["results"][0]["attempts"]) >= 2:
+                break
+            time.sleep(0.1)
+        receiver.start()
+        headers, body = receiver.wait_for(1)[0]
+        assert verified(subscription.secret or "", headers, body)["type"] == "profile.updated"
+        time.sleep(0.3)
+        log = client.call("GET", "webhooks/deliveries", {"subscription": subscription.id})[0]
+    [delivery] = log["results"]
+    assert delivery["status"] == "delivered"
+    attempts = delivery["attempts"]
+    assert len(attempts) >= 3
+    assert all(a["status"] is None and "refused" in (a["error"] or "").lower() for a in attempts[:-1])
+    assert attempts[-1]["status"] == 204 and attempts[-1]["error"] is None and attempts[-1]["latencyMs"] >= 0
+    assert len(receiver.received) == 1
+
+
+def test_non_2xx_answers_are_retried_then_failed_and_can_be_replayed(service: Running, receiver: Receiver) -> None:
+    receiver.status = 500
+    with service.client() as client:
+        subscription = client.create_webhook(receiver.url, "profile.updated")
+        client.trigger_profile_webhook(*a_profile(service))
+        deadline = time.monotonic() + 20
+        delivery: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            delivery = client.call("GET", "webhooks/deliveries", {"subscription": subscription.id})[0]["results"][0]
+            if delivery["status"] == "failed":
+                break
+            time.sleep(0.2)
+        assert delivery["status"] == "failed"
+        assert len(delivery["attempts"]) == len(FAST_SCHEDULE) + 1
+        assert all(a["status"] == 500 and a["response"] == "ok" for a in delivery["attempts"])
+        assert len(receiver.received) == len(FAST_SCHEDULE) + 1
+        receiver.status = 200
+        replayed = client.call("POST", "webhooks/deliveries/replay", body={"id": delivery["id"]})[0]
+        assert replayed["status"] == "pending"
+        receiver.wait_for(len(FAST_SCHEDULE) + 2)
+        time.sleep(0.3)
+        delivery = client.call("GET", "webhooks/deliveries", {"subscription": subscription.id})[0]["results"][0]
+    assert delivery["status"] == "delivered"
+    ids = {headers["webhook-id"] for headers, _ in receiver.received}
+    assert ids == {delivery["id"]}, "every attempt of one delivery carries the same webhook-id"
+
+
+def test_catalogue_changes_fire_listing_and_profile_events(service: Running, receiver: Receiver) -> None:
+    store = service.directory.live
+    record = next(
+        iter(
+            store.get_listings(
+                [store._db().execute("SELECT listing_id FROM listings LIMIT 1").fetchone()[0]], None
+            ).values()
+        )
+    )
+    with service.client() as client:
+        updated = client.create_webhook(receiver.url + "?updated", "listing.updated")
+        deleted = client.create_webhook(receiver.url + "?deleted", "listing.deleted")
+    with service.client(KEY_BC, province="bc") as bc_only:
+        bc_updates = bc_only.create_webhook(receiver.url + "?bc", "listing.updated")
+    store.upsert_listings([{**record, "name": "Renamed Towers"}])
+    store.delete_listing(record["listingId"])
+    arrived = receiver.wait_for(2)
+    time.sleep(0.5)
+    by_secret = {}
+    for headers, body in arrived:
+        for subscription in (updated, deleted, bc_updates):
+            try:
+                by_secret[subscription.id] = verified(subscription.secret or "", headers, body)
+            except Exception:
+                continue
+    assert by_secret[updated.id]["type"] == "listing.updated"
+    assert by_secret[updated.id]["data"]["listing"]["name"] == "Renamed Towers"
+    assert by_secret[deleted.id]["data"]["listing"]["listingId"] == record["listingId"]
+    assert (bc_updates.id in by_secret) == (record["state"] == "British Columbia"), "only keys granted the province"
+
+
+def test_key_b_can_neither_list_nor_delete_key_a_subscriptions(service: Running, receiver: Receiver) -> None:
+    with service.client(KEY_A) as a, service.client(KEY_B) as b:
+        mine = a.create_webhook(receiver.url, "listing.created")
+        assert b.list_webhooks() == []
+        with pytest.raises(errors.NotFound):
+            b.delete_webhook(mine.id)
+        assert [s.id for s in a.list_webhooks()] == [mine.id]
+        assert b.call("GET", "webhooks/deliveries", {})[0]["total"] == 0
+        assert a.delete_webhook(mine.id).deleted
+        assert a.list_webhooks() == []
+        with pytest.raises(errors.NotFound):
+            a.delete_webhook(mine.id)
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"env": "live", "event": "profile.updated"}, "targetUrl is required"),
+        ({"env": "prod", "event": "profile.updated", "targetUrl": "https://1.1.1.1/h"}, "env must be one of"),
+        ({"env": "live", "event": "profile.renamed", "targetUrl": "https://1.1.1.1/h"}, "event must be one of"),
+        ({"env": "live", "event": "profile.updated", "targetUrl": "ftp://1.1.1.1/h"}, "must be an https"),
+        ({"env": "live", "event": "profile.updated", "targetUrl": "https://10.0.0.7/h"}, "private address"),
+        ({"env": "live", "event": "profile.updated", "targetUrl": "https://192.168.1.1/h"}, "private address"),
+        ({"env": "live", "event": "profile.updated", "targetUrl": "https://169.254.169.254/latest"}, "metadata"),
+        ({"env": "live", "event": "profile.updated", "targetUrl": "https://169.254.10.1/h"}, "link-local"),
+        ({"env": "live", "event": "profile.updated", "targetUrl": "https://[fe80::1]/h"}, "link-local"),
+        ({"env": "live", "event": "profile.updated", "targetUrl": "https://user:pw@1.1.1.1/h"}, "user name"),
+        ({"env": "live", "event": "profile.updated", "targetUrl": "https://0.0.0.0/h"}, "not a public"),
+    ],
+)
+def test_bad_subscriptions_are_refused_with_a_clear_400(service: Running, body: dict[str, str], fragment: str) -> None:
+    response = httpx.post(service.url + "/v1/all/webhooks", json=body, headers={"x-api-key": KEY_A})
+    assert response.status_code == 400
+    assert fragment in response.json()["message"]
+    assert response.json()["requestId"] == response.headers["x-request-id"]
+
+
+def test_bodies_that_are_not_json_objects(service: Running) -> None:
+    for content in (b"not json", b"[1, 2]", b""):
+        response = httpx.post(service.url + "/v1/all/webhooks", content=content, headers={"x-api-key": KEY_A})
+        assert response.status_code == 400, content
+    too_big = httpx.post(
+        service.url + "/v1/all/webhooks", content=b"{" + b" " * 70_000 + b"}", headers={"x-api-key": KEY_A}
+    )
+    assert too_big.status_code == 413
+
+
+def test_outside_development_loopback_and_http_are_refused() -> None:
+    strict = TargetPolicy()
+    for url, reason in (
+        ("https://127.0.0.1/h", "loopback"),
+        ("https://[::1]/h", "loopback"),
+        ("https://localhost/h", "loopback"),
+        ("http://1.1.1.1/h", "must be an https"),
+        ("https://2130706433/h", "loopback"),
+        ("https://[::ffff:127.0.0.1]/h", "loopback"),
+    ):
+        with pytest.raises(TargetRefused, match=reason):
+            strict.check_url(url)
+    assert strict.check_url("https://1.1.1.1/hooks") == "https://1.1.1.1/hooks"
+    relaxed = TargetPolicy(allow_http=True, allow_loopback=True)
+    assert relaxed.check_url("http://127.0.0.1:9/h")
+    with pytest.raises(TargetRefused, match="private"):
+        relaxed.check_url("http://10.1.2.3/h")
+
+
+def test_a_dns_answer_that_turns_private_is_refused_at_connect_time(
+    tmp_path: Path, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The name resolved to a public address when subscribed; when the delivery connects it says loopback."""
+    real = socket.getaddrinfo
+    answers: dict[str, str] = {"hooks.example.test": "93.184.216.34"}
+
+    def lying_resolver(host: str, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host in answers:
+            return real(answers[host], port, *args, **kwargs)
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(webhook_targets.socket, "getaddrinfo", lying_resolver)
+    policy = TargetPolicy(allow_http=True)  # http, so the receiver need not speak TLS; loopback stays refused
+    url = policy.check_url(f"http://hooks.example.test:{receiver.port}/hooks")
+    store = WebhookStore(tmp_path / "w.sqlite3")
+    subscription = store.subscribe(1, "live", "profile.updated", url)
+    answers["hooks.example.test"] = "127.0.0.1"  # the rebinding
+    store.publish([Event("profile.updated", "live", {"collection": "Builders", "profile": {}}, [subscription])])
+    worker = DeliveryWorker(store, policy, RetrySchedule((60.0,)))
+    worker.start()
+    try:
+        deadline = time.monotonic() + 5
+        attempts: list[dict[str, Any]] = []
+        while time.monotonic() < deadline and not attempts:
+            attempts = store.deliveries(1, None, 0, 10)[1][0]["attempts"]
+            time.sleep(0.05)
+    finally:
+        worker.stop()
+    assert attempts and "loopback" in (attempts[0]["error"] or "")
+    assert receiver.received == []
+
+
+def test_a_delivery_stored_before_a_hard_kill_is_sent_after_the_restart(tmp_path: Path, receiver: Receiver) -> None:
+    data = tmp_path / "data"
+    port = free_port()
+    env = {
+        **os.environ,
+        "PRECON_SERVICE_DEFAULT_LISTINGS": "80",
+        "PRECON_SERVICE_WEBHOOK_FIRST_DELAY": "4",
+        "PRECON_SERVICE_WEBHOOK_RETRY_SCHEDULE": "[0.3, 0.5]",
+    }
+    command = [sys.executable, "-m", "precon.cli", "serve", "--dev", "--port", str(port), "--data", str(data)]
+
+    def start() -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                    return process
+            except httpx.TransportError:
+                time.sleep(0.1)
+        process.kill()
+        raise AssertionError("the service did not start")
+
+    first = start()
+    try:
+        with Client(f"http://127.0.0.1:{port}", DEV_API_KEY, DEV_PRODUCT_ID, cache=False) as client:
+            subscription = client.create_webhook(receiver.url, "profile.updated")
+            profile = client.search_profiles(per_page=1).results[0]
+            fired = client.trigger_profile_webhook(profile.profile_id or "", profile.collection or "")
+        assert fired.deliveries == 1
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert receiver.received == [], "killed before the first attempt was due"
+    second = start()
+    try:
+        headers, body = receiver.wait_for(1, timeout=20)[0]
+        payload = verified(subscription.secret or "", headers, body)
+        assert payload["id"] == fired.eventId
+        with Client(f"http://127.0.0.1:{port}", DEV_API_KEY, cache=False) as client:
+            assert [s.id for s in client.list_webhooks()] == [subscription.id]
+    finally:
+        second.terminate()
+        second.wait(timeout=20)
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_the_delivery_body_is_the_stored_event(tmp_path: Path) -> None:
+    store = WebhookStore(tmp_path / "w.sqlite3")
+    subscription = store.subscribe(7, "live", "profile.created", "https://1.1.1.1/h")
+    [(event_id, count)] = store.publish([Event("profile.created", "live", {"x": 1}, [subscription])])
+    [due] = store.claim_due(10)
+    assert count == 1 and orjson.loads(due.body)["id"] == event_id
+    assert store.claim_due(10) == [], "a claimed delivery is leased, not handed out twice"
+    [(_, nobody)] = store.publish([Event("profile.created", "live", {}, [])])
+    assert nobody == 0
