@@ -44,6 +44,7 @@ from precon.models import (
     ProfilesOfListing,
     ResponseMeta,
     WebhookDeletion,
+    WebhookDelivery,
     WebhookSubscription,
     WebhookTrigger,
 )
@@ -460,6 +461,27 @@ class Client:
         body = {"id": id, "collection": collection}
         data, meta = self.call("POST", "trigger_profile_webhook", body=body, version=version, province=province)
         return self._parse(WebhookTrigger, data, meta)
+
+    def webhook_deliveries(
+        self,
+        *,
+        subscription: str | None = None,
+        page: int = 0,
+        per_page: int = 20,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> Page[WebhookDelivery]:
+        """The delivery log of this key's subscriptions, newest first (this project's service only)."""
+        params = {"subscription": subscription, "page": page, "perPage": per_page}
+        data, meta = self.call("GET", "webhooks/deliveries", params, version=version, province=province)
+        return self._parse(Page[WebhookDelivery], data, meta)
+
+    def replay_delivery(self, id: str, *, version: str | None = None, province: str | None = None) -> WebhookDelivery:
+        """Sends a failed delivery again (this project's service only)."""
+        data, meta = self.call(
+            "POST", "webhooks/deliveries/replay", body={"id": id}, version=version, province=province
+        )
+        return self._parse(WebhookDelivery, data, meta)
 
     # -- paging --------------------------------------------------------------------------------------------
 

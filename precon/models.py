@@ -393,6 +393,32 @@ class WebhookSubscription(Record):
     secret: str | None = None
 
 
+class DeliveryAttempt(Record):
+    attemptedAt: Timestamp = None
+    status: int | None = None
+    """The receiver's HTTP status; None when no answer came (see ``error``)."""
+    latencyMs: float | None = None
+    error: str | None = None
+    response: str | None = None
+    """The start of the receiver's answer."""
+
+
+class WebhookDelivery(Record):
+    """One event sent to one subscription (ours): its state and every attempt."""
+
+    id: str
+    eventId: str | None = None
+    event: str | None = None
+    env: str | None = None
+    subscription: str | None = None
+    targetUrl: str | None = None
+    status: Literal["pending", "delivered", "failed"] | str = "pending"
+    attempts: list[DeliveryAttempt] = Field(default_factory=list)
+    nextAttemptAt: Timestamp = None
+    createdAt: Timestamp = None
+    updatedAt: Timestamp = None
+
+
 class WebhookDeletion(Record):
     id: str
     deleted: bool

@@ -411,3 +411,20 @@ def test_the_delivery_body_is_the_stored_event(tmp_path: Path) -> None:
     assert store.claim_due(10) == [], "a claimed delivery is leased, not handed out twice"
     [(_, nobody)] = store.publish([Event("profile.created", "live", {}, [])])
     assert nobody == 0
+
+
+def test_the_client_reads_the_delivery_log_and_replays(service: Running, receiver: Receiver) -> None:
+    receiver.status = 503
+    with service.client() as client:
+        subscription = client.create_webhook(receiver.url, "profile.updated")
+        client.trigger_profile_webhook(*a_profile(service))
+        wait_until(lambda: client.webhook_deliveries().results[0].status == "failed", timeout=20)
+        log = client.webhook_deliveries(subscription=subscription.id)
+        [delivery] = log.results
+        assert log.total == 1 and delivery.event == "profile.updated" and delivery.targetUrl == receiver.url
+        assert [a.status for a in delivery.attempts] == [503] * (len(FAST_SCHEDULE) + 1)
+        receiver.status = 200
+        assert client.replay_delivery(delivery.id).status == "pending"
+        wait_until(lambda: client.webhook_deliveries().results[0].status == "delivered")
+        with pytest.raises(errors.NotFound):
+            client.replay_delivery("msg_nope")
