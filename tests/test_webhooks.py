@@ -428,3 +428,31 @@ def test_the_client_reads_the_delivery_log_and_replays(service: Running, receive
         wait_until(lambda: client.webhook_deliveries().results[0].status == "delivered")
         with pytest.raises(errors.NotFound):
             client.replay_delivery("msg_nope")
+
+
+def test_deleting_a_subscription_cancels_what_it_still_had_to_send(service: Running, receiver: Receiver) -> None:
+    receiver.status = 500
+    with service.client() as client:
+        subscription = client.create_webhook(receiver.url, "profile.updated")
+        client.trigger_profile_webhook(*a_profile(service))
+        receiver.wait_for(1)
+        client.delete_webhook(subscription.id)
+        [delivery] = client.webhook_deliveries().results
+        assert delivery.status == "cancelled"
+        arrived = len(receiver.received)
+        time.sleep(1.5)
+        assert len(receiver.received) == arrived, "no retry after the subscription is gone"
+        with pytest.raises(errors.NotFound):
+            client.replay_delivery(delivery.id)
+
+
+def test_webhook_answers_are_never_cached(service: Running, receiver: Receiver) -> None:
+    response = httpx.get(service.url + "/v1/all/webhooks", headers={"x-api-key": KEY_A})
+    assert response.headers["cache-control"] == "no-store"
+    cached = Client(service.url, KEY_A, cache=None)
+    try:
+        assert cached.list_webhooks() == []
+        cached.create_webhook(receiver.url, "listing.created")
+        assert len(cached.list_webhooks()) == 1
+    finally:
+        cached.close()

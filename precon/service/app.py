@@ -231,11 +231,11 @@ def _etag_matches(header: str | None, etag: str) -> bool:
     return "*" in candidates or any(c.removeprefix("W/") == etag for c in candidates)
 
 
-def answer(request: Request, payload: Any) -> Response:
+def answer(request: Request, payload: Any, cache_control: str = CACHE_CONTROL) -> Response:
     """A JSON answer with an ``ETag``; a matching ``If-None-Match`` gets 304 and no body."""
     body = orjson.dumps(payload)
     etag = _etag(body)
-    headers = {"ETag": etag, "Cache-Control": CACHE_CONTROL}
+    headers = {"ETag": etag, "Cache-Control": cache_control}
     if request.method == "GET" and _etag_matches(request.headers.get("if-none-match"), etag):
         return Response(status_code=304, headers=headers)
     return Response(body, media_type="application/json", headers=headers)

@@ -15,6 +15,8 @@ from precon.service.webhook_targets import TargetPolicy, TargetRefused
 from precon.service.webhooks import DeliveryWorker, Event, WebhookStore
 
 ENVS = ("live", "sandbox")
+NO_STORE = "no-store"
+"""Subscriptions and deliveries change with every action: their answers are never kept by a cache (ours)."""
 MAX_BODY_BYTES = 64 * 1024
 
 
@@ -76,12 +78,13 @@ def add_webhook_routes(
         except TargetRefused as refused:
             raise bad_request(f"targetUrl: {refused}") from None
         subscription = webhooks.subscribe(call.key.key_id, env, event, target)
-        return answer(request, subscription.public(with_secret=True))
+        return answer(request, subscription.public(with_secret=True), NO_STORE)
 
     @route("webhooks", "GET")
     def list_subscriptions(request: Request, version: str, province: str) -> Response:
         call = service.call(request, version, province)
-        return answer(request, {"results": [s.public() for s in webhooks.subscriptions(key_id=call.key.key_id)]})
+        subscriptions = webhooks.subscriptions(key_id=call.key.key_id)
+        return answer(request, {"results": [s.public() for s in subscriptions]}, NO_STORE)
 
     @route("webhooks", "DELETE")
     def delete_subscription(
@@ -91,7 +94,7 @@ def add_webhook_routes(
         subscription_id = call.params.required("id")
         if not webhooks.unsubscribe(call.key.key_id, subscription_id):
             raise not_found(f"Subscription {subscription_id!r} not found")
-        return answer(request, {"id": subscription_id, "deleted": True})
+        return answer(request, {"id": subscription_id, "deleted": True}, NO_STORE)
 
     @route("trigger_profile_webhook", "POST", {"id": "5fH9CC8jgOxPuxqyMk70", "collection": "Builders"})
     async def trigger_profile_webhook(request: Request, version: str, province: str) -> Response:
@@ -110,7 +113,7 @@ def add_webhook_routes(
         )
         if worker is not None:
             worker.wake()
-        return answer(request, {"eventId": event_id, "deliveries": count})
+        return answer(request, {"eventId": event_id, "deliveries": count}, NO_STORE)
 
     @route("webhooks/deliveries", "GET")
     def delivery_log(
@@ -126,7 +129,7 @@ def add_webhook_routes(
         total, results = webhooks.deliveries(
             call.key.key_id, call.params.text("subscription"), page_number * per_page, per_page
         )
-        return answer(request, envelope(results, total, page_number, per_page))
+        return answer(request, envelope(results, total, page_number, per_page), NO_STORE)
 
     @route("webhooks/deliveries/replay", "POST", {"id": "msg_…"})
     async def replay_delivery(request: Request, version: str, province: str) -> Response:
@@ -134,8 +137,10 @@ def add_webhook_routes(
         body = await _json_body(request)
         delivery_id = _required_text(body, "id")
         if not webhooks.replay(call.key.key_id, delivery_id):
-            raise not_found(f"Delivery {delivery_id!r} not found, or already waiting to be sent")
+            raise not_found(
+                f"Delivery {delivery_id!r} not found, already waiting to be sent, or its subscription was deleted"
+            )
         if worker is not None:
             worker.wake()
         _, [delivery] = webhooks.deliveries(call.key.key_id, None, 0, 1, delivery_id=delivery_id)
-        return answer(request, delivery)
+        return answer(request, delivery, NO_STORE)

@@ -173,6 +173,9 @@ class WebhookStore:
         self._write = threading.Lock()
         db = self._db()
         db.executescript(_SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(deliveries)")}
+        if "claimed_by" not in columns:  # an outbox written before claims were recorded
+            db.execute("ALTER TABLE deliveries ADD COLUMN claimed_by TEXT")
 
     def _db(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
@@ -227,11 +230,19 @@ class WebhookStore:
         return [Subscription(*row) for row in rows]
 
     def unsubscribe(self, key_id: int, subscription_id: str) -> bool:
+        """Removes a subscription; its deliveries still waiting are cancelled (the log keeps them)."""
         with self._transaction() as db:
-            return (
+            removed = (
                 db.execute("DELETE FROM subscriptions WHERE id = ? AND key_id = ?", (subscription_id, key_id)).rowcount
                 > 0
             )
+            if removed:
+                db.execute(
+                    "UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, updated_at = ? "
+                    "WHERE subscription_id = ? AND status = 'pending'",
+                    (now_iso(), subscription_id),
+                )
+            return removed
 
     # -- events and the outbox -----------------------------------------------------------------------------
 
@@ -337,12 +348,16 @@ class WebhookStore:
         return status
 
     def replay(self, key_id: int, delivery_id: str) -> bool:
-        """Sends a failed (or delivered) delivery again, at once; its earlier attempts stay in the log."""
+        """Sends a failed (or delivered) delivery again, at once; its earlier attempts stay in the log.
+
+        A delivery of a deleted subscription is not sent again.
+        """
         with self._transaction() as db:
             return (
                 db.execute(
                     "UPDATE deliveries SET status = 'pending', next_attempt_at = ?, updated_at = ? "
-                    "WHERE id = ? AND key_id = ? AND status != 'pending'",
+                    "WHERE id = ? AND key_id = ? AND status != 'pending' "
+                    "AND subscription_id IN (SELECT id FROM subscriptions)",
                     (time.time(), now_iso(), delivery_id, key_id),
                 ).rowcount
                 > 0
