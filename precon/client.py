@@ -36,11 +36,14 @@ from precon.errors import (
     error_for_transport,
 )
 from precon.models import (
+    DeliveryPage,
     FacetCounts,
     FacetCountsResponse,
     Listing,
+    ListingPage,
     Page,
     Profile,
+    ProfilePage,
     ProfilesOfListing,
     ResponseMeta,
     WebhookDeletion,
@@ -269,7 +272,7 @@ class Client:
         product_id: str | None = None,
         version: str | None = None,
         province: str | None = None,
-    ) -> Page[Listing]:
+    ) -> ListingPage:
         params = {
             "product_id": self._product(product_id),
             "search": search or None,
@@ -283,7 +286,7 @@ class Client:
             "referrences": _csv(references),
             "filterQuery": _filter(filter),
         }
-        return self._get("search_listings", params, Page[Listing], version=version, province=province)
+        return self._get("search_listings", params, ListingPage, version=version, province=province)
 
     def get_listing(
         self,
@@ -307,7 +310,7 @@ class Client:
         max_recommendations: int | None = None,
         version: str | None = None,
         province: str | None = None,
-    ) -> Page[Listing]:
+    ) -> ListingPage:
         params = {
             "id": id,
             "retrieveAttributes": _csv(retrieve_attributes),
@@ -315,7 +318,7 @@ class Client:
             "minScore": min_score,
             "maxRecommendations": max_recommendations,
         }
-        return self._get("similar_listings", params, Page[Listing], version=version, province=province)
+        return self._get("similar_listings", params, ListingPage, version=version, province=province)
 
     def trending_listings(
         self,
@@ -327,7 +330,7 @@ class Client:
         references: str | Iterable[str] | None = None,
         version: str | None = None,
         province: str | None = None,
-    ) -> Page[Listing]:
+    ) -> ListingPage:
         params = {
             "page": page,
             "perPage": per_page,
@@ -335,7 +338,7 @@ class Client:
             "retrieveAttributes": _csv(retrieve_attributes),
             "referrences": _csv(references),
         }
-        return self._get("trending_listings", params, Page[Listing], version=version, province=province)
+        return self._get("trending_listings", params, ListingPage, version=version, province=province)
 
     def multiple_listings(
         self,
@@ -347,7 +350,7 @@ class Client:
         province: str | None = None,
     ) -> list[Listing]:
         params = {"ids": _csv(ids), "retrieveAttributes": _csv(retrieve_attributes), "referrences": _csv(references)}
-        page = self._get("multiple_listings", params, Page[Listing], version=version, province=province)
+        page = self._get("multiple_listings", params, ListingPage, version=version, province=province)
         return page.results
 
     def facet_counts(
@@ -387,7 +390,7 @@ class Client:
         product_id: str | None = None,
         version: str | None = None,
         province: str | None = None,
-    ) -> Page[Profile]:
+    ) -> ProfilePage:
         params = {
             "product_id": self._product(product_id),
             "collection": collection or None,
@@ -400,7 +403,7 @@ class Client:
             "referrences": _csv(references),
             "sortByName": sort_by_name,
         }
-        return self._get("search_profiles", params, Page[Profile], version=version, province=province)
+        return self._get("search_profiles", params, ProfilePage, version=version, province=province)
 
     def get_profile(
         self,
@@ -470,11 +473,11 @@ class Client:
         per_page: int = 20,
         version: str | None = None,
         province: str | None = None,
-    ) -> Page[WebhookDelivery]:
+    ) -> DeliveryPage:
         """The delivery log of this key's subscriptions, newest first (this project's service only)."""
         params = {"subscription": subscription, "page": page, "perPage": per_page}
         data, meta = self.call("GET", "webhooks/deliveries", params, version=version, province=province)
-        return self._parse(Page[WebhookDelivery], data, meta)
+        return self._parse(DeliveryPage, data, meta)
 
     def replay_delivery(self, id: str, *, version: str | None = None, province: str | None = None) -> WebhookDelivery:
         """Sends a failed delivery again (this project's service only)."""

@@ -378,6 +378,14 @@ class Page(Record, Generic[T]):
     facets: FacetCounts | None = None
 
 
+class ListingPage(Page[Listing]):
+    """A page of listings (a named class, so answers can be pickled into caches)."""
+
+
+class ProfilePage(Page[Profile]):
+    """A page of profiles."""
+
+
 class ErrorBody(Record):
     requestId: str | None = None
     message: str | None = None
@@ -417,6 +425,10 @@ class WebhookDelivery(Record):
     nextAttemptAt: Timestamp = None
     createdAt: Timestamp = None
     updatedAt: Timestamp = None
+
+
+class DeliveryPage(Page[WebhookDelivery]):
+    """A page of the webhook delivery log."""
 
 
 class WebhookDeletion(Record):
