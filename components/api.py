@@ -30,6 +30,11 @@ from precon.errors import (
     TransportError,
 )
 
+
+class ServiceUnavailable(TransportError):
+    """The embedded service could not start (its data directory unreadable, say)."""
+
+
 DATA_TTL_S = 60
 DASHBOARD_RETRIES = 2
 """Fewer retries than a script's: someone is waiting at the page."""
@@ -42,6 +47,8 @@ class Connection:
     url: str
     product_id: str | None
     client: Client
+    fresh_client: Client
+    """The same connection without the HTTP cache: for calls with an effect, or that must see the latest."""
 
     @property
     def identity(self) -> str:
@@ -57,7 +64,7 @@ def _setting(name: str) -> str | None:
         secret = st.secrets.get(name) or st.secrets.get(name.lower())
     except (FileNotFoundError, KeyError, AttributeError):
         return None
-    except Exception:  # noqa: BLE001 - an unreadable secrets.toml means no secrets, not a broken page
+    except Exception:
         return None
     return str(secret) if secret else None
 
@@ -67,12 +74,18 @@ def connection() -> Connection:
     """The remote deployment named by ``PRECON_API_URL`` (environment or secrets), or the embedded service."""
     url = _setting("PRECON_API_URL")
     if url:
-        client = Client(url, _setting("PRECON_API_KEY") or "", _setting("PRECON_PRODUCT_ID"), max_retries=DASHBOARD_RETRIES)
-        return Connection("remote", client.api_url, client.product_id, client)
+        key, product = _setting("PRECON_API_KEY") or "", _setting("PRECON_PRODUCT_ID")
+        client = Client(url, key, product, max_retries=DASHBOARD_RETRIES)
+        fresh = Client(url, key, product, max_retries=DASHBOARD_RETRIES, cache=False)
+        return Connection("remote", client.api_url, client.product_id, client, fresh)
     from precon.service import embedded
 
-    service = embedded.start()
-    return Connection("embedded", service.url, service.product_id, service.client)
+    try:
+        service = embedded.start()
+    except Exception as error:
+        raise ServiceUnavailable(f"the embedded listings service could not start ({error})") from error
+    fresh = Client(service.url, service.api_key, service.product_id, cache=False)
+    return Connection("embedded", service.url, service.product_id, service.client, fresh)
 
 
 def scope() -> tuple[str, str]:
@@ -102,9 +115,10 @@ def call(operation: str, /, **arguments: Any) -> Any:
 
 
 def call_uncached(operation: str, /, **arguments: Any) -> Any:
-    """For calls with an effect (fetching a listing counts a view) or that must see the latest state."""
+    """For calls with an effect (fetching a listing counts a view) or that must see the latest state: neither
+    Streamlit's cache nor the HTTP cache answers them."""
     version, province = scope()
-    return getattr(connection().client, operation)(**arguments, version=version, province=province)
+    return getattr(connection().fresh_client, operation)(**arguments, version=version, province=province)
 
 
 def advice(error: PreconError) -> tuple[str, str]:

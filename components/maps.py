@@ -111,9 +111,14 @@ def centre_layer(lat: float, lng: float) -> pdk.Layer:
     )
 
 
-def zoom_for_radius(radius_m: float) -> float:
-    """A zoom level at which a circle of this radius fills most of a map about 600 px high."""
-    return max(2.0, min(16.0, math.log2(40_075_016 * 300 / (256 * max(radius_m, 50) * 2))))
+def zoom_for_radius(lat: float, radius_m: float, height_px: int = 620) -> float:
+    """The zoom at which a circle of this radius spans about 80% of a map ``height_px`` high.
+
+    deck.gl's world is 512 px wide at zoom 0, and a metre spans more pixels away from the equator (by 1/cos lat).
+    """
+    metres_per_px = 2 * max(radius_m, 50.0) / (0.8 * height_px)
+    equator_m = 40_075_016.0 * max(math.cos(math.radians(lat)), 0.05)
+    return max(1.0, min(18.0, math.log2(equator_m / (512 * metres_per_px))))
 
 
 def view(lat: float, lng: float, zoom: float) -> pdk.ViewState:

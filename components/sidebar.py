@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from components.api import Connection, DATA_TTL_S, scope
+from components.api import DATA_TTL_S, Connection, scope
 from precon.errors import PreconError
 from precon.models import PROVINCES, VERSIONS
 
@@ -39,7 +39,7 @@ def render_sidebar(connection: Callable[[], Connection]) -> None:
     with st.sidebar:
         try:
             current = connection()
-        except Exception as error:  # noqa: BLE001 - shown to the user, never as a traceback
+        except Exception as error:
             st.error(f"The listings service could not start: {error}")
             st.stop()
         version = st.selectbox(

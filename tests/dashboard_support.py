@@ -27,7 +27,7 @@ def reset_caches() -> None:
 
 
 def open_page(page: str, query: dict[str, str] | None = None) -> AppTest:
-    """The app, on ``page`` (``"pages/search.py"``), with these query parameters, after its first run."""
+    """The app, on ``page`` (``"views/search.py"``), with these query parameters, after its first run."""
     app = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
     for name, value in (query or {}).items():
         app.query_params[name] = value
