@@ -1,0 +1,651 @@
+"""The Map page's parts: its state (kept in the URL), the centre (a click, a city or ``lat,lng``), the layers, the
+listing card and the table of listings inside the circle.
+
+pydeck tells the page which *objects* were clicked, never where: so under everything lies a transparent, pickable
+grid of cells around the centre, and a click on empty map picks a cell whose centre becomes the new centre. A click
+on a listing picks the listing instead (it is drawn above the grid).
+
+State lives in ``st.session_state`` under ``map_*`` keys and is written to the URL after every run, so a copied link
+reopens the same view. A URL changed from outside (a link, an edit) is applied on the next run; an empty URL (coming
+back from another page) keeps what the session had.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from typing import Any
+
+import pydeck as pdk
+import streamlit as st
+
+from components import api
+from components.formatting import cad, markdown_text
+from components.listing_table import COLUMNS, listing_frame
+from components.maps import (
+    BASEMAP_STYLE,
+    OTHER_COLOUR,
+    STATUS_COLOURS,
+    centre_layer,
+    circle_layer,
+    view,
+    zoom_for_radius,
+)
+from components.url_state import decode_list, encode_list
+from precon import filters
+from precon.models import Listing
+
+# -- limits and what is asked of the API -----------------------------------------------------------------------
+
+RADIUS_MIN_KM = 0.5
+RADIUS_MAX_KM = 100.0
+RADIUS_STEP_KM = 0.5
+DEFAULT_RADIUS_KM = 10.0
+PAGE_SIZE = 1000
+"""The API's largest page: the map's listings are fetched a thousand at a time."""
+MAX_POINTS = 20_000
+"""More points than this make the page slow to load; the map says when it stops there."""
+NEARBY_LIMIT = 1000
+"""The table shows at most this many listings in the circle (the nearest, when there is no search)."""
+FALLBACK_CENTRE = (43.6532, -79.3832)
+"""Where the map opens when the catalogue names no city at all (downtown Toronto)."""
+CENTRE_DECIMALS = 5
+"""A centre is kept to 5 decimals (about a metre): what the URL holds is exactly what the page searched."""
+
+MAP_ATTRIBUTES = ("listingId", "name", "cityOrDistrict", "sellingStatus", "startPrice", "_geoloc", "coverPhoto")
+TABLE_ATTRIBUTES = (
+    *MAP_ATTRIBUTES,
+    "endPrice",
+    "averagePricePerSqFeet",
+    "minBeds",
+    "maxBeds",
+    "minBaths",
+    "maxBaths",
+    "completionDate",
+    "completionDateTBD",
+    "completionYear",
+)
+FACETS = ("cityOrDistrict", "type", "sellingStatus")
+SEARCH_MAX_CHARS = 512
+"""The longest search the API takes."""
+
+MAP_HEIGHT_PX = 620
+LISTINGS_LAYER = "listings"
+GRID_LAYER = "click-grid"
+GRID_CELLS = 61
+"""Cells along each side of the click grid (odd, so the centre is a cell's centre)."""
+GRID_MIN_HALF_M = 3_000.0
+GRID_COLOUR = [255, 255, 255, 1]
+"""All but invisible; a fully transparent cell might not be drawn, and so not picked."""
+GRID_HIGHLIGHT = [61, 90, 128, 50]
+TOOLTIP = {
+    "html": "<b>{title}</b><br/>{detail}",
+    "style": {
+        "backgroundColor": "#1f2a36",
+        "color": "white",
+        "fontSize": "13px",
+        "pointerEvents": "none",
+        "marginLeft": "14px",
+        "marginTop": "14px",
+    },
+}
+"""Every pickable row carries ``title`` and ``detail``; Streamlit HTML-escapes the values it puts in. The tooltip
+sits beside the pointer and lets clicks through, so a click under it still reaches the map."""
+
+HOW_TO = (
+    "Every listing matching the filters, coloured by selling status (hover one for its name and price). "
+    "**Click the map** to move the centre there, **pick a city** or **type `lat,lng`**, and set the radius: "
+    "the listings inside the circle are listed below, nearest first. **Click a listing** on the map for its card."
+)
+
+# -- session keys ----------------------------------------------------------------------------------------------
+# What the page remembers (kept while the user is on other pages, and written to the URL):
+CENTRE = "map_centre"  # (lat, lng), or None until resolved from the city or the default
+CITY = "map_city"  # the city the centre was taken from, or None
+RADIUS = "map_radius"
+SEARCH = "map_search"
+TYPES = "map_types"
+STATUSES = "map_statuses"
+BASEMAP = "map_basemap"
+CENTRE_ERROR = "map_centre_error"  # what was wrong with a typed or linked centre
+URL_ERROR = "map_url_error"  # what was wrong with the link's other values
+SELECTED = "map_selected"  # the listing whose card is shown
+SNAPSHOT = "map_url"  # the URL parameters the page last wrote
+# The widgets (Streamlit forgets these while another page is shown; they are set again from the above):
+W_CITY = "map_city_choice"
+W_CENTRE = "map_centre_text"
+W_RADIUS = "map_radius_km"
+W_SEARCH = "map_search_text"
+W_TYPES = "map_type_choice"
+W_STATUSES = "map_status_choice"
+W_BASEMAP = "map_basemap_toggle"
+
+# URL parameter names
+P_CENTRE, P_RADIUS, P_CITY, P_SEARCH, P_TYPE, P_STATUS, P_BASEMAP = (
+    "center",
+    "radius",
+    "city",
+    "q",
+    "type",
+    "selling",
+    "basemap",
+)
+"""``q``, ``type`` and ``selling`` are named and encoded as on the Search page (lists comma-separated, see
+:mod:`components.url_state`), so a search's filters carry over to the map."""
+URL_PARAMS = (P_CENTRE, P_RADIUS, P_CITY, P_SEARCH, P_TYPE, P_STATUS, P_BASEMAP)
+
+# -- pure helpers ----------------------------------------------------------------------------------------------
+
+
+class CentreError(ValueError):
+    """A centre that is not ``lat,lng``; the message says what is wrong, for the user."""
+
+
+def parse_centre(text: str | None) -> tuple[float, float]:
+    """``"43.65,-79.38"`` (a comma and/or spaces between) → (43.65, -79.38), rounded to 5 decimals."""
+    raw = (text or "").strip().strip("()[]")
+    example = "for example `43.65,-79.38`"
+    if not raw:
+        raise CentreError(f"Type the centre as latitude,longitude ({example}).")
+    parts = raw.replace(",", " ").split()
+    if len(parts) != 2:
+        raise CentreError(f"“{markdown_text(raw)}” is not a centre: type it as latitude,longitude ({example}).")
+    try:
+        lat, lng = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise CentreError(
+            f"“{markdown_text(raw)}” is not a centre: both parts must be numbers, latitude first ({example})."
+        ) from None
+    if not (math.isfinite(lat) and math.isfinite(lng)):
+        raise CentreError(f"“{markdown_text(raw)}” is not a centre: both parts must be finite numbers ({example}).")
+    if not -90 <= lat <= 90:
+        raise CentreError(f"Latitude {lat:g} is out of range: it must be between -90 and 90 (latitude comes first).")
+    if not -180 <= lng <= 180:
+        raise CentreError(f"Longitude {lng:g} is out of range: it must be between -180 and 180.")
+    return rounded((lat, lng))
+
+
+def rounded(centre: Sequence[float]) -> tuple[float, float]:
+    return round(float(centre[0]), CENTRE_DECIMALS), round(float(centre[1]), CENTRE_DECIMALS)
+
+
+def format_centre(centre: Sequence[float], sep: str = ",") -> str:
+    """The centre as the URL and the input box write it: ``43.65,-79.38`` (no trailing zeros)."""
+
+    def text(value: float) -> str:
+        return f"{value:.{CENTRE_DECIMALS}f}".rstrip("0").rstrip(".")
+
+    return f"{text(centre[0])}{sep}{text(centre[1])}"
+
+
+def place_of_point(centre: Sequence[float]) -> str:
+    return f"{centre[0]:.4f}, {centre[1]:.4f}"
+
+
+def parse_radius(text: str | None) -> tuple[float, str | None]:
+    """The link's radius in km, on the slider's scale (clamped and stepped), and a message if it was not usable."""
+    if text is None or not text.strip():
+        return DEFAULT_RADIUS_KM, None
+    try:
+        value = float(text.strip().removesuffix("km").strip())
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        return DEFAULT_RADIUS_KM, (
+            f"The link's radius “{markdown_text(text)}” is not a number of kilometres; "
+            f"showing {DEFAULT_RADIUS_KM:g} km."
+        )
+    clamped = min(RADIUS_MAX_KM, max(RADIUS_MIN_KM, round(value / RADIUS_STEP_KM) * RADIUS_STEP_KM))
+    if not RADIUS_MIN_KM <= value <= RADIUS_MAX_KM:
+        return clamped, (
+            f"The radius must be between {RADIUS_MIN_KM:g} and {RADIUS_MAX_KM:g} km; showing {clamped:g} km."
+        )
+    return clamped, None
+
+
+def format_km(km: float) -> str:
+    return f"{km:g}"
+
+
+def haversine_km(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
+    """Great-circle distance, on the sphere the service measures on (radius 6,371 km)."""
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lng2 - lng1)
+    h = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * 6371.0 * math.asin(min(1.0, math.sqrt(h)))
+
+
+def distance_km(listing: Listing, centre: Sequence[float]) -> float | None:
+    if listing.geoloc is None:
+        return None
+    return haversine_km(centre[0], centre[1], listing.geoloc.lat, listing.geoloc.lng)
+
+
+def by_distance(listings: Sequence[Listing], centre: Sequence[float]) -> tuple[list[Listing], list[float | None]]:
+    """The listings nearest first (those without a position last, in the order given), with their distances."""
+    measured = [(distance_km(listing, centre), index, listing) for index, listing in enumerate(listings)]
+    measured.sort(key=lambda item: (item[0] is None, item[0] or 0.0, item[1]))
+    return [item[2] for item in measured], [item[0] for item in measured]
+
+
+def city_centre(listings: Sequence[Listing]) -> tuple[float, float] | None:
+    """The mean position of a city's listings; of those in its largest province, when the name is in several."""
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for listing in listings:
+        if listing.geoloc is not None:
+            province = getattr(listing, "state", None) or ""
+            groups.setdefault(province, []).append((listing.geoloc.lat, listing.geoloc.lng))
+    if not groups:
+        return None
+    points = max(groups.values(), key=len)
+    return rounded((sum(p[0] for p in points) / len(points), sum(p[1] for p in points) / len(points)))
+
+
+def grid_half_extent_m(radius_m: float) -> float:
+    return max(3 * radius_m, GRID_MIN_HALF_M)
+
+
+def grid_rows(lat: float, lng: float, radius_m: float, cells: int = GRID_CELLS) -> tuple[list[dict[str, Any]], float]:
+    """The click grid: ``cells`` × ``cells`` square cells centred on the centre, covering three radii each way.
+
+    Returns the rows (each a cell centre, with its tooltip) and the cell size in metres.
+    """
+    half = grid_half_extent_m(radius_m)
+    size = 2 * half / (cells - 1)
+    dlat = size / 111_320.0
+    dlng = size / (111_320.0 * max(math.cos(math.radians(lat)), 0.01))
+    middle = cells // 2
+    rows = []
+    for i in range(cells):
+        cell_lat = lat + (i - middle) * dlat
+        if not -85 <= cell_lat <= 85:
+            continue
+        for j in range(cells):
+            cell_lng = lng + (j - middle) * dlng
+            if not -180 <= cell_lng <= 180:
+                continue
+            centre = rounded((cell_lat, cell_lng))
+            rows.append(
+                {"lat": centre[0], "lng": centre[1], "title": "Click to centre here", "detail": place_of_point(centre)}
+            )
+    return rows, size
+
+
+def click_grid_layer(lat: float, lng: float, radius_m: float) -> pdk.Layer:
+    rows, size = grid_rows(lat, lng, radius_m)
+    return pdk.Layer(
+        "GridCellLayer",
+        id=GRID_LAYER,
+        data=rows,
+        get_position=["lng", "lat"],
+        cell_size=size,
+        offset=[0, 0],
+        extruded=False,
+        get_fill_color=GRID_COLOUR,
+        pickable=True,
+        auto_highlight=True,
+        highlight_color=GRID_HIGHLIGHT,
+    )
+
+
+def listing_rows(listings: Sequence[Listing]) -> list[dict[str, Any]]:
+    """What the listings layer draws and its tooltip shows: one row per listing with a position."""
+    rows = []
+    for listing in listings:
+        if listing.geoloc is None:
+            continue
+        status = listing.sellingStatus or "Unknown"
+        price = f"from {cad(listing.startPrice)}" if listing.startPrice else "contact for pricing"
+        rows.append(
+            {
+                "id": listing.id,
+                "lat": listing.geoloc.lat,
+                "lng": listing.geoloc.lng,
+                "colour": STATUS_COLOURS.get(listing.sellingStatus or "", OTHER_COLOUR),
+                "title": listing.name or listing.id or "",
+                "detail": " · ".join(part for part in (listing.cityOrDistrict, status, price) if part),
+            }
+        )
+    return rows
+
+
+def listings_layer(listings: Sequence[Listing]) -> pdk.Layer:
+    return pdk.Layer(
+        "ScatterplotLayer",
+        id=LISTINGS_LAYER,
+        data=listing_rows(listings),
+        get_position=["lng", "lat"],
+        get_fill_color="colour",
+        get_radius=60,
+        radius_min_pixels=5,
+        radius_max_pixels=18,
+        stroked=True,
+        get_line_color=[255, 255, 255, 200],
+        line_width_min_pixels=1,
+        pickable=True,
+        auto_highlight=True,
+    )
+
+
+def map_deck(
+    listings: Sequence[Listing],
+    centre: Sequence[float],
+    radius_m: float,
+    *,
+    basemap: bool = False,
+    height_px: int = MAP_HEIGHT_PX,
+) -> pdk.Deck:
+    """Grid (for clicks), circle, listings and the centre; no basemap unless asked, so it draws offline."""
+    lat, lng = centre
+    return pdk.Deck(
+        layers=[
+            click_grid_layer(lat, lng, radius_m),
+            circle_layer(lat, lng, radius_m),
+            listings_layer(listings),
+            centre_layer(lat, lng),
+        ],
+        initial_view_state=view(lat, lng, zoom_for_radius(lat, radius_m, height_px)),
+        map_provider="carto" if basemap else None,
+        map_style=BASEMAP_STYLE if basemap else None,
+        tooltip=TOOLTIP,  # type: ignore[arg-type]
+    )
+
+
+def apply_pick(state: MutableMapping[str, Any], objects: Mapping[str, Sequence[Mapping[str, Any]]] | None) -> None:
+    """What a click on the map does to the page's state: a listing opens its card, a grid cell moves the centre,
+    and a click that picks nothing (or clears the selection) closes the card."""
+    objects = objects or {}
+    picked_listing = list(objects.get(LISTINGS_LAYER) or [])
+    picked_cell = list(objects.get(GRID_LAYER) or [])
+    if picked_listing and picked_listing[0].get("id"):
+        state[SELECTED] = str(picked_listing[0]["id"])
+        return
+    if picked_cell:
+        try:
+            centre = parse_centre(f"{picked_cell[0]['lat']},{picked_cell[0]['lng']}")
+        except (CentreError, KeyError, TypeError):
+            return
+        set_centre(state, centre)
+        return
+    state[SELECTED] = None
+
+
+def set_centre(state: MutableMapping[str, Any], centre: tuple[float, float]) -> None:
+    """A centre chosen as a point (typed or clicked): no city any more, and the input box shows it."""
+    state[CENTRE] = centre
+    state[CITY] = None
+    state[W_CITY] = None
+    state[W_CENTRE] = format_centre(centre, ", ")
+    state[CENTRE_ERROR] = None
+
+
+def type_filter(types: Sequence[str], statuses: Sequence[str]) -> filters.Expr | None:
+    return filters.from_selection({"type": list(types), "sellingStatus": list(statuses)})
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
+# -- URL and session state -------------------------------------------------------------------------------------
+
+
+def read_url() -> dict[str, list[str]]:
+    return {name: list(st.query_params.get_all(name)) for name in URL_PARAMS if st.query_params.get_all(name)}
+
+
+def _values(params: Mapping[str, list[str]], name: str) -> list[str]:
+    """Comma-joined (``type=A,B``) or repeated (``type=A&type=B``) values, blanks and repeats dropped."""
+    return list(dict.fromkeys(value for text in params.get(name, []) for value in decode_list(text)))
+
+
+def _first(params: Mapping[str, list[str]], name: str) -> str | None:
+    values = params.get(name) or []
+    return values[0] if values else None
+
+
+def apply_url(state: MutableMapping[str, Any], params: Mapping[str, list[str]]) -> None:
+    """The view a link names; what it leaves out is the default."""
+    radius, radius_error = parse_radius(_first(params, P_RADIUS))
+    state[RADIUS] = radius
+    state[URL_ERROR] = radius_error
+    state[SEARCH] = (_first(params, P_SEARCH) or "").strip()[:SEARCH_MAX_CHARS]
+    state[TYPES] = _values(params, P_TYPE)
+    state[STATUSES] = _values(params, P_STATUS)
+    state[BASEMAP] = (_first(params, P_BASEMAP) or "").lower() in {"1", "true", "yes", "on"}
+    state[CITY] = (_first(params, P_CITY) or "").strip() or None
+    state[CENTRE] = None
+    state[CENTRE_ERROR] = None
+    state[SELECTED] = None
+    raw_centre = _first(params, P_CENTRE)
+    if raw_centre is not None:
+        try:
+            state[CENTRE] = parse_centre(raw_centre)
+        except CentreError as error:
+            state[CENTRE_ERROR] = f"The link's centre is not usable. {error}"
+    state[W_CITY] = state[CITY]
+    state[W_CENTRE] = format_centre(state[CENTRE], ", ") if state[CENTRE] else (raw_centre or "")
+    state[W_RADIUS] = radius
+    state[W_SEARCH] = state[SEARCH]
+    state[W_TYPES] = list(state[TYPES])
+    state[W_STATUSES] = list(state[STATUSES])
+    state[W_BASEMAP] = state[BASEMAP]
+
+
+def url_params(state: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The URL parameters for the page's state (defaults left out)."""
+    params: dict[str, list[str]] = {}
+    if state.get(CENTRE):
+        params[P_CENTRE] = [format_centre(state[CENTRE])]
+    params[P_RADIUS] = [format_km(state.get(RADIUS, DEFAULT_RADIUS_KM))]
+    if state.get(CITY):
+        params[P_CITY] = [state[CITY]]
+    if state.get(SEARCH):
+        params[P_SEARCH] = [state[SEARCH]]
+    if state.get(TYPES):
+        params[P_TYPE] = [encode_list(state[TYPES])]
+    if state.get(STATUSES):
+        params[P_STATUS] = [encode_list(state[STATUSES])]
+    if state.get(BASEMAP):
+        params[P_BASEMAP] = ["1"]
+    return params
+
+
+def sync_from_url() -> None:
+    """Brings the session in line with the URL, if the URL changed since the page last wrote it."""
+    state = st.session_state
+    params = read_url()
+    if params and params != state.get(SNAPSHOT):
+        apply_url(state, params)
+    elif SNAPSHOT not in state:
+        apply_url(state, {})
+    # The widgets' values are forgotten while other pages are shown: put them back from what the page remembers.
+    restore = {
+        W_CITY: state.get(CITY),
+        W_CENTRE: format_centre(state[CENTRE], ", ") if state.get(CENTRE) else "",
+        W_RADIUS: state.get(RADIUS, DEFAULT_RADIUS_KM),
+        W_SEARCH: state.get(SEARCH, ""),
+        W_TYPES: list(state.get(TYPES, [])),
+        W_STATUSES: list(state.get(STATUSES, [])),
+        W_BASEMAP: bool(state.get(BASEMAP, False)),
+    }
+    for key, value in restore.items():
+        if key not in state:
+            state[key] = value
+
+
+def write_url() -> None:
+    """Writes the page's state to the URL (only the page's own parameters; the sidebar writes its own)."""
+    params = url_params(st.session_state)
+    for name in URL_PARAMS:
+        if name in params:
+            if st.query_params.get_all(name) != params[name]:
+                st.query_params[name] = params[name][0]
+        elif name in st.query_params:
+            del st.query_params[name]
+    st.session_state[SNAPSHOT] = params
+
+
+# -- callbacks -------------------------------------------------------------------------------------------------
+
+
+def on_city_chosen() -> None:
+    city = st.session_state.get(W_CITY)
+    if not city:
+        return
+    st.session_state[CITY] = city
+    st.session_state[CENTRE] = None  # resolved from the city's listings in the next run
+    st.session_state[CENTRE_ERROR] = None
+
+
+def on_centre_typed() -> None:
+    text = st.session_state.get(W_CENTRE, "")
+    try:
+        centre = parse_centre(text)
+    except CentreError as error:
+        st.session_state[CENTRE_ERROR] = str(error)
+        return
+    set_centre(st.session_state, centre)
+
+
+def on_map_pick(key: str) -> Callable[[], None]:
+    def handle() -> None:
+        value = st.session_state.get(key)
+        selection = value.get("selection") if value is not None else None
+        apply_pick(st.session_state, selection.get("objects") if selection is not None else None)
+
+    return handle
+
+
+def close_card() -> None:
+    st.session_state[SELECTED] = None
+
+
+def centre_on(listing_id: str, centre: tuple[float, float]) -> None:
+    set_centre(st.session_state, centre)
+    st.session_state[SELECTED] = listing_id
+
+
+# -- API -------------------------------------------------------------------------------------------------------
+
+
+def facet_options() -> dict[str, dict[str, int]]:
+    """Cities, types and statuses with their counts (over the whole catalogue of the province)."""
+    counts: dict[str, dict[str, int]] = api.call("facet_counts", facets=list(FACETS))
+    return {facet: dict(counts.get(facet) or {}) for facet in FACETS}
+
+
+def resolve_city(city: str) -> tuple[float, float] | None:
+    page = api.call(
+        "search_listings",
+        filter=filters.eq("cityOrDistrict", city),
+        per_page=PAGE_SIZE,
+        retrieve_attributes=["_geoloc", "state"],
+    )
+    return city_centre(page.results)
+
+
+def matching_listings(search: str, filter: filters.Expr | None) -> tuple[list[Listing], int]:
+    """Every listing matching the filters (up to :data:`MAX_POINTS`), a page of a thousand at a time, and the total."""
+    arguments: dict[str, Any] = {"search": search or None, "filter": filter, "per_page": PAGE_SIZE}
+    arguments["retrieve_attributes"] = list(MAP_ATTRIBUTES)
+    first = api.call("search_listings", page=0, **arguments)
+    listings = list(first.results)
+    pages = min(first.pages, math.ceil(MAX_POINTS / PAGE_SIZE))
+    if pages > 1:
+        bar = st.progress(0.0, text="Loading the listings…")
+        for number in range(1, pages):
+            bar.progress(number / pages, text=f"Loading the listings… {len(listings):,} of {first.total:,}")
+            listings.extend(api.call("search_listings", page=number, **arguments).results)
+        bar.empty()
+    return listings, first.total
+
+
+def listings_within(
+    centre: tuple[float, float], radius_km: float, search: str, filter: filters.Expr | None
+) -> tuple[list[Listing], int]:
+    """The service's answer to "which listings are within this radius" (at most :data:`NEARBY_LIMIT`), and how many."""
+    page = api.call(
+        "search_listings",
+        search=search or None,
+        filter=filter,
+        nearby=centre,
+        radius=round(radius_km * 1000),
+        per_page=NEARBY_LIMIT,
+        retrieve_attributes=list(TABLE_ATTRIBUTES),
+    )
+    return list(page.results), page.total
+
+
+def deck_key(*parts: Any) -> str:
+    """The chart's key: new whenever its data changes, so a selection never outlives the rows it picked."""
+    digest = hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return f"map_deck_{digest}"
+
+
+# -- rendering -------------------------------------------------------------------------------------------------
+
+
+def legend(counts: Mapping[str, int]) -> str:
+    """The colour key, with how many of the map's listings have each status (HTML built from constants only)."""
+
+    def dot(colour: Sequence[int]) -> str:
+        return f"<span style='color: rgb({colour[0]}, {colour[1]}, {colour[2]}); font-size: 1.2em'>●</span>"
+
+    items = [f"{dot(colour)} {status} ({counts.get(status, 0):,})" for status, colour in STATUS_COLOURS.items()]
+    other = sum(count for status, count in counts.items() if status not in STATUS_COLOURS)
+    if other:
+        items.append(f"{dot(OTHER_COLOUR)} Other ({other:,})")
+    items.append("<span style='color: rgb(29, 53, 87); font-size: 1.2em'>◉</span> centre")
+    return " &nbsp; ".join(items)
+
+
+def listing_card(listing: Listing, centre: tuple[float, float]) -> None:
+    """The clicked listing: picture, name, place, status, price, distance; and the way to its page."""
+    with st.container(border=True):
+        if listing.coverPhoto is not None and listing.coverPhoto.url:
+            st.image(listing.coverPhoto.url, width="stretch")
+        st.markdown(f"**{markdown_text(listing.name or listing.id)}**")
+        where = " · ".join(markdown_text(part) for part in (listing.cityOrDistrict, listing.sellingStatus) if part)
+        st.caption(where or "—")
+        st.markdown(f"From {cad(listing.startPrice)}" if listing.startPrice else "Contact for pricing")
+        distance = distance_km(listing, centre)
+        if distance is not None:
+            st.caption(f"{distance:,.1f} km from the centre")
+        st.page_link("views/listing.py", label="Open listing", icon="🏢", query_params={"id": listing.id or ""})
+        if st.button("Go to listing", key="map_go_listing", icon="➡️", width="stretch"):
+            st.switch_page("views/listing.py", query_params={"id": listing.id or ""})
+        if listing.geoloc is not None:
+            st.button(
+                "Centre here",
+                key="map_centre_here",
+                icon="🎯",
+                width="stretch",
+                on_click=centre_on,
+                args=(listing.id or "", rounded((listing.geoloc.lat, listing.geoloc.lng))),
+                help="Move the circle's centre to this listing.",
+            )
+        st.button("Close", key="map_close_card", on_click=close_card, type="tertiary")
+
+
+def nearby_table(listings: Sequence[Listing], centre: tuple[float, float]) -> None:
+    """The listings in the circle, nearest first, with their distance; the name opens the listing page."""
+    ordered, distances = by_distance(listings, centre)
+    frame = listing_frame(
+        ordered,
+        {"distance_km": [None if d is None else round(d, 2) for d in distances], "id": [x.id for x in ordered]},
+    )
+    st.dataframe(
+        frame,
+        column_config={
+            **COLUMNS,
+            "distance_km": st.column_config.NumberColumn("Distance", format="%.2f km", help="From the centre"),
+        },
+        column_order=["distance_km", *COLUMNS],
+        hide_index=True,
+        width="stretch",
+        row_height=48,
+        key="map_nearby_table",
+    )

@@ -1,0 +1,152 @@
+"""Map: every listing matching the filters, coloured by selling status; a centre (a click on the map, a city or
+``lat,lng``) and a radius drawn as a circle; and the listings inside the circle, nearest first, as the service
+answers ``nearby``/``radius``. Everything the page shows is named by its URL (see :mod:`components.map_centre`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import streamlit as st
+
+from components import api
+from components import map_centre as mc
+from components.formatting import markdown_text
+
+state = st.session_state
+
+st.title("Map")
+st.caption(mc.HOW_TO)
+
+mc.sync_from_url()
+
+with api.guarded():
+    options = mc.facet_options()
+cities = options["cityOrDistrict"]
+
+# -- the centre: as set, else the city's, else the city with the most listings ---------------------------------
+if state.get(mc.CENTRE) is None:
+    centre = None
+    wanted = state.get(mc.CITY)
+    if wanted:
+        with api.guarded():
+            centre = mc.resolve_city(wanted)
+        if centre is None:
+            state[mc.URL_ERROR] = f"No listing in {markdown_text(wanted)} has a position here; showing another city."
+            state[mc.CITY] = None
+    if centre is None:
+        biggest = max(cities, key=lambda name: cities[name]) if cities else None
+        if biggest is not None:
+            with api.guarded():
+                centre = mc.resolve_city(biggest)
+        state[mc.CITY] = biggest if centre is not None else None
+        centre = centre or mc.FALLBACK_CENTRE
+    state[mc.CENTRE] = centre
+    if not state.get(mc.CENTRE_ERROR):
+        state[mc.W_CENTRE] = mc.format_centre(centre, ", ")
+    state[mc.W_CITY] = state[mc.CITY]
+
+# -- filters and the centre's controls -------------------------------------------------------------------------
+search_col, type_col, status_col = st.columns(3)
+search_col.text_input(
+    "Search", key=mc.W_SEARCH, placeholder="Name, street, neighbourhood…", max_chars=mc.SEARCH_MAX_CHARS
+)
+type_col.multiselect(
+    "Type", sorted(set(options["type"]) | set(state[mc.W_TYPES])), key=mc.W_TYPES, placeholder="Any type"
+)
+status_col.multiselect(
+    "Selling status",
+    sorted(set(options["sellingStatus"]) | set(state[mc.W_STATUSES])),
+    key=mc.W_STATUSES,
+    placeholder="Any status",
+)
+
+city_col, centre_col, radius_col, basemap_col = st.columns([2, 2, 2.5, 2.5], vertical_alignment="bottom")
+city_options = sorted(set(cities) | ({state[mc.W_CITY]} if state.get(mc.W_CITY) else set()), key=str.casefold)
+city_col.selectbox(
+    "City",
+    city_options,
+    key=mc.W_CITY,
+    on_change=mc.on_city_chosen,
+    placeholder="Pick a city…",
+    format_func=lambda name: f"{name} ({cities[name]:,})" if name in cities else name,
+    help="Centres the circle on the mean position of the city's listings.",
+)
+centre_col.text_input(
+    "Centre (lat,lng)",
+    key=mc.W_CENTRE,
+    on_change=mc.on_centre_typed,
+    placeholder="43.65, -79.38",
+    help="Latitude then longitude, in degrees; press Enter to move the centre. Or click the map.",
+)
+radius_col.slider(
+    "Radius", mc.RADIUS_MIN_KM, mc.RADIUS_MAX_KM, step=mc.RADIUS_STEP_KM, key=mc.W_RADIUS, format="%.1f km"
+)
+basemap_col.toggle(
+    "Street basemap (needs internet)",
+    key=mc.W_BASEMAP,
+    help="Map tiles from Carto. Off, the map needs no network: the listings are drawn on a plain background.",
+)
+state[mc.RADIUS] = float(state[mc.W_RADIUS])
+state[mc.SEARCH] = (state[mc.W_SEARCH] or "").strip()
+state[mc.TYPES] = list(state[mc.W_TYPES])
+state[mc.STATUSES] = list(state[mc.W_STATUSES])
+state[mc.BASEMAP] = bool(state[mc.W_BASEMAP])
+
+if state.get(mc.CENTRE_ERROR):
+    st.error(state[mc.CENTRE_ERROR], icon="📍")
+if state.get(mc.URL_ERROR):
+    st.warning(state.pop(mc.URL_ERROR), icon="🔗")  # said once: the next change is the user's
+
+mc.write_url()
+
+centre: tuple[float, float] = state[mc.CENTRE]
+radius_km: float = state[mc.RADIUS]
+place = state[mc.CITY] or mc.place_of_point(centre)
+place_md = markdown_text(state[mc.CITY]) if state[mc.CITY] else mc.place_of_point(centre)
+search, types, statuses = state[mc.SEARCH], state[mc.TYPES], state[mc.STATUSES]
+chosen = mc.type_filter(types, statuses)
+
+with api.guarded():
+    listings, matching = mc.matching_listings(search, chosen)
+    inside, inside_total = mc.listings_within(centre, radius_km, search, chosen)
+
+# -- the legend, the map and the clicked listing's card --------------------------------------------------------
+on_map = sum(1 for x in listings if x.geoloc is not None)
+note = f"{on_map:,} of {matching:,} matching listings on the map"
+if matching > len(listings):
+    note += f" (the first {len(listings):,}: narrow the filters to see the rest)"
+elif on_map < len(listings):
+    note += f" ({len(listings) - on_map:,} have no position)"
+map_col, side_col = st.columns([3, 1])
+with map_col:
+    key = mc.deck_key(api.scope(), search, types, statuses, centre, radius_km, [x.id for x in listings])
+    st.pydeck_chart(
+        mc.map_deck(listings, centre, radius_km * 1000, basemap=state[mc.BASEMAP]),
+        on_select=mc.on_map_pick(key),
+        selection_mode="single-object",
+        key=key,
+        height=mc.MAP_HEIGHT_PX,
+        alt=f"Map of {len(listings):,} listings around {place}",
+    )
+    st.markdown(
+        mc.legend(Counter(x.sellingStatus or "Unknown" for x in listings))
+        + f" &nbsp;·&nbsp; <span style='opacity: 0.7'>{note}.</span>",
+        unsafe_allow_html=True,
+    )
+with side_col:
+    selected_id = state.get(mc.SELECTED)
+    selected = next((x for x in [*listings, *inside] if selected_id and x.id == selected_id), None)
+    if selected is not None:
+        mc.listing_card(selected, centre)
+    else:
+        st.info("Click a listing on the map to see it here; click anywhere else to move the centre.", icon="👆")
+
+# -- the listings inside the circle ----------------------------------------------------------------------------
+st.subheader(f"{mc.plural(inside_total, 'listing')} within {mc.format_km(radius_km)} km of {place_md}")
+if not inside:
+    st.info("No listing matching the filters is inside the circle: widen the radius or move the centre.")
+else:
+    if inside_total > len(inside):
+        which = "best matches" if search else "nearest"
+        st.caption(f"Showing the {len(inside):,} {which}, by distance.")
+    mc.nearby_table(inside, centre)
