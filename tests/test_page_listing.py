@@ -1,0 +1,193 @@
+"""The listing page under AppTest: one real listing against the client's answer, the view it counts, the finder,
+a listing that does not exist, and failures as a user sees them."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from components import api
+from components.formatting import cad, markdown_text, profile_url
+from components.listing_facts import company
+from precon.models import Listing
+from precon.service.config import ServiceSettings
+from tests.dashboard_support import (  # noqa: F401
+    APP,
+    TIMEOUT_S,
+    assert_readable_failure,
+    dashboard_data,
+    embedded_dashboard,
+    failing_service,
+    open_page,
+    page_text,
+)
+
+LISTING = "views/listing.py"
+
+
+@pytest.fixture
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client's back-off shortened: these tests are about what the page shows, not how long it waits."""
+    monkeypatch.setattr("precon.client.RETRY_INITIAL_WAIT_S", 0.01)
+    monkeypatch.setattr("precon.client.RETRY_MAX_WAIT_S", 0.02)
+
+
+def views(data_dir: Path, listing_id: str) -> int:
+    """The views the embedded service has recorded for a listing, read from its catalogue."""
+    path = ServiceSettings(data_dir=data_dir).catalogue_path
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        row = db.execute("SELECT views FROM listing_views WHERE listing_id = ?", (listing_id,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def table_with(app: AppTest, column: str) -> pd.DataFrame:
+    """The one table on the page that has this column."""
+    found = [frame.value for frame in app.dataframe if column in frame.value.columns]
+    assert len(found) == 1, [list(frame.value.columns) for frame in app.dataframe]
+    return found[0]
+
+
+def linked_ids(frame: pd.DataFrame) -> list[str]:
+    """The listing ids a listing table's name links point at (``./listing?id=ABC#Name``)."""
+    return [value.split("id=", 1)[1].split("#", 1)[0] for value in frame["name"]]
+
+
+def a_rich_listing() -> Listing:
+    """A listing with builders and with floor plans in more than one status, read without counting a view."""
+    client = api.connection().client
+    for listing in client.search_listings(per_page=100, references=["builders"]).results:
+        statuses = {plan.status for plan in listing.floorPlans or []}
+        if len(statuses) > 1 and listing.builders and listing.startPrice and listing.paymentStructures:
+            return listing
+    raise AssertionError("no listing with floor plans in two statuses")
+
+
+def counting_fetches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every uncached ``get_listing`` the page makes, by listing id (the fetches that count a view)."""
+    fetched: list[str] = []
+    real: Callable[..., Any] = api.call_uncached
+
+    def spy(operation: str, /, **arguments: Any) -> Any:
+        if operation == "get_listing":
+            fetched.append(arguments["id"])
+        return real(operation, **arguments)
+
+    monkeypatch.setattr(api, "call_uncached", spy)
+    return fetched
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_a_listing_in_full_counting_one_view_per_visit(monkeypatch: pytest.MonkeyPatch) -> None:
+    data_dir = Path(os.environ["PRECON_SERVICE_DATA_DIR"])  # set by embedded_dashboard
+    open_page(LISTING)  # starts the embedded service, to ask it for a listing
+    listing = a_rich_listing()
+    assert listing.id and listing.floorPlans
+    before = views(data_dir, listing.id)
+    fetched = counting_fetches(monkeypatch)
+
+    app = open_page(LISTING, {"id": listing.id})
+    assert not app.exception, [e.value for e in app.exception]
+    text = page_text(app)
+    assert markdown_text(listing.name) in [t.value for t in app.title]
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["Start price (CAD)"] == cad(listing.startPrice)
+    assert metrics["End price (CAD)"] == cad(listing.endPrice)
+    pricing = table_with(app, "Included")
+    assert cad(listing.startPrice) in list(pricing["Value"])
+
+    plans = table_with(app, "exposure")
+    assert len(plans) == len(listing.floorPlans)
+    assert sorted(plans["name"]) == sorted(plan.name for plan in listing.floorPlans)
+
+    for builder in listing.builders:
+        shown = company(builder, "Builders")
+        assert shown.path and shown.path.startswith("Builders/")
+        assert f"[{markdown_text(shown.name)}]({profile_url(shown.path)})" in text
+
+    similar = api.connection().client.similar_listings(listing.id, max_recommendations=6).results
+    assert similar
+    assert linked_ids(table_with(app, "cover")) == [other.id for other in similar]
+
+    # Filtering the floor plans by status: fewer rows, all of that status; a rerun, not another view.
+    status_filter = app.multiselect(key=f"plans:{listing.id}_status")
+    app = status_filter.set_value(["Available"]).run()
+    assert not app.exception, [e.value for e in app.exception]
+    available = sum(1 for plan in listing.floorPlans if plan.status == "Available")
+    filtered = table_with(app, "exposure")
+    assert len(filtered) == available < len(listing.floorPlans)
+    assert set(filtered["status"]) == {"Available"}
+    app.radio(key=f"plans:{listing.id}_colour").set_value("Status").run()
+    app.button(key="listing_refresh").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert markdown_text(listing.name) in [t.value for t in app.title]
+
+    assert fetched == [listing.id]
+    assert views(data_dir, listing.id) == before + 1
+
+    # Leaving the page and coming back is another visit: the listing is fetched (and counted) again.
+    app.switch_page("views/home.py").run()
+    app.switch_page(LISTING).run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert fetched == [listing.id, listing.id]
+    assert len(table_with(app, "exposure")) == len(listing.floorPlans)  # the filter did not outlive the visit
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_without_an_id_a_finder_opens_the_listing_picked() -> None:
+    app = open_page(LISTING)
+    assert not app.exception, [e.value for e in app.exception]
+    assert not app.error
+    assert "Find a listing" in page_text(app)
+    wanted = api.connection().client.search_listings(per_page=1).results[0]
+    word = (wanted.name or "").split()[0]
+
+    app = app.text_input(key="listing_finder").input(word).run()
+    assert not app.exception, [e.value for e in app.exception]
+    matches = api.connection().client.search_listings(word, per_page=20).results
+    picker = app.selectbox(key=f"listing_finder_pick:{word}")
+    assert picker.value == matches[0].id
+    last = matches[-1]
+    app = picker.set_value(last.id).run()
+    app = app.button(key="listing_finder_open").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert app.query_params["id"] == last.id
+    assert markdown_text(last.name) in [t.value for t in app.title]
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_an_unknown_id_reads_as_not_found() -> None:
+    app = open_page(LISTING, {"id": "NO5UCH"})
+    assert not app.exception, [e.value for e in app.exception]
+    assert "Listing not found" in [t.value for t in app.title]
+    shown = "\n".join(e.value for e in app.error)
+    assert "NO5UCH" in shown and "search below" in shown
+    # In one province, the message suggests looking in all of them (the sidebar keeps its choice in the session).
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
+    app.session_state["province"] = "on"
+    app.query_params["province"] = "on"
+    app.query_params["id"] = "NO5UCH"
+    app.switch_page(LISTING).run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert "Ontario" in app.error[0].value and "All provinces" in app.error[0].value
+    assert app.text_input(key="listing_finder")  # and a way to find the right one
+
+
+@pytest.mark.usefixtures("quick_retries")
+@pytest.mark.parametrize(
+    ("status", "fragment"),
+    [(403, "Access refused"), (500, "The listings service failed"), (None, "cannot be reached")],
+)
+def test_failures_read_as_messages(status: int | None, fragment: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with failing_service(status, monkeypatch):
+        app = open_page(LISTING, {"id": "ABC123"})
+        assert_readable_failure(app, fragment)
+        app = open_page(LISTING)
+        assert_readable_failure(app, fragment)

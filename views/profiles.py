@@ -1,0 +1,178 @@
+"""The directory of companies: builders, architects, designers, marketers, sales companies and centres.
+
+Search by collection and name, sort by name either way, page through; the state lives in the address
+(``/profiles?collection=Builders&q=homes&sort=dsc&page=2&per_page=25``), so a link reopens the same view. The
+address is read when the page opens (its widgets then have no state yet) and written after every change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from components import api
+from components.formatting import profile_url
+from components.listing_facts import web_address
+from precon.models import COLLECTIONS, Page, Profile
+
+PAGE_SIZES = (10, 25, 50, 100)
+ROW_HEIGHT, HEADER_HEIGHT, MAX_VISIBLE_ROWS = 44, 40, 15
+DEFAULTS: dict[str, Any] = {"collection": "", "q": "", "sort": "asc", "page": 1, "per_page": 25}
+# Each setting's widget key; the setting's name is its query parameter.
+KEYS = {name: f"profiles_{name}" for name in DEFAULTS}
+COLLECTION_LABELS = {
+    "": "All collections",
+    "Architects": "Architects",
+    "Builders": "Builders",
+    "InteriorDesigners": "Interior designers",
+    "Marketers": "Marketers",
+    "SalesCentres": "Sales centres",
+    "SalesCompanies": "Sales companies",
+}
+SORT_LABELS = {"asc": "A → Z", "dsc": "Z → A"}
+COLUMNS = {
+    "logo": st.column_config.ImageColumn("Logo", width="small"),
+    "name": st.column_config.LinkColumn("Name", display_text=r"#(.*)$", width="large"),
+    "collection": st.column_config.TextColumn("Collection"),
+    "address": st.column_config.TextColumn("Address", width="medium"),
+    "website": st.column_config.LinkColumn("Website", display_text=r"^https?://(?:www\.)?([^/?#]+)"),
+    "listings": st.column_config.NumberColumn("Listings", format="%d"),
+}
+
+
+def _positive(text: str | None, default: int) -> int:
+    try:
+        value = int(text or "")
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def url_state() -> dict[str, Any]:
+    """The settings the address asks for; a value that makes no sense falls back to the default quietly."""
+    params = st.query_params
+    collections = {name.lower(): name for name in COLLECTIONS}
+    per_page = _positive(params.get("per_page"), DEFAULTS["per_page"])
+    return {
+        "collection": collections.get((params.get("collection") or "").lower(), ""),
+        "q": (params.get("q") or "").strip(),
+        "sort": params.get("sort") if params.get("sort") in SORT_LABELS else DEFAULTS["sort"],
+        "page": _positive(params.get("page"), 1),
+        "per_page": per_page if per_page in PAGE_SIZES else DEFAULTS["per_page"],
+    }
+
+
+def start_from_url() -> None:
+    """Fills each setting's widget state from the address when the page opens (or the widget was not drawn)."""
+    wanted = url_state()
+    for name, key in KEYS.items():
+        if key not in st.session_state:
+            st.session_state[key] = wanted[name]
+
+
+def write_url(state: dict[str, Any]) -> None:
+    for name, value in state.items():
+        if value == DEFAULTS[name]:
+            st.query_params.pop(name, None)
+        else:
+            st.query_params[name] = str(value)
+
+
+def first_page() -> None:
+    st.session_state[KEYS["page"]] = 1
+
+
+def turn(by: int) -> None:
+    st.session_state[KEYS["page"]] = max(1, int(st.session_state.get(KEYS["page"], 1)) + by)
+
+
+def profile_link_value(profile: Profile) -> str:
+    path = profile.path or f"{profile.collection or ''}/{profile.profile_id or ''}"
+    return f"{profile_url(path)}#{profile.name or profile.profile_id or path}"
+
+
+def profile_frame(profiles: list[Profile]) -> pd.DataFrame:
+    rows = [
+        {
+            "logo": web_address(profile.logo),
+            "name": profile_link_value(profile),
+            "collection": COLLECTION_LABELS.get(profile.collection or "", profile.collection),
+            "address": profile.address,
+            "website": web_address(profile.website),
+            "listings": len(profile.listings),
+        }
+        for profile in profiles
+    ]
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def fetch(state: dict[str, Any]) -> Page[Profile]:
+    result: Page[Profile] = api.call(
+        "search_profiles",
+        search=state["q"] or None,
+        collection=state["collection"] or None,
+        page=state["page"] - 1,
+        per_page=state["per_page"],
+        sort_by_name=state["sort"],
+    )
+    return result
+
+
+def main() -> None:
+    st.title("Companies")
+    st.caption("Builders, architects, interior designers, marketers, sales companies and sales centres.")
+    start_from_url()
+
+    search, collection, sort, size = st.columns([4, 3, 2, 2], vertical_alignment="bottom")
+    search.text_input("Name", key=KEYS["q"], placeholder="Search by name, address or website", on_change=first_page)
+    collection.selectbox(
+        "Collection",
+        list(COLLECTION_LABELS),
+        format_func=COLLECTION_LABELS.get,
+        key=KEYS["collection"],
+        on_change=first_page,
+    )
+    sort.radio(
+        "Sort by name",
+        list(SORT_LABELS),
+        format_func=SORT_LABELS.get,
+        key=KEYS["sort"],
+        horizontal=True,
+        on_change=first_page,
+    )
+    size.selectbox("Per page", PAGE_SIZES, key=KEYS["per_page"], on_change=first_page)
+
+    state = {name: st.session_state[key] for name, key in KEYS.items()}
+    state["q"] = (state["q"] or "").strip()
+    with api.guarded():
+        result = fetch(state)
+        pages = max(result.pages, 1)
+        if state["page"] > pages:
+            state["page"] = st.session_state[KEYS["page"]] = pages
+            if result.pages:
+                result = fetch(state)
+    write_url(state)
+
+    if not result.results:
+        st.info("No company matches: try another name or collection.", icon="🔎")
+    else:
+        st.dataframe(
+            profile_frame(result.results),
+            column_config=COLUMNS,
+            hide_index=True,
+            width="stretch",
+            row_height=ROW_HEIGHT,
+            height=min(len(result.results), MAX_VISIBLE_ROWS) * ROW_HEIGHT + HEADER_HEIGHT,
+            key="profiles_table",
+        )
+
+    back, number, where, forward = st.columns([1, 1, 3, 1], vertical_alignment="bottom")
+    back.button("Previous", icon="⬅️", on_click=turn, args=(-1,), disabled=state["page"] <= 1, width="stretch")
+    number.number_input("Page", min_value=1, max_value=pages, step=1, key=KEYS["page"])
+    where.markdown(f"Page **{state['page']}** of **{pages}** · {result.total:,} companies")
+    forward.button("Next", icon="➡️", on_click=turn, args=(1,), disabled=state["page"] >= pages, width="stretch")
+
+
+main()
