@@ -1,0 +1,104 @@
+"""The home page under AppTest: its numbers against the client's, and its failures as a user sees them."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+from streamlit.testing.v1 import AppTest
+
+from components.api import connection
+from precon.models import PROVINCES
+from tests.dashboard_support import (  # noqa: F401
+    assert_readable_failure,
+    dashboard_data,
+    embedded_dashboard,
+    failing_service,
+    open_page,
+    page_text,
+)
+
+HOME = "views/home.py"
+
+
+def chart_data(app: AppTest) -> dict[str, pd.DataFrame]:
+    """Each Altair chart's data, by the chart's title."""
+    found = {}
+    for chart in app.get("vega_lite_chart"):
+        spec = json.loads(chart.proto.spec)
+        title = spec.get("title", {})
+        found[title.get("text") if isinstance(title, dict) else title] = convert_arrow_bytes_to_pandas_df(
+            chart.proto.datasets[0].data.data
+        )
+    return found
+
+
+def counts(frame: pd.DataFrame) -> dict[str, int]:
+    return {value: int(count) for value, count in zip(frame["value"], frame["count"], strict=True) if count}
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_home_numbers_are_the_services() -> None:
+    app = open_page(HOME)
+    assert not app.exception, [e.value for e in app.exception]
+    client = connection().client
+    expected = client.facet_counts(["state", "sellingStatus"])
+    total = client.search_listings(per_page=0).total
+
+    charts = chart_data(app)
+    provinces = charts["Listings by province"]
+    assert counts(provinces) == expected["state"]
+    assert set(provinces["value"]) == set(PROVINCES.values())  # all ten, with province "all"
+    assert list(provinces["count"]) == sorted(provinces["count"], reverse=True)
+    assert counts(charts["Listings by selling status"]) == expected["sellingStatus"]
+
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["Listings"] == f"{total:,}"
+    assert metrics["Selling now"] == f"{expected['sellingStatus']['Selling Now']:,}"
+    listings = list(client.iter_listings(per_page=1000, retrieve_attributes=["startPrice", "updatedAt", "name"]))
+    prices = pd.Series([listing.startPrice for listing in listings], dtype=float)
+    assert metrics["Median start price"] == f"${prices[prices > 0].median():,.0f}"
+
+    trending, recent = app.dataframe
+    names = [name.split("#", 1)[1] for name in trending.value["name"]]
+    assert names == [listing.name for listing in client.trending_listings(per_page=10).results]
+    newest = sorted(listings, key=lambda listing: listing.updatedAt, reverse=True)[:10]
+    assert [name.split("#", 1)[1] for name in recent.value["name"]] == [listing.name for listing in newest]
+    assert list(recent.value["updated"]) == [listing.updatedAt.date() for listing in newest]
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_home_in_one_province() -> None:
+    app = open_page(HOME, {"province": "on"})
+    assert not app.exception, [e.value for e in app.exception]
+    client = connection().client
+    expected = client.facet_counts(["state", "sellingStatus"], province="on")
+    charts = chart_data(app)
+    assert counts(charts["Listings by province"]) == expected["state"] == {"Ontario": expected["state"]["Ontario"]}
+    assert counts(charts["Listings by selling status"]) == expected["sellingStatus"]
+    assert "Only Ontario is in view" in page_text(app)
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_home_in_every_version() -> None:
+    for version, province in [("v1-lite", "all"), ("v1-sandbox", "all"), ("v1-sandbox", "pe")]:
+        app = open_page(HOME, {"version": version, "province": province})
+        assert not app.exception, (version, province, [e.value for e in app.exception])
+        expected = connection().client.facet_counts(["state", "sellingStatus"], version=version, province=province)
+        charts = chart_data(app)
+        assert counts(charts["Listings by province"]) == expected["state"], (version, province)
+        assert counts(charts["Listings by selling status"]) == expected["sellingStatus"], (version, province)
+        assert len(app.dataframe) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "shown"),
+    [(403, "Access refused"), (500, "The listings service failed"), (None, "cannot be reached")],
+)
+def test_home_failures_are_readable(status: int | None, shown: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with failing_service(status, monkeypatch):
+        app = open_page(HOME)
+        assert_readable_failure(app, shown)
+        assert not app.get("vega_lite_chart")
