@@ -11,16 +11,17 @@ st.set_page_config(page_title="Precon Explorer", page_icon="🏗️", layout="wi
 
 PAGES = {
     "Explore": [
-        st.Page("pages/home.py", title="Home", icon="🏠", url_path="home", default=True),
-        st.Page("pages/search.py", title="Search", icon="🔎", url_path="search"),
-        st.Page("pages/map.py", title="Map", icon="🗺️", url_path="map"),
-        st.Page("pages/facets.py", title="Facets", icon="📊", url_path="facets"),
+        st.Page("views/home.py", title="Home", icon="🏠", url_path="home", default=True),
+        st.Page("views/search.py", title="Search", icon="🔎", url_path="search"),
+        st.Page("views/map.py", title="Map", icon="🗺️", url_path="map"),
+        st.Page("views/facets.py", title="Facets", icon="📊", url_path="facets"),
     ],
     "Records": [
-        st.Page("pages/listing.py", title="Listing", icon="🏢", url_path="listing"),
-        st.Page("pages/profiles.py", title="Profiles", icon="👷", url_path="profiles"),
-        st.Page("pages/profile.py", title="Profile", icon="🪪", url_path="profile"),
+        st.Page("views/listing.py", title="Listing", icon="🏢", url_path="listing"),
+        st.Page("views/profiles.py", title="Profiles", icon="👷", url_path="profiles"),
+        st.Page("views/profile.py", title="Profile", icon="🪪", url_path="profile"),
     ],
+    "Admin": [st.Page("views/webhooks.py", title="Webhooks", icon="🪝", url_path="webhooks")],
 }
 
 page = st.navigation(PAGES)
