@@ -11,17 +11,17 @@ st.set_page_config(page_title="Precon Explorer", page_icon="🏗️", layout="wi
 
 PAGES = {
     "Explore": [
-        st.Page("views/home.py", title="Home", icon="🏠", url_path="home", default=True),
-        st.Page("views/search.py", title="Search", icon="🔎", url_path="search"),
-        st.Page("views/map.py", title="Map", icon="🗺️", url_path="map"),
-        st.Page("views/facets.py", title="Facets", icon="📊", url_path="facets"),
+        st.Page("views/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
+        st.Page("views/search.py", title="Search", icon=":material/search:", url_path="search"),
+        st.Page("views/map.py", title="Map", icon=":material/map:", url_path="map"),
+        st.Page("views/facets.py", title="Facets", icon=":material/bar_chart:", url_path="facets"),
     ],
     "Records": [
-        st.Page("views/listing.py", title="Listing", icon="🏢", url_path="listing"),
-        st.Page("views/profiles.py", title="Profiles", icon="👷", url_path="profiles"),
-        st.Page("views/profile.py", title="Profile", icon="🪪", url_path="profile"),
+        st.Page("views/listing.py", title="Listing", icon=":material/apartment:", url_path="listing"),
+        st.Page("views/profiles.py", title="Profiles", icon=":material/groups:", url_path="profiles"),
+        st.Page("views/profile.py", title="Profile", icon=":material/badge:", url_path="profile"),
     ],
-    "Admin": [st.Page("views/webhooks.py", title="Webhooks", icon="🪝", url_path="webhooks")],
+    "Admin": [st.Page("views/webhooks.py", title="Webhooks", icon=":material/webhook:", url_path="webhooks")],
 }
 
 page = st.navigation(PAGES)

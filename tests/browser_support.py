@@ -73,9 +73,19 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     log = (data_dir / "streamlit.log").open("wb")
     process = subprocess.Popen(
         [
-            sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-            "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-            "--browser.gatherUsageStats", "false",
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
         ],
         cwd=ROOT,
         env=env,

@@ -237,9 +237,12 @@ def test_unreachable_and_silent_services(tmp_path: Path) -> None:
     accepted: list[socket.socket] = []
     threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True).start()
     try:
-        with Client(
-            f"http://127.0.0.1:{listener.getsockname()[1]}", "k", "p", cache=False, timeout=0.3, max_retries=0
-        ) as silent, pytest.raises(errors.Timeout):
+        with (
+            Client(
+                f"http://127.0.0.1:{listener.getsockname()[1]}", "k", "p", cache=False, timeout=0.3, max_retries=0
+            ) as silent,
+            pytest.raises(errors.Timeout),
+        ):
             silent.search_listings()
     finally:
         for sock in accepted:
