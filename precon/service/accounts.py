@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 import secrets
 import sqlite3
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from precon.models import PROVINCES, VERSIONS
+from precon.service.sqlite import Connections
 
 ALL_PROVINCES = frozenset([*PROVINCES, "all"])
 KEY_PREFIX = "pk_"
@@ -79,18 +79,11 @@ def _normalise(values: list[str] | tuple[str, ...] | None, allowed: frozenset[st
 class AccountStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        db = self._db()
-        db.executescript(_SCHEMA)
+        self._connections = Connections(self.path)
+        self._db().executescript(_SCHEMA)
 
     def _db(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-            db.execute("PRAGMA journal_mode=WAL")
-            self._local.db = db
-        return db
+        return self._connections.get()
 
     def create_key(
         self,
@@ -113,9 +106,7 @@ class AccountStore:
         granted_provinces = _normalise(provinces, ALL_PROVINCES, "provinces")
         raw = key or KEY_PREFIX + secrets.token_urlsafe(32)
         now = time.time()
-        db = self._db()
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._connections.transaction() as db:
             db.execute("INSERT OR IGNORE INTO products VALUES (?, ?)", (product_id, now))
             row = db.execute("SELECT id FROM api_keys WHERE digest = ?", (digest(raw),)).fetchone()
             key_id = (
@@ -130,10 +121,6 @@ class AccountStore:
                 "INSERT OR REPLACE INTO grants VALUES (?, ?, ?, ?)",
                 (key_id, product_id, ",".join(sorted(granted_versions)), ",".join(sorted(granted_provinces))),
             )
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
         return raw
 
     def authenticate(self, key: str | None) -> ApiKey | None:

@@ -41,6 +41,7 @@ from precon.service.schema import (
 )
 from precon.service.search import TextQuery, TypoIndex, searchable_text
 from precon.service.sql_filter import ListingFilterCompiler, as_number, canonical_path
+from precon.service.sqlite import Connections
 
 log = logging.getLogger("precon.store")
 
@@ -256,8 +257,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS profile_vocab USING fts5vocab(profile_fts, 'r
 """
 
 
-TEXT_CACHE_ENTRIES = 64
-"""Text questions whose relevance arrays are kept: 64 × 8 bytes × listings (26 MB at 50,000)."""
+TEXT_CACHE_ENTRIES = 16
+"""Text questions whose relevance arrays are kept: 16 × 8 bytes × listings (6.4 MB at 50,000)."""
 SCHEMA_VERSION = 2
 """The layout of the derived tables; a file of another layout has them rebuilt from its records on open."""
 _DERIVED_TABLES = [
@@ -286,6 +287,28 @@ for _attribute in MULTI_ATTRIBUTES:
         _parent, _leaf = _attribute.path.split(".", 1)
         assert "." not in _leaf, "the index walks one level of nesting"
         _NESTED_MULTI.setdefault(_parent, []).append((_attribute, _leaf))
+
+
+def _prepare_connection(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA cache_size=-4000")
+    db.execute("PRAGMA temp_store=MEMORY")
+    db.create_function("precon_match", 2, _precon_match, deterministic=True)
+    try:
+        db.execute("SELECT sin(0), acos(0), radians(0), ln(1), exp(0)")
+    except sqlite3.OperationalError:  # SQLite built without its math functions
+        for name, arity, fn in (
+            ("sin", 1, math.sin),
+            ("cos", 1, math.cos),
+            ("asin", 1, math.asin),
+            ("acos", 1, math.acos),
+            ("sqrt", 1, math.sqrt),
+            ("radians", 1, math.radians),
+            ("pow", 2, math.pow),
+            ("ln", 1, math.log),
+            ("exp", 1, math.exp),
+        ):
+            db.create_function(name, arity, fn, deterministic=True)
 
 
 @lru_cache(maxsize=512)
@@ -379,11 +402,8 @@ class SQLiteStore:
         self._fallback_masks: dict[tuple[int, str], Mask] = {}
         self._text_cache: OrderedDict[tuple[int, str], FloatArray] = OrderedDict()
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        self._write_lock = threading.Lock()
+        self._connections = Connections(self.path, _prepare_connection)
+        self._write_lock = self._connections.write_lock
         self._typo_cache: tuple[int, TypoIndex, TypoIndex] | None = None
         self._label_cache: tuple[int, dict[tuple[str, str], str]] | None = None
         self._attribute_cache: tuple[int, frozenset[str]] | None = None
@@ -439,52 +459,15 @@ class SQLiteStore:
     # -- connections ---------------------------------------------------------------------------------------
 
     def _db(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA cache_size=-4000")
-            db.execute("PRAGMA temp_store=MEMORY")
-            db.create_function("precon_match", 2, _precon_match, deterministic=True)
-            try:
-                db.execute("SELECT sin(0), acos(0), radians(0), ln(1), exp(0)")
-            except sqlite3.OperationalError:  # SQLite built without its math functions
-                for name, arity, fn in (
-                    ("sin", 1, math.sin),
-                    ("cos", 1, math.cos),
-                    ("asin", 1, math.asin),
-                    ("acos", 1, math.acos),
-                    ("sqrt", 1, math.sqrt),
-                    ("radians", 1, math.radians),
-                    ("pow", 2, math.pow),
-                    ("ln", 1, math.log),
-                    ("exp", 1, math.exp),
-                ):
-                    db.create_function(name, arity, fn, deterministic=True)
-            self._local.db = db
-            with self._lock:
-                self._connections.append(db)
-        return db
+        return self._connections.get()
 
     def close(self) -> None:
-        with self._lock:
-            for db in self._connections:
-                db.close()
-            self._connections.clear()
-        self._local = threading.local()
+        self._connections.close()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        db = self._db()
-        with self._write_lock:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+        with self._connections.transaction() as db:
+            yield db
 
     def _bump_generation(self, db: sqlite3.Connection) -> None:
         db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")

@@ -30,6 +30,7 @@ import httpcore
 import orjson
 from standardwebhooks import Webhook
 
+from precon.service.sqlite import Connections
 from precon.service.webhook_targets import GuardedBackend, TargetPolicy
 
 log = logging.getLogger("precon.webhooks")
@@ -84,6 +85,10 @@ CREATE TABLE IF NOT EXISTS attempts(
   response_excerpt TEXT);
 CREATE INDEX IF NOT EXISTS attempts_by_delivery ON attempts(delivery_id, id);
 """
+
+
+def _prepare_connection(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA synchronous=FULL")  # a stored delivery survives the machine, not only the process
 
 
 CLAIMANT = f"{socket.gethostname()}:{os.getpid()}"
@@ -168,9 +173,7 @@ class WebhookStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._write = threading.Lock()
+        self._connections = Connections(self.path, _prepare_connection)
         db = self._db()
         db.executescript(_SCHEMA)
         columns = {row[1] for row in db.execute("PRAGMA table_info(deliveries)")}
@@ -178,25 +181,12 @@ class WebhookStore:
             db.execute("ALTER TABLE deliveries ADD COLUMN claimed_by TEXT")
 
     def _db(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")  # a stored delivery survives the machine, not only the process
-            self._local.db = db
-        return db
+        return self._connections.get()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        db = self._db()
-        with self._write:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+        with self._connections.transaction() as db:
+            yield db
 
     # -- subscriptions -------------------------------------------------------------------------------------
 
@@ -411,10 +401,7 @@ class WebhookStore:
         return total, results
 
     def close(self) -> None:
-        db = getattr(self._local, "db", None)
-        if db is not None:
-            db.close()
-            self._local = threading.local()
+        self._connections.close()
 
 
 def sign(secret: str, message_id: str, timestamp: datetime, body: bytes) -> dict[str, str]:
