@@ -65,7 +65,7 @@ CACHE_CONTROL = "private, max-age=60"
 PROFILE_COLLECTIONS = (*COLLECTIONS, "Owners")
 PROVINCE_SEGMENTS = ("all", *PROVINCES)
 MAX_BODY_BYTES = 64 * 1024
-WORKER_THREADS = 8
+WORKER_THREADS = 4
 
 # -- request ids, body limits, rate limits -------------------------------------------------------------------
 
@@ -261,6 +261,17 @@ def envelope(results: list[Any], total: int, page: int, per_page: int) -> dict[s
     }
 
 
+def requested_shape(call: Call) -> ListingShaper:
+    """How this call's listings are to be shaped: its version, ``retrieveAttributes`` and ``referrences``."""
+    return ListingShaper(
+        version=call.version,
+        store=call.store,
+        media=call.media,
+        retrieve=call.params.names("retrieveAttributes"),
+        references=call.params.names("referrences"),
+    )
+
+
 def facet_names(call: Call, names: list[str]) -> tuple[str, ...]:
     """The facets asked for, validated; ``*`` is every facetable attribute."""
     chosen: list[str] = []
@@ -353,13 +364,7 @@ def create_app(
         p = call.params
         page, per_page = p.page()
         text = p.search() if order == "relevance" else None
-        shaper = ListingShaper(
-            version=call.version,
-            store=call.store,
-            media=call.media,
-            retrieve=p.names("retrieveAttributes"),
-            references=p.names("referrences"),
-        )
+        shaper = requested_shape(call)
         facets = facet_names(call, p.names("facets")) if order == "relevance" else ()
         hits: ListingHits = call.store.search_listings(
             ListingQuery(
@@ -415,13 +420,7 @@ def create_app(
     ) -> Response:
         call = service.call(request, version, province)
         listing_id = call.params.required("id")
-        shaper = ListingShaper(
-            version=call.version,
-            store=call.store,
-            media=call.media,
-            retrieve=call.params.names("retrieveAttributes"),
-            references=call.params.names("referrences"),
-        )
+        shaper = requested_shape(call)
         record = call.store.get_listings([listing_id], call.province).get(listing_id)
         if record is None:
             raise not_found(f"Listing {listing_id!r} not found")
@@ -444,13 +443,7 @@ def create_app(
         listing_id = p.required("id")
         min_score = p.number("minScore", 0.0, 0.0, 1.0)
         limit = p.integer("maxRecommendations", 5, 1, 50)
-        shaper = ListingShaper(
-            version=call.version,
-            store=call.store,
-            media=call.media,
-            retrieve=p.names("retrieveAttributes"),
-            references=p.names("referrences"),
-        )
+        shaper = requested_shape(call)
         target, candidates = call.store.similarity_features(
             listing_id, call.province, similar.CANDIDATE_RADIUS_M, similar.CANDIDATE_LIMIT
         )
@@ -492,13 +485,7 @@ def create_app(
             raise bad_request("ids is required")
         if len(wanted) > MAX_IDS:
             raise bad_request(f"ids names {len(wanted)} listings; at most {MAX_IDS} are allowed")
-        shaper = ListingShaper(
-            version=call.version,
-            store=call.store,
-            media=call.media,
-            retrieve=p.names("retrieveAttributes"),
-            references=p.names("referrences"),
-        )
+        shaper = requested_shape(call)
         found = call.store.get_listings(wanted, call.province)
         return answer(request, {"results": shaper.shape([found[i] for i in wanted if i in found])})
 
