@@ -19,7 +19,6 @@ from precon.service.canada import (
 )
 from precon.service.catalogue import (
     FLOOR_PLAN_FIELDS,
-    LISTING_FIELDS,
     PROFILE_COLLECTIONS,
     PROFILE_FIELDS,
     REFERENCE_DATE,
@@ -29,6 +28,7 @@ from precon.service.catalogue import (
     generate,
     sandbox,
 )
+from precon.service.schema import LISTING_FIELDS
 
 LISTING_ID = re.compile(r"^[A-Z0-9]{6}$")
 PROFILE_ID = re.compile(r"^[A-Za-z0-9]{20}$")

@@ -12,21 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from precon.models import PROVINCES
+
 CityKind = Literal["core", "urban", "suburb", "town"]
 """How dense the new-build market is: ``core`` is almost all condos, ``town`` mostly ground-oriented homes."""
 
-PROVINCE_CODES: dict[str, str] = {
-    "on": "Ontario",
-    "bc": "British Columbia",
-    "ab": "Alberta",
-    "mb": "Manitoba",
-    "nb": "New Brunswick",
-    "nl": "Newfoundland and Labrador",
-    "ns": "Nova Scotia",
-    "pe": "Prince Edward Island",
-    "qc": "Quebec",
-    "sk": "Saskatchewan",
-}
+PROVINCE_CODES: dict[str, str] = PROVINCES
 """The ``apiProvince`` path segment of each province, and the ``state`` value its listings carry."""
 
 PROVINCE_BY_NAME: dict[str, str] = {name: code for code, name in PROVINCE_CODES.items()}

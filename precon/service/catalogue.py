@@ -7,7 +7,7 @@ timestamps are built arithmetically from a fixed reference date, and nothing ite
 
 Shapes follow ``interface.md`` (Listing, Floor plan, Profile) and ``contract.md``:
 
-* a listing's keys come in :data:`LISTING_FIELDS` order; ``objectID`` equals ``listingId``; ``_score`` is never
+* a listing's keys come in ``schema.LISTING_FIELDS`` order; ``objectID`` equals ``listingId``; ``_score`` is never
   generated (search adds it);
 * ``lat``/``long``, ``numberOfUnits``, ``numberOfFloors`` and a floor plan's ``squareFeet`` are numeric *text*;
   a floor plan's ``startPrice`` is a number, or ``""`` when the price is not published;
@@ -32,6 +32,7 @@ from itertools import accumulate
 from random import Random
 from typing import Any
 
+from precon.models import REFERENCE_FIELDS
 from precon.service.canada import (
     POSTAL_LDU_LETTERS,
     PROVINCE_CODES,
@@ -46,104 +47,6 @@ from precon.service.canada import (
 REFERENCE_DATE = "2026-11-01T00:00:00.000Z"
 """Every generated timestamp lies in [2021-01-01, this instant)."""
 
-LISTING_FIELDS: tuple[str, ...] = (
-    "listingId",
-    "objectID",
-    "path",
-    "name",
-    "summary",
-    "mode",
-    "sellingStatus",
-    "constructionStatus",
-    "type",
-    "isFeatured",
-    "createdAt",
-    "updatedAt",
-    "country",
-    "state",
-    "region",
-    "cityOrDistrict",
-    "streetName",
-    "streetNumber",
-    "postalCode",
-    "neighbourhood",
-    "municipalities",
-    "fullAddress",
-    "geographicAddress",
-    "lat",
-    "long",
-    "_geoloc",
-    "completionDate",
-    "estimatedCompletionDate",
-    "firstOccupancyDate",
-    "constructionStarted",
-    "salesStarted",
-    "completionDateTBD",
-    "estimatedCompletionDateTBD",
-    "firstOccupancyDateTBD",
-    "constructionStartedTBD",
-    "salesStartedTBD",
-    "completionYear",
-    "estimatedCompletionYear",
-    "firstOccupancyYear",
-    "constructionStartedYear",
-    "salesStartedYear",
-    "startPrice",
-    "endPrice",
-    "averagePricePerSqFeet",
-    "endPricePerSqFeet",
-    "contactForPricing",
-    "assignmentFee",
-    "assignmentFeeFree",
-    "ccOrMaintFee",
-    "ccOrMaintFeeIncluded",
-    "developmentLevies",
-    "developmentLeviesIncluded",
-    "parkingCost",
-    "parkingMaintainance",
-    "storageCost",
-    "lockerMaintainance",
-    "parkingCostIncluded",
-    "parkingMaintainanceIncluded",
-    "storageCostIncluded",
-    "lockerMaintainanceIncluded",
-    "parkingRestriction",
-    "storageRestriction",
-    "hasParking",
-    "hasLocker",
-    "metering",
-    "meteringIncluded",
-    "minBeds",
-    "maxBeds",
-    "minBaths",
-    "maxBaths",
-    "minSize",
-    "maxSize",
-    "numberOfUnits",
-    "numberOfFloors",
-    "numberOfFloorPlans",
-    "numberOfIncentives",
-    "ceilingHeights",
-    "finishes",
-    "virtualShowing",
-    "exposures",
-    "amenities",
-    "incentives",
-    "brokerages",
-    "videos",
-    "logo",
-    "coverPhoto",
-    "photos",
-    "paymentStructures",
-    "architects",
-    "builders",
-    "interiorDesigners",
-    "marketingCompanies",
-    "salesCentres",
-    "salesCompanies",
-    "owners",
-    "floorPlans",
-)
 """The keys of every generated listing, in order (the interface's order; ``salesCentres`` beside the others)."""
 
 FLOOR_PLAN_FIELDS: tuple[str, ...] = (
@@ -189,15 +92,6 @@ PROFILE_COLLECTIONS: tuple[str, ...] = (
     "Owners",
 )
 
-REFERENCE_FIELDS: dict[str, str] = {
-    "architects": "Architects",
-    "builders": "Builders",
-    "interiorDesigners": "InteriorDesigners",
-    "marketingCompanies": "Marketers",
-    "salesCentres": "SalesCentres",
-    "salesCompanies": "SalesCompanies",
-    "owners": "Owners",
-}
 """Listing fields holding reference paths, and the collection each points into."""
 
 BUILDING_TYPES: tuple[str, ...] = (
