@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -76,11 +77,24 @@ def serve(host: str, port: int, data_dir: Path, dev: bool, rate_limit: float | N
     if rate_limit is not None:
         overrides["rate_limit"] = rate_limit
     settings = ServiceSettings(**overrides)
+    _fewer_malloc_arenas()
     click.echo(f"Opening {data_dir} (the first run generates the default catalogue)…", err=True)
     directory = DataDirectory.open(settings)
     if dev:
         click.echo(f"Development key: {DEV_API_KEY}  product: {DEV_PRODUCT_ID}", err=True)
     uvicorn.run(directory.app(), host=host, port=port, log_level="info", access_log=False)
+
+
+def _fewer_malloc_arenas() -> None:
+    """glibc gives each thread its own heap arena; with a pool of worker threads the service then holds far more
+    memory than it uses. Two arenas serve this service as fast (the same as MALLOC_ARENA_MAX=2)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if sys.platform.startswith("linux") and name:
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(name).mallopt(-8, 2)  # -8: M_ARENA_MAX
 
 
 @main.group()
