@@ -120,3 +120,52 @@ def test_set_a_map_centre_and_radius(dashboard: Dashboard, page: Any) -> None:
     assert page.locator("canvas").count() >= 1, "the map draws"
     assert_no_exception(page)
     screenshot(page, "journey-map")
+
+
+def test_manage_a_webhook_from_creation_to_deletion(dashboard: Dashboard, page: Any) -> None:
+    from standardwebhooks import Webhook
+
+    from precon.client import Client
+    from tests.test_webhooks import Receiver
+
+    receiver = Receiver().start()
+    try:
+        page.goto(f"{dashboard.url}/webhooks")
+        settle(page, "Subscriptions", "Reachable")
+        service_url = page.get_by_text(re.compile(r"^http://127\.0\.0\.1:\d+$")).first.inner_text().strip()
+        page.get_by_role("textbox", name="Target URL").fill(receiver.url)
+        page.get_by_role("button", name=re.compile("Create subscription")).click()
+        settle(page, "Subscribed")
+        secret = page.get_by_text(re.compile(r"^whsec_")).first.inner_text().strip()
+        with Client(service_url, "precon-dev-key", cache=False) as client:
+            [subscription] = [s for s in client.list_webhooks() if s.targetUrl == receiver.url]
+        screenshot(page, "journey-webhooks-created")
+
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Profile").last.click()
+        page.get_by_role("option").first.click()
+        page.get_by_role("button", name=re.compile("Trigger profile webhook")).click()
+        settle(page, "queued to 1 subscription")
+        headers, body = receiver.wait_for(1)[0]
+        assert Webhook(secret).verify(body, headers)["type"] == "profile.updated"
+        page.get_by_role("button", name=re.compile("Refresh")).click()
+        settle(page, "Delivery log")
+        with Client(service_url, "precon-dev-key", cache=False) as client:
+            deadline = 20
+            while client.webhook_deliveries(subscription=subscription.id).results[0].status != "delivered":
+                page.wait_for_timeout(250)
+                deadline -= 0.25
+                assert deadline > 0, "the delivery was not marked delivered"
+        assert page.get_by_text(re.compile("delivered")).count() >= 1
+        screenshot(page, "journey-webhooks-delivered")
+
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Subscription").first.click()
+        page.get_by_role("option").filter(has_text=receiver.url).first.click()
+        page.get_by_text(re.compile("I understand deliveries stop")).click()
+        page.get_by_role("button", name=re.compile("Delete subscription")).click()
+        settle(page)
+        with Client(service_url, "precon-dev-key", cache=False) as client:
+            assert all(s.id != subscription.id for s in client.list_webhooks())
+        assert_no_exception(page)
+        screenshot(page, "journey-webhooks-deleted")
+    finally:
+        receiver.stop()

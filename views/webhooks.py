@@ -299,7 +299,7 @@ def render_delete(subscriptions: dict[str, WebhookSubscription]) -> None:
                 f"created {when(subscription.createdAt)}."
             )
         confirmed = st.checkbox(
-            "I understand deliveries stop: no new events go to this URL (retries already queued may still arrive), "
+            "I understand deliveries stop: no new events go to this URL, deliveries still waiting are cancelled, "
             "and the subscription cannot be restored (a new one gets a new secret).",
             key=DELETE_CONFIRM,
             disabled=not chosen,
