@@ -859,29 +859,15 @@ class SQLiteStore:
         return cached.copy()
 
     def _text_scores(self, index: ColumnIndex, text: TextQuery) -> FloatArray:
-        """Per listing, its relevance to the text (NaN where it does not match), kept for repeated questions.
-
-        Ranking every match costs most of a broad text query; paging through it, or changing its filters and
-        facets, asks the same again.
-        """
+        """Per listing, its relevance to the text (NaN where it does not match), kept for repeated questions:
+        paging through a search, or changing its filters and facets, asks the same again."""
         expression = text.fts_expression()
         key = (index.generation, expression)
         cached = self._text_cache.get(key)
         if cached is not None:
             self._text_cache.move_to_end(key)
             return cached
-        weights = ", ".join(str(w) for w in SEARCHABLE_LISTING_WEIGHTS)
-        cursor = self._db().execute(
-            f"SELECT rowid, bm25(listing_fts, {weights}) FROM listing_fts WHERE listing_fts MATCH ? ORDER BY rowid",
-            (expression,),
-        )
-        matches = np.fromiter(cursor, dtype=np.dtype([("rowid", np.int64), ("rank", np.float64)]))
-        rowids, ranks = matches["rowid"], matches["rank"]
-        positions = np.searchsorted(index.rowids, rowids)
-        valid = positions < index.size
-        valid[valid] &= index.rowids[positions[valid]] == rowids[valid]
-        score = np.full(index.size, np.nan)
-        score[positions[valid]] = np.round(-ranks[valid], 6)
+        score = index.search_text.scores(text, index.size)
         with self._index_lock:
             self._text_cache[key] = score
             while len(self._text_cache) > TEXT_CACHE_ENTRIES:
