@@ -10,7 +10,7 @@ import pytest
 
 from precon.service.app import create_app
 from precon.service.server import ServerThread
-from precon.service.store import ListingHits, ListingQuery, ProfileHits, ProfileQuery, SQLiteStore
+from precon.service.store import ListingQuery, ProfileQuery, SearchHits, SQLiteStore
 from tests.conftest import KEY_ALL, KEY_ONTARIO, KEY_PEI, Api
 
 FORBIDDEN = "Forbidden"
@@ -122,10 +122,10 @@ def test_unknown_path_is_a_json_404(api: Api) -> None:
 class BrokenStore(SQLiteStore):
     """A store that fails the way a real one can: a disk error in the middle of a query."""
 
-    def search_listings(self, query: ListingQuery) -> ListingHits:
+    def search_listings(self, query: ListingQuery) -> SearchHits:
         raise OSError("disk I/O error at /var/lib/secret/path.sqlite3")
 
-    def search_profiles(self, query: ProfileQuery) -> ProfileHits:
+    def search_profiles(self, query: ProfileQuery) -> SearchHits:
         raise OSError("disk I/O error at /var/lib/secret/path.sqlite3")
 
 

@@ -45,6 +45,7 @@ from precon.service.schema import (
     SEARCHABLE_LISTING_FIELDS,
     SEARCHABLE_PROFILE_FIELDS,
 )
+from precon.service.search import highlight_record
 from precon.service.shaping import (
     ListingShaper,
     MediaLinks,
@@ -54,7 +55,7 @@ from precon.service.shaping import (
     profiles_of_listing,
     reference_fields,
 )
-from precon.service.store import CatalogueStore, ListingHits, ListingQuery, ProfileQuery
+from precon.service.store import CatalogueStore, ListingQuery, ProfileQuery, SearchHits
 from precon.service.webhook_routes import add_webhook_routes
 from precon.service.webhook_targets import TargetPolicy
 from precon.service.webhooks import DeliveryWorker, RetrySchedule, WebhookStore
@@ -313,6 +314,21 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 API = "/{version}/{province}/"
+
+
+def operation(
+    app: FastAPI, name: str, method: str, *, route_name: str | None = None, openapi_extra: dict[str, Any] | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Registers an operation under every version and province, with and without a trailing slash."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        app.add_api_route(API + name, fn, methods=[method], name=route_name or name, openapi_extra=openapi_extra)
+        app.add_api_route(API + name + "/", fn, methods=[method], include_in_schema=False)
+        return fn
+
+    return register
+
+
 Q = Query  # documented parameters are declared as text; the service reads and validates them itself
 
 
@@ -348,15 +364,8 @@ def create_app(
         message = "Not Found" if error.status_code == 404 else str(error.detail)
         return error_response(request, ApiError(error.status_code, message))
 
-    def route(name: str, method: str = "GET") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Registers an operation with and without a trailing slash."""
-
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            app.add_api_route(API + name, fn, methods=[method], name=name)
-            app.add_api_route(API + name + "/", fn, methods=[method], include_in_schema=False)
-            return fn
-
-        return register
+    def route(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return operation(app, name, "GET")
 
     # -- listings ----------------------------------------------------------------------------------------
 
@@ -366,7 +375,7 @@ def create_app(
         text = p.search() if order == "relevance" else None
         shaper = requested_shape(call)
         facets = facet_names(call, p.names("facets")) if order == "relevance" else ()
-        hits: ListingHits = call.store.search_listings(
+        hits: SearchHits = call.store.search_listings(
             ListingQuery(
                 province=call.province,
                 text=text,
@@ -572,8 +581,6 @@ def create_app(
             if text is not None and score is not None:
                 out["_score"] = score
             if highlight:
-                from precon.service.search import highlight_record
-
                 out["_highlightResult"] = highlight_record(out, SEARCHABLE_PROFILE_FIELDS, hits.text)
             results.append(out)
         if references:

@@ -169,7 +169,8 @@ class TextPostings:
         return np.where(matched, np.round(total, 6), np.nan)
 
 
-def _format_number(value: float) -> str:
+def format_number(value: float) -> str:
+    """A numeric facet value as its key: integral numbers without a decimal point (``450000``)."""
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
@@ -400,7 +401,7 @@ class ColumnIndex:
         if attribute.kind == "bool":
             keys = ["true" if v else "false" for v in unique]
         else:
-            keys = [_format_number(v) for v in unique]
+            keys = [format_number(v) for v in unique]
         return _top(keys, counts)
 
 

@@ -27,7 +27,7 @@ import orjson
 from precon import filters
 from precon.filters import Expr, fold_text
 from precon.models import PROVINCES
-from precon.service.columns import ColumnIndex, FloatArray, Mask
+from precon.service.columns import ColumnIndex, FloatArray, Mask, format_number
 from precon.service.schema import (
     LISTING_ATTRIBUTES,
     LISTING_REFERENCE_FIELDS,
@@ -96,7 +96,9 @@ class ListingQuery:
 
 
 @dataclass
-class ListingHits:
+class SearchHits:
+    """One page of a listing or profile search, with the whole result set's total and facet counts."""
+
     total: int
     documents: list[dict[str, Any]]
     scores: list[float | None]
@@ -115,15 +117,6 @@ class ProfileQuery:
     offset: int = 0
     limit: int = 20
     sort_by_name: Literal["asc", "dsc"] | None = None
-
-
-@dataclass
-class ProfileHits:
-    total: int
-    documents: list[dict[str, Any]]
-    scores: list[float | None]
-    facets: dict[str, list[tuple[str, int]]]
-    text: TextQuery | None
 
 
 @dataclass
@@ -149,11 +142,11 @@ class CatalogueChange:
 
 
 class CatalogueStore(Protocol):
-    def search_listings(self, query: ListingQuery) -> ListingHits: ...
+    def search_listings(self, query: ListingQuery) -> SearchHits: ...
     def get_listings(self, ids: Sequence[str], province: str | None) -> dict[str, dict[str, Any]]: ...
     def get_profiles(self, paths: Sequence[str]) -> dict[str, dict[str, Any]]: ...
     def find_profile(self, profile_id: str, collection: str | None, province: str | None) -> dict[str, Any] | None: ...
-    def search_profiles(self, query: ProfileQuery) -> ProfileHits: ...
+    def search_profiles(self, query: ProfileQuery) -> SearchHits: ...
     def similarity_features(
         self, listing_id: str, province: str | None, radius_m: float, limit: int
     ) -> tuple[SimilarityFeatures | None, list[SimilarityFeatures]]: ...
@@ -383,8 +376,7 @@ def _facet_key(kind: str, value: Any) -> str:
     if kind == "bool":
         return "true" if value else "false"
     if kind == "number":
-        number = float(value)
-        return str(int(number)) if number.is_integer() else repr(number)
+        return format_number(value)
     return str(value)
 
 
@@ -806,7 +798,7 @@ class SQLiteStore:
             params.append(text.fts_expression())
         return clauses, params
 
-    def search_listings(self, query: ListingQuery) -> ListingHits:
+    def search_listings(self, query: ListingQuery) -> SearchHits:
         search = self._search_columns if self.engine == "columns" else self._search_sql
         text = query.text
         hits = search(query, text)
@@ -874,7 +866,7 @@ class SQLiteStore:
                 self._text_cache.popitem(last=False)
         return score
 
-    def _search_columns(self, query: ListingQuery, text: TextQuery | None) -> ListingHits:
+    def _search_columns(self, query: ListingQuery, text: TextQuery | None) -> SearchHits:
         db = self._db()
         index = self._columns()
         mask = index.everything() if query.province is None else index.in_province(query.province)
@@ -916,11 +908,11 @@ class SQLiteStore:
             blobs = dict(db.execute(f"SELECT id, doc FROM listing_docs WHERE id IN ({marks})", page_rowids).fetchall())
             documents = [decode_document(blobs[r]) for r in page_rowids]
             scores = [None if score is None else float(score[p]) for p in page]
-        return ListingHits(total, documents, scores, facets, text)
+        return SearchHits(total, documents, scores, facets, text)
 
     # The SQL engine: the same answers from SQLite alone, slower on broad queries; kept as the cross-check.
 
-    def _search_sql(self, query: ListingQuery, text: TextQuery | None) -> ListingHits:
+    def _search_sql(self, query: ListingQuery, text: TextQuery | None) -> SearchHits:
         db = self._db()
         clauses, params = self._listing_where(query, text)
         where = " AND ".join(clauses) or "1"
@@ -933,7 +925,7 @@ class SQLiteStore:
                 documents.append(decode_document(blob))
                 scores.append(None if score is None else round(-score, 6))
         facets = {name: self._facet(db, name, where, params) for name in query.facets}
-        return ListingHits(total, documents, scores, facets, text)
+        return SearchHits(total, documents, scores, facets, text)
 
     def _page(
         self,
@@ -1086,7 +1078,7 @@ class SQLiteStore:
         row = self._db().execute(sql + " ORDER BY p.path LIMIT 1", params).fetchone()
         return decode_document(row[0]) if row else None
 
-    def search_profiles(self, query: ProfileQuery) -> ProfileHits:
+    def search_profiles(self, query: ProfileQuery) -> SearchHits:
         hits = self._search_profiles(query, query.text)
         if query.text is not None and hits.total == 0:
             _, profile_typos = self._typo_indexes()
@@ -1095,7 +1087,7 @@ class SQLiteStore:
                 hits = self._search_profiles(query, expanded)
         return hits
 
-    def _search_profiles(self, query: ProfileQuery, text: TextQuery | None) -> ProfileHits:
+    def _search_profiles(self, query: ProfileQuery, text: TextQuery | None) -> SearchHits:
         db = self._db()
         clauses: list[str] = []
         params: list[Any] = []
@@ -1142,7 +1134,7 @@ class SQLiteStore:
         facets: dict[str, list[tuple[str, int]]] = {}
         if query.facets:
             facets = self._profile_facets(db, where, params, query.facets)
-        return ProfileHits(total, documents, scores, facets, text)
+        return SearchHits(total, documents, scores, facets, text)
 
     @staticmethod
     def _profile_facets(

@@ -47,7 +47,7 @@ def add_webhook_routes(
     app: FastAPI, service: Any, webhooks: WebhookStore, policy: TargetPolicy, worker: DeliveryWorker | None
 ) -> None:
     """Registers the webhook operations under every version and province, as the read operations are."""
-    from precon.service.app import API, answer, envelope  # the app registers these after its own routes
+    from precon.service.app import answer, envelope, operation  # the app registers these after its own routes
 
     def route(name: str, method: str, example: dict[str, Any] | None = None) -> Any:
         # Bodies are read and checked by the operations themselves (a clear 400, not a 422): documented here.
@@ -60,12 +60,7 @@ def add_webhook_routes(
                 }
             }
 
-        def register(fn: Any) -> Any:
-            app.add_api_route(API + name, fn, methods=[method], name=f"{name}_{method.lower()}", openapi_extra=extra)
-            app.add_api_route(API + name + "/", fn, methods=[method], include_in_schema=False)
-            return fn
-
-        return register
+        return operation(app, name, method, route_name=f"{name}_{method.lower()}", openapi_extra=extra)
 
     @route("webhooks", "POST", {"env": "live", "targetUrl": "https://example.com/hooks", "event": "profile.updated"})
     async def create_subscription(request: Request, version: str, province: str) -> Response:
