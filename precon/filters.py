@@ -41,6 +41,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, Unex
 __all__ = [
     "MAX_DEPTH",
     "MAX_LENGTH",
+    "UNIT_FIELDS",
     "And",
     "Compare",
     "CompareOp",
@@ -71,6 +72,17 @@ MAX_LENGTH: Final = 4096
 """Longest accepted ``filterQuery``, in characters."""
 MAX_DEPTH: Final = 64
 """Deepest accepted nesting of parentheses."""
+UNIT_FIELDS: Final[tuple[str, ...]] = (
+    "numberOfBedrooms",
+    "numberOfBathrooms",
+    "squareFeet",
+    "startPrice",
+    "status",
+    "floorPlanType",
+    "exposure",
+    "contactForPricing",
+)
+"""The fields of one floor plan that a ``unitFilter`` may name (the same grammar, evaluated per floor plan)."""
 
 CompareOp: TypeAlias = Literal["=", "!=", "<", "<=", ">", ">="]
 _COMPARE_OPS: Final[frozenset[str]] = frozenset(get_args(CompareOp))

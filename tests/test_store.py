@@ -16,7 +16,7 @@ from precon import filters
 from precon.service import catalogue
 from precon.service.runtime import load
 from precon.service.search import TextQuery
-from precon.service.store import GeoCircle, ListingQuery, SQLiteStore
+from precon.service.store import SCHEMA_VERSION, GeoCircle, ListingQuery, SQLiteStore
 
 SEED = 5
 COUNT = 300
@@ -248,7 +248,7 @@ def test_a_file_of_an_older_layout_is_reindexed_and_keeps_its_records(
         db.execute("DELETE FROM listing_terms")  # what an older layout would not have had
     store.close()
     reopened = SQLiteStore(path)
-    assert reopened._db().execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "2"
+    assert reopened._db().execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == str(SCHEMA_VERSION)
     assert reopened.search_listings(ListingQuery()).total == 40
     assert every_id(reopened, text=TextQuery.parse("condo")) == before
     assert every_id(reopened, filter=filters.parse("type:Condo")) == every_id(store, filter=filters.parse("type:Condo"))

@@ -377,7 +377,8 @@ class ColumnIndex:
 
     # -- facets --------------------------------------------------------------------------------------------
 
-    def facet(self, name: str, mask: Mask) -> list[tuple[str, int]]:
+    def facet(self, name: str, mask: Mask, limit: int | None = MAX_FACET_VALUES) -> list[tuple[str, int]]:
+        """The values of a facet counted over the listings in ``mask``: the ``limit`` most frequent (None: all)."""
         attribute = LISTING_ATTRIBUTES[canonical_path(name)]
         path = attribute.path
         if attribute.kind == "text" and not attribute.multi:
@@ -385,12 +386,12 @@ class ColumnIndex:
             codes = column.codes[mask]
             counts = np.bincount(codes[codes >= 0], minlength=len(column.vocabulary))
             keys = [self.labels.get((path, term), term) for term in column.vocabulary]
-            return _top(keys, counts)
+            return _top(keys, counts, limit)
         if attribute.multi and attribute.kind != "number":
             postings = self.terms[path]
             counts = np.bincount(postings.codes[mask[postings.owners]], minlength=len(postings.vocabulary))
             keys = [self.labels.get((path, term), term) for term in postings.vocabulary]
-            return _top(keys, counts)
+            return _top(keys, counts, limit)
         if attribute.multi:
             number_postings = self.number_postings[path]
             values = number_postings.values[mask[number_postings.owners]]
@@ -402,14 +403,14 @@ class ColumnIndex:
             keys = ["true" if v else "false" for v in unique]
         else:
             keys = [format_number(v) for v in unique]
-        return _top(keys, counts)
+        return _top(keys, counts, limit)
 
 
-def _top(keys: list[str], counts: npt.NDArray[np.int64]) -> list[tuple[str, int]]:
-    """The values counted at least once, highest count first, ties by value; at most 100."""
+def _top(keys: list[str], counts: npt.NDArray[np.int64], limit: int | None) -> list[tuple[str, int]]:
+    """The values counted at least once, highest count first, ties by value; at most ``limit`` (None: all)."""
     present = np.flatnonzero(counts)
-    if len(present) > MAX_FACET_VALUES:
-        threshold = np.partition(counts[present], -MAX_FACET_VALUES)[-MAX_FACET_VALUES]
+    if limit is not None and len(present) > limit > 0:
+        threshold = np.partition(counts[present], -limit)[-limit]
         present = present[counts[present] >= threshold]
     ranked = sorted(((keys[i], int(counts[i])) for i in present), key=lambda item: (-item[1], item[0]))
-    return ranked[:MAX_FACET_VALUES]
+    return ranked if limit is None else ranked[:limit]

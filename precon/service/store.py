@@ -28,6 +28,7 @@ from precon import filters
 from precon.filters import Expr, fold_text
 from precon.models import PROVINCES
 from precon.service.columns import ColumnIndex, FloatArray, Mask, format_number
+from precon.service.plans import PLAN_SCHEMA, PLAN_TABLES, PlanIndex, UnitFilterCompiler, delete_plan_rows, plan_rows
 from precon.service.schema import (
     LISTING_ATTRIBUTES,
     LISTING_REFERENCE_FIELDS,
@@ -88,8 +89,12 @@ class ListingQuery:
     """A province code, or None for every province."""
     text: TextQuery | None = None
     filter: Expr | None = None
+    unit_filter: Expr | None = None
+    """Over the fields of one floor plan: keeps the listings with at least one plan for which it holds."""
     circle: GeoCircle | None = None
     facets: tuple[str, ...] = ()
+    max_facet_values: int | None = MAX_FACET_VALUES
+    """The most values counted per facet, highest count first; None for every value."""
     offset: int = 0
     limit: int = 20
     order: Literal["relevance", "trending"] = "relevance"
@@ -247,12 +252,12 @@ CREATE INDEX IF NOT EXISTS profile_provinces_by_profile ON profile_provinces(pro
 CREATE VIRTUAL TABLE IF NOT EXISTS profile_fts USING fts5(
   {profile_fts}, tokenize='unicode61 remove_diacritics 2', prefix='2 3');
 CREATE VIRTUAL TABLE IF NOT EXISTS profile_vocab USING fts5vocab(profile_fts, 'row');
-"""
+{PLAN_SCHEMA}"""
 
 
 TEXT_CACHE_ENTRIES = 16
 """Text questions whose relevance arrays are kept: 16 × 8 bytes × listings (6.4 MB at 50,000)."""
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The layout of the derived tables; a file of another layout has them rebuilt from its records on open."""
 _DERIVED_TABLES = [
     "listing_vocab",
@@ -264,6 +269,7 @@ _DERIVED_TABLES = [
     "listing_attributes",
     "listings",
     "listing_docs",
+    *PLAN_TABLES,
     "profile_vocab",
     "profile_fts",
     "profile_provinces",
@@ -271,7 +277,7 @@ _DERIVED_TABLES = [
 ]
 _SELECT_LISTING_DOC = "SELECT l.id, d.doc FROM listings l JOIN listing_docs d ON d.id = l.id WHERE l.listing_id = ?"
 _LISTING_SECONDARY_INDEXES = re.findall(
-    r"CREATE INDEX IF NOT EXISTS (\w+) ON listing(?:s|_terms|_numbers)\(", _schema()
+    r"CREATE INDEX IF NOT EXISTS (\w+) ON listing(?:s|_terms|_numbers|_plan_values)\(", _schema()
 )
 _TOP_LEVEL_MULTI = [a for a in MULTI_ATTRIBUTES if "." not in a.path]
 _NESTED_MULTI: dict[str, list[tuple[IndexedAttribute, str]]] = {}
@@ -390,6 +396,7 @@ class SQLiteStore:
     def __init__(self, path: str | Path, engine: Literal["columns", "sql"] = "columns") -> None:
         self.engine = engine
         self._column_index: ColumnIndex | None = None
+        self._plan_index: PlanIndex | None = None
         self._index_lock = threading.Lock()
         self._fallback_masks: dict[tuple[int, str], Mask] = {}
         self._text_cache: OrderedDict[tuple[int, str], FloatArray] = OrderedDict()
@@ -514,6 +521,8 @@ class SQLiteStore:
             fts_rows: list[tuple[Any, ...]] = []
             docs: list[tuple[int, bytes]] = []
             geo_rows: list[tuple[int, float, float, float, float]] = []
+            plans: list[tuple[int, int]] = []
+            plan_values: list[tuple[int, int, int, int, str | None, float | None]] = []
             for record in records:
                 listing_id = str(record.get("listingId") or record.get("objectID") or "").strip()
                 if not listing_id:
@@ -551,6 +560,9 @@ class SQLiteStore:
                 existing[listing_id] = (rowid, document)
                 self._index_multi(record, rowid, terms, numbers, labels)
                 fts_rows.append((rowid, *searchable_text(record, SEARCHABLE_LISTING_FIELDS)))
+                record_plans, record_plan_values = plan_rows(record, rowid)
+                plans += record_plans
+                plan_values += record_plan_values
                 if lat is not None and lng is not None:
                     geo_rows.append((rowid, lat, lat, lng, lng))
                 attribute_names.update(record)
@@ -561,6 +573,8 @@ class SQLiteStore:
             db.executemany("INSERT INTO listing_numbers VALUES (?, ?, ?)", sorted(numbers))
             db.executemany(insert_fts, fts_rows)
             db.executemany("INSERT INTO listing_geo VALUES (?, ?, ?, ?, ?)", geo_rows)
+            db.executemany("INSERT INTO listing_plans VALUES (?, ?)", plans)
+            db.executemany("INSERT INTO listing_plan_values VALUES (?, ?, ?, ?, ?, ?)", plan_values)
             db.executemany(
                 "INSERT OR IGNORE INTO labels VALUES (?, ?, ?)",
                 [(a, t, lbl) for (a, t), lbl in labels.items()],
@@ -633,6 +647,7 @@ class SQLiteStore:
         db.execute("DELETE FROM listing_numbers WHERE listing = ?", (rowid,))
         db.execute("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
         db.execute("DELETE FROM listing_geo WHERE id = ?", (rowid,))
+        delete_plan_rows(db, rowid)
 
     def _notify(self, changes: list[CatalogueChange]) -> list[CatalogueChange]:
         for listener in self.listeners:
@@ -783,6 +798,10 @@ class SQLiteStore:
             sql, filter_params = ListingFilterCompiler().compile(query.filter)
             clauses.append(f"({sql})")
             params += filter_params
+        if query.unit_filter is not None:
+            sql, unit_params = UnitFilterCompiler().listing_clause(query.unit_filter)
+            clauses.append(sql)
+            params += unit_params
         if query.circle is not None:
             min_lat, max_lat, min_lng, max_lng = _bounding_box(query.circle)
             clauses.append(
@@ -829,6 +848,17 @@ class SQLiteStore:
                     self._fallback_masks.clear()
         return index
 
+    def _plans(self, index: ColumnIndex) -> PlanIndex:
+        """The floor plans in columns, for ``unitFilter``: built on the first such query of a generation."""
+        plans = self._plan_index
+        if plans is None or plans.generation != index.generation:
+            with self._index_lock:
+                plans = self._plan_index
+                if plans is None or plans.generation != index.generation:
+                    plans = PlanIndex(self._db(), index.rowids, index.generation)
+                    self._plan_index = plans
+        return plans
+
     def _fallback_mask(self, index: ColumnIndex, expr: Expr) -> Mask:
         """Listings matching a filter on a path the index does not hold: the evaluator over each document."""
         expression = filters.to_query(expr)
@@ -872,6 +902,8 @@ class SQLiteStore:
         mask = index.everything() if query.province is None else index.in_province(query.province)
         if query.filter is not None:
             mask &= index.filter(query.filter, lambda expr: self._fallback_mask(index, expr))
+        if query.unit_filter is not None:
+            mask &= self._plans(index).listings_matching(query.unit_filter)
         score = None
         if text is not None:
             score = self._text_scores(index, text)
@@ -883,7 +915,7 @@ class SQLiteStore:
             distance[candidates] = index.distances(query.circle.lat, query.circle.lng, candidates)
             mask &= distance <= query.circle.radius_m
         total = int(mask.sum())
-        facets = {name: index.facet(name, mask) for name in query.facets}
+        facets = {name: index.facet(name, mask, query.max_facet_values) for name in query.facets}
         documents: list[dict[str, Any]] = []
         scores: list[float | None] = []
         if query.limit > 0 and query.offset < total:
@@ -924,7 +956,7 @@ class SQLiteStore:
             for blob, score in rows:
                 documents.append(decode_document(blob))
                 scores.append(None if score is None else round(-score, 6))
-        facets = {name: self._facet(db, name, where, params) for name in query.facets}
+        facets = {name: self._facet(db, name, where, params, query.max_facet_values) for name in query.facets}
         return SearchHits(total, documents, scores, facets, text)
 
     def _page(
@@ -964,7 +996,9 @@ class SQLiteStore:
         )
         return db.execute(sql, [*join_params, *params, query.limit, query.offset]).fetchall()
 
-    def _facet(self, db: sqlite3.Connection, name: str, where: str, params: list[Any]) -> list[tuple[str, int]]:
+    def _facet(
+        self, db: sqlite3.Connection, name: str, where: str, params: list[Any], limit: int | None = MAX_FACET_VALUES
+    ) -> list[tuple[str, int]]:
         attribute = LISTING_ATTRIBUTES[canonical_path(name)]
         if attribute.multi:
             table, value = ("listing_numbers", "num") if attribute.kind == "number" else ("listing_terms", "term")
@@ -988,7 +1022,7 @@ class SQLiteStore:
                 key = _facet_key(attribute.kind, value)
             counted.append((key, count))
         counted.sort(key=lambda item: (-item[1], item[0]))
-        return counted[:MAX_FACET_VALUES]
+        return counted if limit is None else counted[:limit]
 
     def get_listings(self, ids: Sequence[str], province: str | None) -> dict[str, dict[str, Any]]:
         if not ids:
