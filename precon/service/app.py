@@ -34,6 +34,7 @@ from precon.service.errors import (
     not_found,
     server_error_body,
 )
+from precon.service.facet_values import add_facet_value_routes
 from precon.service.media import placeholder_svg
 from precon.service.params import MAX_IDS, QueryParams, pages
 from precon.service.schema import (
@@ -56,6 +57,7 @@ from precon.service.shaping import (
     reference_fields,
 )
 from precon.service.store import CatalogueStore, ListingQuery, ProfileQuery, SearchHits
+from precon.service.units import add_matched_floor_plans, unit_filter
 from precon.service.webhook_routes import add_webhook_routes
 from precon.service.webhook_targets import TargetPolicy
 from precon.service.webhooks import DeliveryWorker, RetrySchedule, WebhookStore
@@ -330,6 +332,7 @@ def operation(
 
 
 Q = Query  # documented parameters are declared as text; the service reads and validates them itself
+UNIT_FILTER_HELP = "(ours) filterQuery syntax over one floor plan: listings with a plan for which it all holds"
 
 
 def create_app(
@@ -375,11 +378,13 @@ def create_app(
         text = p.search() if order == "relevance" else None
         shaper = requested_shape(call)
         facets = facet_names(call, p.names("facets")) if order == "relevance" else ()
+        units = unit_filter(p, call.version)
         hits: SearchHits = call.store.search_listings(
             ListingQuery(
                 province=call.province,
                 text=text,
                 filter=p.filter_query(),
+                unit_filter=units,
                 circle=p.circle() if order == "relevance" else None,
                 facets=facets,
                 offset=page * per_page,
@@ -393,6 +398,7 @@ def create_app(
             highlight=hits.text if highlight else False,
             searchable=SEARCHABLE_LISTING_FIELDS,
         )
+        add_matched_floor_plans(results, hits.documents, units)
         body = envelope(results, hits.total, page, per_page)
         if p.text("facets") is not None:
             body["facets"] = facets_payload(hits.facets)
@@ -414,6 +420,7 @@ def create_app(
         radius: str | None = Q(None, description="Metres around nearby (default 10000)"),
         referrences: str | None = Q(None, description="Reference fields to expand"),
         filterQuery: str | None = Q(None, description="Algolia filter syntax"),
+        unitFilter: str | None = Q(None, description=UNIT_FILTER_HELP),
     ) -> Response:
         call = service.call(request, version, province, product="required")
         return answer(request, listing_search(call, highlight=call.params.boolean("highlightResults")))
@@ -472,6 +479,7 @@ def create_app(
         page: str | None = Q(None),
         perPage: str | None = Q(None),
         filterQuery: str | None = Q(None),
+        unitFilter: str | None = Q(None, description=UNIT_FILTER_HELP),
         retrieveAttributes: str | None = Q(None),
         referrences: str | None = Q(None),
     ) -> Response:
@@ -508,6 +516,7 @@ def create_app(
         format: str | None = Q(None, description="object (default) or list"),
         filterQuery: str | None = Q(None),
         search: str | None = Q(None),
+        unitFilter: str | None = Q(None, description=UNIT_FILTER_HELP),
     ) -> Response:
         call = service.call(request, version, province)
         p = call.params
@@ -520,6 +529,7 @@ def create_app(
                 province=call.province,
                 text=p.search(),
                 filter=p.filter_query(),
+                unit_filter=unit_filter(p, call.version),
                 facets=facet_names(call, names),
                 limit=0,
             )
@@ -653,6 +663,8 @@ def create_app(
         out = profiles_of_listing(record)
         expand_references([out], references, call.store, call.media)
         return answer(request, out)
+
+    add_facet_value_routes(app, service)
 
     # -- around the API ----------------------------------------------------------------------------------
 
