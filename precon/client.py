@@ -39,6 +39,7 @@ from precon.models import (
     DeliveryPage,
     FacetCounts,
     FacetCountsResponse,
+    FacetValueHits,
     Listing,
     ListingPage,
     Page,
@@ -269,10 +270,12 @@ class Client:
         radius: float | None = None,
         references: str | Iterable[str] | None = None,
         filter: Filter = None,
+        unit_filter: Filter = None,
         product_id: str | None = None,
         version: str | None = None,
         province: str | None = None,
     ) -> ListingPage:
+        """A page of listings; ``unit_filter`` (this project's service) keeps those with a floor plan meeting it."""
         params = {
             "product_id": self._product(product_id),
             "search": search or None,
@@ -285,6 +288,7 @@ class Client:
             "radius": None if radius is None else round(radius),
             "referrences": _csv(references),
             "filterQuery": _filter(filter),
+            "unitFilter": _filter(unit_filter),
         }
         return self._get("search_listings", params, ListingPage, version=version, province=province)
 
@@ -326,6 +330,7 @@ class Client:
         page: int = 0,
         per_page: int = 20,
         filter: Filter = None,
+        unit_filter: Filter = None,
         retrieve_attributes: str | Iterable[str] | None = None,
         references: str | Iterable[str] | None = None,
         version: str | None = None,
@@ -335,6 +340,7 @@ class Client:
             "page": page,
             "perPage": per_page,
             "filterQuery": _filter(filter),
+            "unitFilter": _filter(unit_filter),
             "retrieveAttributes": _csv(retrieve_attributes),
             "referrences": _csv(references),
         }
@@ -360,6 +366,7 @@ class Client:
         filter: Filter = None,
         search: str | None = None,
         format: Literal["object", "list"] | None = None,
+        unit_filter: Filter = None,
         product_id: str | None = None,
         version: str | None = None,
         province: str | None = None,
@@ -370,8 +377,35 @@ class Client:
             "format": format,
             "filterQuery": _filter(filter),
             "search": search or None,
+            "unitFilter": _filter(unit_filter),
         }
         return self._get("facet_counts", params, FacetCountsResponse, version=version, province=province).as_counts()
+
+    def search_facet_values(
+        self,
+        facet: str,
+        query: str | None = None,
+        *,
+        filter: Filter = None,
+        search: str | None = None,
+        unit_filter: Filter = None,
+        max_hits: int = 10,
+        product_id: str | None = None,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> FacetValueHits:
+        """The values of one facet whose words start with ``query``'s words, with their counts over the listings
+        the other parameters select, most frequent first (this project's service only)."""
+        params = {
+            "product_id": self._product(product_id),
+            "facet": facet,
+            "facetQuery": query or None,
+            "filterQuery": _filter(filter),
+            "search": search or None,
+            "unitFilter": _filter(unit_filter),
+            "maxFacetHits": max_hits,
+        }
+        return self._get("search_facet_values", params, FacetValueHits, version=version, province=province)
 
     # -- profiles ------------------------------------------------------------------------------------------
 

@@ -226,6 +226,18 @@ Reference = str | Profile
 """A reference field holds a path (``Builders/<id>``), or the profile itself when asked with referrences."""
 
 
+class MatchedFloorPlans(Record):
+    """What a ``unitFilter`` found in one listing (ours): ``count`` of its ``of`` floor plans match."""
+
+    count: int = 0
+    of: Integer = None
+    """How many floor plans the listing has."""
+    minPrice: Number = None
+    """The lowest price above zero among the matching plans; None when none of them has a price."""
+    names: StringList = Field(default_factory=list)
+    """The matching plans' names, in the listing's order."""
+
+
 class Listing(Record):
     listingId: str | None = None
     objectID: str | None = None
@@ -325,6 +337,8 @@ class Listing(Record):
     owners: list[Reference] = Field(default_factory=list)
     floorPlans: list[FloorPlan] | None = None
     highlight: dict[str, Any] | None = Field(default=None, alias="_highlightResult")
+    matched_floor_plans: MatchedFloorPlans | None = Field(default=None, alias="_matchedFloorPlans")
+    """Present when the search had a ``unitFilter`` (ours)."""
 
     @property
     def id(self) -> str | None:
@@ -362,6 +376,25 @@ class FacetCountsResponse(RootModel[dict[str, dict[str, int] | list[FacetValue]]
             else:
                 counts[facet] = {item.value: item.count for item in values}
         return counts
+
+
+class FacetHit(Record):
+    """One value found by facet value search (ours): its count, and for a reference facet its profile's name."""
+
+    value: str
+    count: int = 0
+    label: str | None = None
+    highlighted: str | None = None
+    """The value (or label) with the matched word starts in ``<em>``, everything else HTML-escaped."""
+
+
+class FacetValueHits(Record):
+    """The answer of ``search_facet_values`` (ours): Algolia's searchForFacetValues shape."""
+
+    hits: list[FacetHit] = Field(default_factory=list, alias="facetHits")
+    total: int | None = None
+    """How many values matched, of which ``hits`` are the most frequent."""
+    exhaustive: bool | None = Field(default=None, alias="exhaustiveFacetsCount")
 
 
 T = TypeVar("T", bound=BaseModel)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -14,7 +15,7 @@ import pytest
 from precon import errors, filters
 from precon.cache import ResponseCache
 from precon.client import Client
-from precon.models import Listing, Page, Profile
+from precon.models import FacetHit, FacetValueHits, Listing, MatchedFloorPlans, Page, Profile
 from precon.service.app import create_app
 from precon.service.server import ServerThread
 from tests.conftest import KEY_ALL, KEY_ONTARIO, KEY_PEI, Api
@@ -115,6 +116,57 @@ def test_profiles_and_facets(api: Api, client: Client) -> None:
     as_object = client.facet_counts(["sellingStatus", "type"], filter="startPrice > 500000")
     as_list = client.facet_counts(["sellingStatus", "type"], filter="startPrice > 500000", format="list")
     assert as_object == as_list and list(as_object) == ["sellingStatus", "type"]
+
+
+def test_unit_filter_and_facet_value_search(api: Api, client: Client) -> None:
+    unit = filters.and_(filters.compare("numberOfBedrooms", ">=", 2), filters.compare("startPrice", "<=", 800_000))
+    assert unit is not None
+    page = client.search_listings(unit_filter=unit, per_page=5, retrieve_attributes=["name"])
+    assert page.total > 0 and len(page.results) == 5
+    for listing in page.results:
+        matched = listing.matched_floor_plans
+        assert isinstance(matched, MatchedFloorPlans) and matched.count >= 1 and matched.of is not None
+        assert len(matched.names) == matched.count and (matched.minPrice or 0) <= 800_000
+    assert pickle.loads(pickle.dumps(page)) == page
+    as_text = client.search_listings(unit_filter=filters.to_query(unit), per_page=5, retrieve_attributes=["name"])
+    assert as_text.model_dump() == page.model_dump()
+    trending = client.trending_listings(unit_filter=unit, per_page=1000)
+    assert trending.total == page.total
+    counts = client.facet_counts(["sellingStatus"], unit_filter=unit)
+    assert sum(counts["sellingStatus"].values()) == page.total
+    assert client.search_listings(per_page=1).results[0].matched_floor_plans is None
+
+    found = client.search_facet_values("builders", "dev", filter="type:Condo", unit_filter=unit, max_hits=3)
+    assert isinstance(found, FacetValueHits) and found.exhaustive is True
+    assert found.total is not None and found.total >= len(found.hits) and 0 < len(found.hits) <= 3
+    for hit in found.hits:
+        assert isinstance(hit, FacetHit) and hit.value.startswith("Builders/") and hit.label
+        assert hit.highlighted is not None and "<em>" in hit.highlighted
+    assert [h.count for h in found.hits] == sorted((h.count for h in found.hits), reverse=True)
+    assert pickle.loads(pickle.dumps(found)) == found
+    every = client.search_facet_values("sellingStatus", max_hits=1000)
+    assert {h.value: h.count for h in every.hits} == client.facet_counts(["sellingStatus"])["sellingStatus"]
+
+
+def test_the_client_sends_unit_filter_and_facet_value_search_parameters(api: Api) -> None:
+    transport = CountingTransport()
+    with client_for(api, transport=transport) as made:
+        made.facet_counts("type", unit_filter=filters.eq("status", "Available"))
+        made.search_facet_values("neighbourhood", "lib vill", search="condo", unit_filter="exposure:N", max_hits=50)
+    assert dict(transport.requests[0].url.params) == {
+        "product_id": "everything",
+        "facets": "type",
+        "unitFilter": "status:Available",
+    }
+    assert transport.requests[1].url.path == "/v1/all/search_facet_values"
+    assert dict(transport.requests[1].url.params) == {
+        "product_id": "everything",
+        "facet": "neighbourhood",
+        "facetQuery": "lib vill",
+        "search": "condo",
+        "unitFilter": "exposure:N",
+        "maxFacetHits": "50",
+    }
 
 
 def test_iterating_every_page_reports_progress(api: Api, client: Client) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -15,9 +16,12 @@ from hypothesis import strategies as st
 from precon.models import (
     ErrorBody,
     FacetCountsResponse,
+    FacetHit,
+    FacetValueHits,
     FloorPlan,
     GeoPoint,
     Listing,
+    MatchedFloorPlans,
     Page,
     Profile,
     ProfilesOfListing,
@@ -403,3 +407,29 @@ def test_any_listing_record_validates_or_raises_validation_error(record: dict[st
         return
     assert isinstance(listing, Listing)
     listing.model_dump()  # what validated can be dumped again
+
+
+def test_matched_floor_plans_and_facet_value_hits_are_lenient_and_pickle() -> None:
+    listing = Listing.model_validate(
+        {"listingId": "ABC123", "_matchedFloorPlans": {"count": 2, "of": "7", "minPrice": "689990", "names": None}}
+    )
+    assert listing.matched_floor_plans == MatchedFloorPlans(count=2, of=7, minPrice=689990.0, names=[])
+    assert Listing.model_validate({"listingId": "ABC123"}).matched_floor_plans is None
+    unpriced = MatchedFloorPlans.model_validate({"count": 1, "minPrice": "", "names": ["Suite A"]})
+    assert (unpriced.of, unpriced.minPrice, unpriced.names) == (None, None, ["Suite A"])
+    hits = FacetValueHits.model_validate(
+        {
+            "facetHits": [
+                {"value": "Builders/X1", "count": 3, "label": "Bélanger", "highlighted": "<em>Bél</em>anger"},
+                {"value": "Toronto", "count": 1, "extra": True},
+            ],
+            "exhaustiveFacetsCount": True,
+            "total": 2,
+        }
+    )
+    assert hits.exhaustive is True and hits.total == 2
+    assert hits.hits[0] == FacetHit(value="Builders/X1", count=3, label="Bélanger", highlighted="<em>Bél</em>anger")
+    assert (hits.hits[1].label, hits.hits[1].highlighted) == (None, None)
+    assert pickle.loads(pickle.dumps(hits)) == hits
+    assert pickle.loads(pickle.dumps(listing)) == listing
+    assert FacetValueHits.model_validate({}).hits == []
