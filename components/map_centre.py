@@ -5,9 +5,11 @@ pydeck tells the page which *objects* were clicked, never where: so under everyt
 grid of cells around the centre, and a click on empty map picks a cell whose centre becomes the new centre. A click
 on a listing picks the listing instead (it is drawn above the grid).
 
-State lives in ``st.session_state`` under ``map_*`` keys and is written to the URL after every run, so a copied link
-reopens the same view. A URL changed from outside (a link, an edit) is applied on the next run; an empty URL (coming
-back from another page) keeps what the session had.
+The filters are the dashboard's shared ones (:mod:`components.shared_filters`: ``q``, ``type``, ``selling``, ``city``,
+``beds``, ``price``… as the Search page writes them); this module keeps only the map's own view. That lives in
+``st.session_state`` under ``map_*`` keys and is written to the URL after every run (``center``, ``radius``, ``near``,
+``basemap``), so a copied link reopens the same view. A URL changed from outside (a link, an edit) is applied on the
+next run; an empty URL (coming back from another page) keeps what the session had.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import pydeck as pdk
 import streamlit as st
 
-from components import api
+from components import api, shared_filters
 from components.formatting import cad, markdown_text
 from components.listing_table import COLUMNS, listing_frame
 from components.maps import (
@@ -33,8 +35,8 @@ from components.maps import (
     view,
     zoom_for_radius,
 )
-from components.url_state import decode_list, encode_list
-from precon import filters
+from components.search_scope import SearchScope
+from precon import filters, listing_search
 from precon.models import Listing
 
 # -- limits and what is asked of the API -----------------------------------------------------------------------
@@ -67,9 +69,7 @@ TABLE_ATTRIBUTES = (
     "completionDateTBD",
     "completionYear",
 )
-FACETS = ("cityOrDistrict", "type", "sellingStatus")
-SEARCH_MAX_CHARS = 512
-"""The longest search the API takes."""
+FACETS = ("cityOrDistrict",)
 
 MAP_HEIGHT_PX = 620
 LISTINGS_LAYER = "listings"
@@ -105,9 +105,6 @@ HOW_TO = (
 CENTRE = "map_centre"  # (lat, lng), or None until resolved from the city or the default
 CITY = "map_city"  # the city the centre was taken from, or None
 RADIUS = "map_radius"
-SEARCH = "map_search"
-TYPES = "map_types"
-STATUSES = "map_statuses"
 BASEMAP = "map_basemap"
 CENTRE_ERROR = "map_centre_error"  # what was wrong with a typed or linked centre
 URL_ERROR = "map_url_error"  # what was wrong with the link's other values
@@ -118,23 +115,12 @@ W_CITY = "map_city_choice"
 W_CENTRE = "map_centre_text"
 W_RADIUS = "map_radius_km"
 W_SEARCH = "map_search_text"
-W_TYPES = "map_type_choice"
-W_STATUSES = "map_status_choice"
+"""The search box: it shows the shared filters' words and writes them (it holds no state of the map's)."""
 W_BASEMAP = "map_basemap_toggle"
 
-# URL parameter names
-P_CENTRE, P_RADIUS, P_CITY, P_SEARCH, P_TYPE, P_STATUS, P_BASEMAP = (
-    "center",
-    "radius",
-    "city",
-    "q",
-    "type",
-    "selling",
-    "basemap",
-)
-"""``q``, ``type`` and ``selling`` are named and encoded as on the Search page (lists comma-separated, see
-:mod:`components.url_state`), so a search's filters carry over to the map."""
-URL_PARAMS = (P_CENTRE, P_RADIUS, P_CITY, P_SEARCH, P_TYPE, P_STATUS, P_BASEMAP)
+# URL parameter names. The centre's city is ``near``: ``city`` is the shared filters' city-or-district facet.
+P_CENTRE, P_RADIUS, P_NEAR, P_BASEMAP = ("center", "radius", "near", "basemap")
+URL_PARAMS = (P_CENTRE, P_RADIUS, P_NEAR, P_BASEMAP)
 
 # -- pure helpers ----------------------------------------------------------------------------------------------
 
@@ -381,10 +367,6 @@ def set_centre(state: MutableMapping[str, Any], centre: tuple[float, float]) -> 
     state[CENTRE_ERROR] = None
 
 
-def type_filter(types: Sequence[str], statuses: Sequence[str]) -> filters.Expr | None:
-    return filters.from_selection({"type": list(types), "sellingStatus": list(statuses)})
-
-
 def plural(count: int, word: str) -> str:
     return f"{count:,} {word}" + ("" if count == 1 else "s")
 
@@ -394,11 +376,6 @@ def plural(count: int, word: str) -> str:
 
 def read_url() -> dict[str, list[str]]:
     return {name: list(st.query_params.get_all(name)) for name in URL_PARAMS if st.query_params.get_all(name)}
-
-
-def _values(params: Mapping[str, list[str]], name: str) -> list[str]:
-    """Comma-joined (``type=A,B``) or repeated (``type=A&type=B``) values, blanks and repeats dropped."""
-    return list(dict.fromkeys(value for text in params.get(name, []) for value in decode_list(text)))
 
 
 def _first(params: Mapping[str, list[str]], name: str) -> str | None:
@@ -411,11 +388,8 @@ def apply_url(state: MutableMapping[str, Any], params: Mapping[str, list[str]]) 
     radius, radius_error = parse_radius(_first(params, P_RADIUS))
     state[RADIUS] = radius
     state[URL_ERROR] = radius_error
-    state[SEARCH] = (_first(params, P_SEARCH) or "").strip()[:SEARCH_MAX_CHARS]
-    state[TYPES] = _values(params, P_TYPE)
-    state[STATUSES] = _values(params, P_STATUS)
     state[BASEMAP] = (_first(params, P_BASEMAP) or "").lower() in {"1", "true", "yes", "on"}
-    state[CITY] = (_first(params, P_CITY) or "").strip() or None
+    state[CITY] = (_first(params, P_NEAR) or "").strip() or None
     state[CENTRE] = None
     state[CENTRE_ERROR] = None
     state[SELECTED] = None
@@ -428,9 +402,6 @@ def apply_url(state: MutableMapping[str, Any], params: Mapping[str, list[str]]) 
     state[W_CITY] = state[CITY]
     state[W_CENTRE] = format_centre(state[CENTRE], ", ") if state[CENTRE] else (raw_centre or "")
     state[W_RADIUS] = radius
-    state[W_SEARCH] = state[SEARCH]
-    state[W_TYPES] = list(state[TYPES])
-    state[W_STATUSES] = list(state[STATUSES])
     state[W_BASEMAP] = state[BASEMAP]
 
 
@@ -441,13 +412,7 @@ def url_params(state: Mapping[str, Any]) -> dict[str, list[str]]:
         params[P_CENTRE] = [format_centre(state[CENTRE])]
     params[P_RADIUS] = [format_km(state.get(RADIUS, DEFAULT_RADIUS_KM))]
     if state.get(CITY):
-        params[P_CITY] = [state[CITY]]
-    if state.get(SEARCH):
-        params[P_SEARCH] = [state[SEARCH]]
-    if state.get(TYPES):
-        params[P_TYPE] = [encode_list(state[TYPES])]
-    if state.get(STATUSES):
-        params[P_STATUS] = [encode_list(state[STATUSES])]
+        params[P_NEAR] = [state[CITY]]
     if state.get(BASEMAP):
         params[P_BASEMAP] = ["1"]
     return params
@@ -466,9 +431,6 @@ def sync_from_url() -> None:
         W_CITY: state.get(CITY),
         W_CENTRE: format_centre(state[CENTRE], ", ") if state.get(CENTRE) else "",
         W_RADIUS: state.get(RADIUS, DEFAULT_RADIUS_KM),
-        W_SEARCH: state.get(SEARCH, ""),
-        W_TYPES: list(state.get(TYPES, [])),
-        W_STATUSES: list(state.get(STATUSES, [])),
         W_BASEMAP: bool(state.get(BASEMAP, False)),
     }
     for key, value in restore.items():
@@ -489,6 +451,18 @@ def write_url() -> None:
 
 
 # -- callbacks -------------------------------------------------------------------------------------------------
+
+
+def on_search_typed() -> None:
+    """The search box's words become the shared filters' words (every other filter kept)."""
+    text = st.session_state.get(W_SEARCH) or ""
+    shared_filters.write(shared_filters.remembered().with_text(text))
+
+
+def show_search_words(text: str) -> None:
+    """Puts the shared filters' words in the search box before it is drawn (they may have changed elsewhere)."""
+    if st.session_state.get(W_SEARCH) != text:
+        st.session_state[W_SEARCH] = text
 
 
 def on_city_chosen() -> None:
@@ -532,7 +506,7 @@ def centre_on(listing_id: str, centre: tuple[float, float]) -> None:
 
 
 def facet_options() -> dict[str, dict[str, int]]:
-    """Cities, types and statuses with their counts (over the whole catalogue of the province)."""
+    """The cities to centre on, with their counts (over the whole catalogue of the province, whatever the filters)."""
     counts: dict[str, dict[str, int]] = api.call("facet_counts", facets=list(FACETS))
     return {facet: dict(counts.get(facet) or {}) for facet in FACETS}
 
@@ -547,36 +521,21 @@ def resolve_city(city: str) -> tuple[float, float] | None:
     return city_centre(page.results)
 
 
-def matching_listings(search: str, filter: filters.Expr | None) -> tuple[list[Listing], int]:
-    """Every listing matching the filters (up to :data:`MAX_POINTS`), a page of a thousand at a time, and the total."""
-    arguments: dict[str, Any] = {"search": search or None, "filter": filter, "per_page": PAGE_SIZE}
-    arguments["retrieve_attributes"] = list(MAP_ATTRIBUTES)
-    first = api.call("search_listings", page=0, **arguments)
-    listings = list(first.results)
-    pages = min(first.pages, math.ceil(MAX_POINTS / PAGE_SIZE))
-    if pages > 1:
-        bar = st.progress(0.0, text="Loading the listings…")
-        for number in range(1, pages):
-            bar.progress(number / pages, text=f"Loading the listings… {len(listings):,} of {first.total:,}")
-            listings.extend(api.call("search_listings", page=number, **arguments).results)
-        bar.empty()
-    return listings, first.total
+def matching_listings(scope: SearchScope) -> tuple[list[Listing], int]:
+    """Every listing matching the filters (up to :data:`MAX_POINTS`), a thousand per request, and how many match."""
+    return listing_search.all_matching(
+        api.backend, scope.text, scope.filter, scope.unit_filter, MAP_ATTRIBUTES,
+        unit_supported=scope.unit_supported, limit=MAX_POINTS,
+    )  # fmt: skip
 
 
-def listings_within(
-    centre: tuple[float, float], radius_km: float, search: str, filter: filters.Expr | None
-) -> tuple[list[Listing], int]:
-    """The service's answer to "which listings are within this radius" (at most :data:`NEARBY_LIMIT`), and how many."""
-    page = api.call(
-        "search_listings",
-        search=search or None,
-        filter=filter,
-        nearby=centre,
-        radius=round(radius_km * 1000),
-        per_page=NEARBY_LIMIT,
-        retrieve_attributes=list(TABLE_ATTRIBUTES),
-    )
-    return list(page.results), page.total
+def listings_within(centre: tuple[float, float], radius_km: float, scope: SearchScope) -> tuple[list[Listing], int]:
+    """The service's answer to "which listings matching the filters are within this radius" (at most
+    :data:`NEARBY_LIMIT`, nearest first), and how many."""
+    return listing_search.all_matching(
+        api.backend, scope.text, scope.filter, scope.unit_filter, TABLE_ATTRIBUTES,
+        unit_supported=scope.unit_supported, limit=NEARBY_LIMIT, nearby=centre, radius=round(radius_km * 1000),
+    )  # fmt: skip
 
 
 def deck_key(*parts: Any) -> str:

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from components import api
 from components import map_centre as mc
+from components.search_scope import SearchScope
 from precon import filters
 from tests.dashboard_support import (  # noqa: F401
     assert_readable_failure,
@@ -73,6 +74,11 @@ def pick(app: AppTest, layer_id: str, index: int) -> AppTest:
     state.id = chart.proto.id
     state.string_value = json.dumps({"selection": {"indices": {layer_id: [index]}, "objects": {layer_id: [row]}}})
     return app._run(states)
+
+
+def chip_labels(app: AppTest) -> list[str]:
+    """The labels of the filter chips (buttons keyed ``map_chip_*``)."""
+    return [b.label for b in app.button if b.key and b.key.startswith("map_chip_")]
 
 
 def assert_sorted_by_distance(app: AppTest, radius_km: float) -> None:
@@ -169,7 +175,8 @@ def test_every_matching_listing_is_fetched_a_thousand_at_a_time(monkeypatch: pyt
         return Page[Listing](results=results, total=2345, page=arguments["page"], pages=3, perPage=1000)
 
     monkeypatch.setattr(api, "call", call)
-    listings, total = mc.matching_listings("", filters.eq("type", "Condo"))
+    scope = SearchScope("", filters.eq("type", "Condo"), None, unit_level=True, unit_supported=True)
+    listings, total = mc.matching_listings(scope)
     assert total == 2345 and len({x.id for x in listings}) == 2345
     assert [a["page"] for a in asked] == [0, 1, 2]
     assert all(a["per_page"] == 1000 and a["retrieve_attributes"] == list(mc.MAP_ATTRIBUTES) for a in asked)
@@ -196,7 +203,7 @@ def test_every_listing_on_an_offline_map_around_the_biggest_city() -> None:
 
     biggest = client().facet_counts(["cityOrDistrict"])["cityOrDistrict"]
     city = max(biggest, key=lambda name: biggest[name])
-    assert app.query_params["city"] == city
+    assert app.query_params["near"] == city and "city" not in app.query_params  # `city` is the shared city filter
     assert app.query_params["radius"] == "10"
     centre = mc.parse_centre(app.query_params["center"])
     assert f"within 10 km of {city}" in page_text(app)
@@ -217,7 +224,7 @@ def test_a_typed_centre_and_radius_list_the_services_answer_nearest_first() -> N
     assert_sorted_by_distance(app, 15)
     assert f"{len(expected)} listings within 15 km of 43.6500, -79.3800" in page_text(app)
     assert app.query_params["center"] == "43.65,-79.38" and app.query_params["radius"] == "15"
-    assert "city" not in app.query_params
+    assert "near" not in app.query_params
     spec = deck_spec(app)
     assert layer(spec, "centre")["data"] == [{"lat": 43.65, "lng": -79.38}]
     assert spec["initialViewState"]["latitude"] == 43.65
@@ -225,9 +232,7 @@ def test_a_typed_centre_and_radius_list_the_services_answer_nearest_first() -> N
 
 @pytest.mark.usefixtures("embedded_dashboard")
 def test_a_link_reopens_the_same_view() -> None:
-    first = set_view(open_page(PAGE), "43.7,-79.42", 7.5)
-    first.multiselect(key=mc.W_STATUSES).set_value(["Selling Now"])
-    first.multiselect(key=mc.W_TYPES).set_value(["Condo", "Townhouse"]).run()
+    first = set_view(open_page(PAGE, {"selling": "Selling Now", "type": "Condo,Townhouse"}), "43.7,-79.42", 7.5)
     link = dict(first.query_params)
     assert link["center"] == "43.7,-79.42" and link["radius"] == "7.5"
     assert link["selling"] == "Selling Now" and link["type"] == "Condo,Townhouse"  # as the Search page writes them
@@ -239,8 +244,8 @@ def test_a_link_reopens_the_same_view() -> None:
     assert table_ids(again)
     assert again.text_input(key=mc.W_CENTRE).value == "43.7, -79.42"
     assert again.slider(key=mc.W_RADIUS).value == 7.5
-    assert again.multiselect(key=mc.W_STATUSES).value == ["Selling Now"]
-    assert again.multiselect(key=mc.W_TYPES).value == ["Condo", "Townhouse"]
+    assert "Selling status: Selling Now" in chip_labels(again)
+    assert {"Type: Condo", "Type: Townhouse"} <= set(chip_labels(again))
     shown = layer(deck_spec(again), mc.LISTINGS_LAYER)["data"]
     assert shown and all("Selling Now" in row["detail"] for row in shown)
     everywhere = client().search_listings(filter=chosen, per_page=0).total
@@ -264,7 +269,7 @@ def test_choosing_a_city_moves_the_centre_to_its_listings() -> None:
     mean = (sum(p[0] for p in points) / len(points), sum(p[1] for p in points) / len(points))
     centre = mc.parse_centre(app.query_params["center"])
     assert math.isclose(centre[0], mean[0], abs_tol=1e-4) and math.isclose(centre[1], mean[1], abs_tol=1e-4)
-    assert app.query_params["city"] == city
+    assert app.query_params["near"] == city and "city" not in app.query_params
     assert f"within 10 km of {city}" in page_text(app)
     assert table_ids(app) == service_ids_within(centre, 10)
 
@@ -317,7 +322,8 @@ def test_clicking_the_map_moves_the_centre_and_clicking_a_listing_opens_its_card
     assert app.query_params["center"] == mc.format_centre((points[0]["lat"], points[0]["lng"]))
     assert table_ids(app)[0] == points[0]["id"]  # the listing itself, 0 km away
     app.button(key="map_close_card").click().run()
-    assert not app.get("page_link") and points[0]["title"] not in page_text(app)
+    assert not [link for link in app.get("page_link") if link.proto.label == "Open listing"]
+    assert points[0]["title"] not in page_text(app)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,8 @@
-"""Map: every listing matching the filters, coloured by selling status; a centre (a click on the map, a city or
-``lat,lng``) and a radius drawn as a circle; and the listings inside the circle, nearest first, as the service
-answers ``nearby``/``radius``. Everything the page shows is named by its URL (see :mod:`components.map_centre`)."""
+"""Map: every listing matching the shared filters (the Search page's: words, facets, completion year and the
+floor-plan filters), coloured by selling status; a centre (a click on the map, a city or ``lat,lng``) and a radius
+drawn as a circle; and the listings inside the circle, nearest first, as the service answers ``nearby``/``radius``.
+Everything the page shows is named by its URL (see :mod:`components.map_centre` and
+:mod:`components.shared_filters`)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,13 @@ from collections import Counter
 
 import streamlit as st
 
-from components import api
+from components import api, filter_chips, search_scope, shared_filters
 from components import map_centre as mc
 from components.formatting import markdown_text
+from precon.filter_state import SEARCH_MAX_CHARS
 
 state = st.session_state
+chosen, problems = shared_filters.current("map")
 
 st.title("Map")
 st.caption(mc.HOW_TO)
@@ -21,6 +25,7 @@ mc.sync_from_url()
 
 with api.guarded():
     options = mc.facet_options()
+    scope = search_scope.scope_of(chosen)
 cities = options["cityOrDistrict"]
 
 # -- the centre: as set, else the city's, else the city with the most listings ---------------------------------
@@ -45,20 +50,22 @@ if state.get(mc.CENTRE) is None:
         state[mc.W_CENTRE] = mc.format_centre(centre, ", ")
     state[mc.W_CITY] = state[mc.CITY]
 
-# -- filters and the centre's controls -------------------------------------------------------------------------
-search_col, type_col, status_col = st.columns(3)
+# -- the shared filters and the centre's controls -------------------------------------------------------------
+search_col, chips_col = st.columns([1, 2], vertical_alignment="bottom")
+mc.show_search_words(chosen.text)
 search_col.text_input(
-    "Search", key=mc.W_SEARCH, placeholder="Name, street, neighbourhood…", max_chars=mc.SEARCH_MAX_CHARS
+    "Search",
+    key=mc.W_SEARCH,
+    on_change=mc.on_search_typed,
+    placeholder="Name, street, neighbourhood…",
+    max_chars=SEARCH_MAX_CHARS,
 )
-type_col.multiselect(
-    "Type", sorted(set(options["type"]) | set(state[mc.W_TYPES])), key=mc.W_TYPES, placeholder="Any type"
-)
-status_col.multiselect(
-    "Selling status",
-    sorted(set(options["sellingStatus"]) | set(state[mc.W_STATUSES])),
-    key=mc.W_STATUSES,
-    placeholder="Any status",
-)
+with chips_col, api.guarded():
+    filter_chips.render(chosen, prefix="map", with_text=False, links=("search", "facets"))
+for problem in problems:
+    st.warning(problem, icon="🔗")
+if scope.local:
+    st.caption(search_scope.local_note())
 
 city_col, centre_col, radius_col, basemap_col = st.columns([2, 2, 2.5, 2.5], vertical_alignment="bottom")
 city_options = sorted(set(cities) | ({state[mc.W_CITY]} if state.get(mc.W_CITY) else set()), key=str.casefold)
@@ -87,9 +94,6 @@ basemap_col.toggle(
     help="Map tiles from Carto. Off, the map needs no network: the listings are drawn on a plain background.",
 )
 state[mc.RADIUS] = float(state[mc.W_RADIUS])
-state[mc.SEARCH] = (state[mc.W_SEARCH] or "").strip()
-state[mc.TYPES] = list(state[mc.W_TYPES])
-state[mc.STATUSES] = list(state[mc.W_STATUSES])
 state[mc.BASEMAP] = bool(state[mc.W_BASEMAP])
 
 if state.get(mc.CENTRE_ERROR):
@@ -103,12 +107,10 @@ centre: tuple[float, float] = state[mc.CENTRE]
 radius_km: float = state[mc.RADIUS]
 place = state[mc.CITY] or mc.place_of_point(centre)
 place_md = markdown_text(state[mc.CITY]) if state[mc.CITY] else mc.place_of_point(centre)
-search, types, statuses = state[mc.SEARCH], state[mc.TYPES], state[mc.STATUSES]
-chosen = mc.type_filter(types, statuses)
 
 with api.guarded():
-    listings, matching = mc.matching_listings(search, chosen)
-    inside, inside_total = mc.listings_within(centre, radius_km, search, chosen)
+    listings, matching = mc.matching_listings(scope)
+    inside, inside_total = mc.listings_within(centre, radius_km, scope)
 
 # -- the legend, the map and the clicked listing's card --------------------------------------------------------
 on_map = sum(1 for x in listings if x.geoloc is not None)
@@ -119,7 +121,7 @@ elif on_map < len(listings):
     note += f" ({len(listings) - on_map:,} have no position)"
 map_col, side_col = st.columns([3, 1])
 with map_col:
-    key = mc.deck_key(api.scope(), search, types, statuses, centre, radius_km, [x.id for x in listings])
+    key = mc.deck_key(api.scope(), chosen.to_params(), centre, radius_km, [x.id for x in listings])
     st.pydeck_chart(
         mc.map_deck(listings, centre, radius_km * 1000, basemap=state[mc.BASEMAP]),
         on_select=mc.on_map_pick(key),
@@ -147,6 +149,6 @@ if not inside:
     st.info("No listing matching the filters is inside the circle: widen the radius or move the centre.")
 else:
     if inside_total > len(inside):
-        which = "best matches" if search else "nearest"
+        which = "best matches" if chosen.text else "nearest"
         st.caption(f"Showing the {len(inside):,} {which}, by distance.")
     mc.nearby_table(inside, centre)
