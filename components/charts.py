@@ -18,6 +18,7 @@ import streamlit as st
 
 from components import api
 from precon.client import Filter
+from precon.models import Listing
 
 BAR_COLOUR = "#2a7f62"
 """The theme's primary colour."""
@@ -63,14 +64,28 @@ def counts_frame(
     return pd.DataFrame(unique, columns=["value", "label", "count"])
 
 
-def listing_values(attributes: Sequence[str], *, filter: Filter = None, what: str = "listings") -> pd.DataFrame:
-    """Every listing in view (the sidebar's version and province, and ``filter``) with only these attributes, one
-    row each, columns ``id`` and the attributes. Fetched a page of 1000 at a time, each page through
-    :func:`components.api.call` (so cached), with a progress bar while there is more than one page.
+def listing_values(
+    attributes: Sequence[str],
+    *,
+    filter: Filter = None,
+    search: str | None = None,
+    unit_filter: Filter = None,
+    what: str = "listings",
+) -> pd.DataFrame:
+    """Every listing in view (the sidebar's version and province, the search words, ``filter`` and, where given, one
+    floor plan meeting ``unit_filter``) with only these attributes, one row each, columns ``id`` and the attributes.
+    Fetched a page of 1000 at a time, each page through :func:`components.api.call` (so cached), with a progress
+    bar while there is more than one page.
 
     Must run inside :func:`components.api.guarded`.
     """
-    arguments: dict[str, Any] = {"retrieve_attributes": list(attributes), "per_page": FETCH_PAGE_SIZE, "filter": filter}
+    arguments: dict[str, Any] = {
+        "retrieve_attributes": list(attributes),
+        "per_page": FETCH_PAGE_SIZE,
+        "filter": filter,
+        "search": search or None,
+        "unit_filter": unit_filter,
+    }
     first = api.call("search_listings", page=0, **arguments)
     pages = [first]
     if first.pages > 1:
@@ -84,11 +99,12 @@ def listing_values(attributes: Sequence[str], *, filter: Filter = None, what: st
             pages.append(page)
             done += len(page.results)
         bar.empty()
-    rows = [
-        {"id": listing.id, **{name: getattr(listing, name, None) for name in attributes}}
-        for page in pages
-        for listing in page.results
-    ]
+    return listings_frame([listing for page in pages for listing in page.results], attributes)
+
+
+def listings_frame(found: Sequence[Listing], attributes: Sequence[str]) -> pd.DataFrame:
+    """Listings as rows: columns ``id`` and these attributes."""
+    rows = [{"id": listing.id, **{name: getattr(listing, name, None) for name in attributes}} for listing in found]
     return pd.DataFrame(rows, columns=["id", *attributes])
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pandas as pd
@@ -73,7 +74,8 @@ def test_facets_charts_filters_and_cross_tab() -> None:
     assert list(shown["Builders"]["label"]) == [names[path] for path in shown["Builders"]["value"]]
     assert set(shown["Has parking"]["label"]) <= {"Yes", "No"}
 
-    app.multiselect(key="selling").set_value(["Sold Out"]).run()
+    app.pills(key="facets_pick_selling").set_value(["Sold Out"]).run()
+    assert app.query_params["selling"] == "Sold Out"  # the shared filters' parameter, plain value
     sold_out = filters.any_of("sellingStatus", ["Sold Out"])
     shown = chart_data(app)
     filtered = client().facet_counts(chosen, filter=sold_out)
@@ -91,7 +93,8 @@ def test_facets_charts_filters_and_cross_tab() -> None:
         )["sellingStatus"]
         assert counts(heat[heat["row_value"] == city], "column_value") == per_city, city
 
-    app.multiselect(key="selling").set_value([])
+    app.button(key="facets_chip_selling_" + hashlib.sha1(b"Sold Out").hexdigest()[:10]).click().run()
+    assert "selling" not in app.query_params and app.pills(key="facets_pick_selling").value == []
     app.selectbox(key="rows").set_value("type")
     app.selectbox(key="cols").set_value("exposures")
     app.run()
@@ -125,9 +128,9 @@ def test_the_url_reopens_the_view() -> None:
     app = open_page(FACETS, query)
     assert app.multiselect(key="facet").value == ["exposures", "type"]
     assert app.slider(key="top").value == 5
-    assert app.multiselect(key="selling").value == ["Selling Now"]
-    assert app.multiselect(key="city").value == ["Toronto"]
-    assert app.multiselect(key="type").value == []
+    assert app.pills(key="facets_pick_selling").value == ["Selling Now"]
+    assert app.multiselect(key="facets_pick_city").value == ["Toronto"]
+    assert app.pills(key="facets_pick_type").value == []
     assert (app.selectbox(key="rows").value, app.selectbox(key="cols").value) == ("type", "constructionStatus")
     assert (app.slider(key="bins").value, app.slider(key="min_listings").value) == (12, 2)
 

@@ -1,14 +1,17 @@
 """Facets: listings counted by any facetable attribute, two attributes cross-tabulated, the spread of start prices
-and the median price per square foot by city, all under a few filters.
+and the median price per square foot by city, all under the dashboard's shared filters.
 
-Every choice is a widget bound to a URL parameter (``bind="query-params"``, the parameter named by the widget's key),
-so a copied link reopens the same view. A parameter at its default is left out of the URL; a value no longer offered
-is dropped; a list repeats the parameter. Attributes are named in the URL as the page labels them:
+The filters are the Search page's (:mod:`components.shared_filters`: words, facets, ranges and the floor-plan
+filters, in the address as ``q``, ``type``, ``selling``, ``construction``, ``city``, ``beds``, ``price``…); they are
+shown as removable chips, and type, selling status, construction status and city can be picked here too. Where the
+deployment cannot filter floor plans, the page counts over every matching listing itself.
+
+The page's own choices are widgets bound to URL parameters (``bind="query-params"``, the parameter named by the
+widget's key), so a copied link reopens the same view. A parameter at its default is left out of the URL; a value no
+longer offered is dropped; a list repeats the parameter. Attributes are named in the URL as the page labels them:
 
     facet         the facets counted: ?facet=Selling+status&facet=Builders
     top           values shown per facet
-    type, selling, construction, city
-                  filters on type, selling status, construction status, city or district: ?selling=Selling+Now
     rows, cols    the cross-tab's row and column attributes: ?rows=City+or+district&cols=Selling+status
     bins          bins of the start-price histogram
     min_listings  the fewest listings a city needs to be in the price per square foot chart
@@ -16,18 +19,20 @@ is dropped; a list repeats the parameter. Attributes are named in the URL as the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 
 import altair as alt
 import pandas as pd
 import streamlit as st
 
-from components import api, charts
+from components import api, charts, filter_chips, search_scope, shared_filters
 from components.formatting import cad
+from components.search_scope import SearchScope
 from components.sidebar import PROVINCE_LABELS
-from precon import filters
+from precon import filters, listing_search
 from precon.errors import PreconError
-from precon.models import REFERENCE_FIELDS
+from precon.filter_state import FACET_BY_PARAM, FilterState
+from precon.models import REFERENCE_FIELDS, Listing
 
 FACETS: dict[str, str] = {
     "type": "Type",
@@ -62,12 +67,11 @@ FACETS: dict[str, str] = {
 YES_NO = {"true": "Yes", "false": "No"}
 BOOLEAN_FACETS = frozenset({"isFeatured", "contactForPricing", "hasParking", "hasLocker"})
 DEFAULT_FACETS = ["sellingStatus", "type", "cityOrDistrict", "builders"]
-FILTERS: dict[str, str] = {
-    "type": "type",
-    "selling": "sellingStatus",
-    "construction": "constructionStatus",
-    "city": "cityOrDistrict",
-}
+PICKED = ("type", "selling", "construction")
+"""Shared filters offered here as pills (few values each)."""
+LISTED = ("city",)
+"""Shared filters offered here as a list to pick from (many values)."""
+FILTERS: dict[str, str] = {param: FACET_BY_PARAM[param].attr for param in (*PICKED, *LISTED)}
 MAX_FACET_VALUES = 100  # the API counts at most this many values per facet
 CROSS_TAB_ROWS = 15
 CROSS_TAB_COLUMNS = 20
@@ -111,13 +115,6 @@ def value_labels(facet: str) -> dict[str, str]:
         return {}
 
 
-def describe(selection: Mapping[str, Iterable[str]]) -> str:
-    parts = [
-        f"{label_of(attribute).lower()} {' or '.join(values)}" for attribute, values in selection.items() if values
-    ]
-    return " and ".join(parts)
-
-
 def values_note(counts: Mapping[str, int], shown: int) -> str:
     more = "+" if len(counts) >= MAX_FACET_VALUES else ""
     if shown < len(counts):
@@ -142,21 +139,16 @@ def facet_chart(facet: str, counts: Mapping[str, int], top: int, version: str) -
     )
 
 
-def cross_tab(row: str, column: str, selection: filters.Expr | None, version: str) -> None:
+def cross_tab(row: str, column: str, counted: Counts, version: str) -> None:
     """Listings per (row value, column value): one facet count of the column attribute per top row value."""
     with api.guarded():
-        row_counts = api.call("facet_counts", facets=[row], filter=selection).get(row, {})
+        row_counts = counted.facets([row]).get(row, {})
         if not row_counts:
             st.info(missing_facet(row, version), icon="ℹ️")
             return
         rows = charts.counts_frame(row_counts, value_labels(row), CROSS_TAB_ROWS)
         column_labels = value_labels(column)
-        cells = {
-            value: api.call(
-                "facet_counts", facets=[column], filter=filters.and_(filters.eq(row, value), selection)
-            ).get(column, {})
-            for value in rows["value"]
-        }
+        cells = {value: counted.facets([column], (row, value)).get(column, {}) for value in rows["value"]}
     totals: dict[str, int] = {}
     for counts in cells.values():
         for value, count in counts.items():
@@ -205,6 +197,88 @@ def cross_tab(row: str, column: str, selection: filters.Expr | None, version: st
         f"Each row counts the listings with that {label_of(row).lower()}; *All listings* is all of them, whatever "
         f"their {label_of(column).lower()}. A listing with several values is counted under each."
     )
+
+
+class Counts:
+    """Counts of the listings under the shared filters: asked of the service; or, where it cannot filter floor
+    plans (``scope.local``), counted here over every matching listing, read once with what the page counts."""
+
+    def __init__(self, scope: SearchScope) -> None:
+        self.scope = scope
+        self.matches: list[Listing] | None = None
+        if scope.local:
+            wanted = sorted({*FACETS, *charts.PRICE_ATTRIBUTES})
+            self.matches, _ = listing_search.all_matching(
+                api.backend, scope.text, scope.filter, scope.unit_filter, wanted, unit_supported=False
+            )
+
+    def _unit(self) -> dict[str, filters.Expr]:
+        return {"unit_filter": self.scope.unit_filter} if self.scope.unit_filter is not None else {}
+
+    def total(self) -> int:
+        if self.matches is not None:
+            return len(self.matches)
+        return api.call(
+            "search_listings", per_page=0, search=self.scope.text or None, filter=self.scope.filter, **self._unit()
+        ).total
+
+    def facets(self, names: Sequence[str], where: tuple[str, str] | None = None) -> dict[str, dict[str, int]]:
+        """Counts of each facet's values; ``where`` = (attribute, value) counts only the listings having it."""
+        if self.matches is not None:
+            listings = self.matches
+            if where is not None:
+                attribute, value = where
+                listings = [x for x in listings if value in listing_search.count_facets([x], [attribute])[attribute]]
+            return listing_search.count_facets(listings, names)
+        narrowed = filters.and_(filters.eq(*where), self.scope.filter) if where is not None else self.scope.filter
+        return api.call(
+            "facet_counts", facets=list(names), filter=narrowed, search=self.scope.text or None, **self._unit()
+        )
+
+    def prices(self) -> pd.DataFrame:
+        """Every listing in view with the price charts' attributes."""
+        if self.matches is not None:
+            return charts.listings_frame(self.matches, charts.PRICE_ATTRIBUTES)
+        return charts.listing_values(
+            charts.PRICE_ATTRIBUTES, filter=self.scope.filter, search=self.scope.text or None, what="prices",
+            **self._unit(),
+        )  # fmt: skip
+
+
+def _on_pick(param: str, key: str) -> None:
+    """A pill or list of this page changed: the shared filters take its values (kept in their order)."""
+    picked = [str(v) for v in st.session_state.get(key) or []]
+    state = shared_filters.remembered()
+    kept = [v for v in state.facets.get(param, ()) if v in picked]
+    updated = state.without(param)
+    for value in [*kept, *(v for v in picked if v not in kept)]:
+        updated = updated.with_value(param, value)
+    shared_filters.write(updated)
+
+
+def pick_key(param: str) -> str:
+    return f"facets_pick_{param}"
+
+
+def filter_pickers(state: FilterState, offered: Mapping[str, Mapping[str, int]]) -> None:
+    """Type, selling status and construction status as pills, city as a list: plain values (no counts), each
+    showing the shared filters' values and writing them back when changed."""
+    params = (*PICKED, *LISTED)
+    for place, param in zip(st.columns([2, 1, 1, 2]), params, strict=True):
+        spec = FACET_BY_PARAM[param]
+        chosen = list(state.facets.get(param, ()))
+        options = sorted({*offered.get(spec.attr, {}), *chosen}, key=str.casefold)
+        key = pick_key(param)
+        if st.session_state.get(key) != chosen:
+            st.session_state[key] = chosen
+        if param in PICKED:
+            place.pills(
+                label_of(spec.attr), options, selection_mode="multi", key=key, on_change=_on_pick, args=(param, key)
+            )
+        else:
+            place.multiselect(
+                label_of(spec.attr), options, key=key, on_change=_on_pick, args=(param, key), placeholder="Any"
+            )
 
 
 def start_prices(data: pd.DataFrame, matched: int) -> None:
@@ -284,46 +358,44 @@ def price_per_square_foot(data: pd.DataFrame) -> None:
     st.caption("Listings without a price per square foot (contact for pricing) are left out.")
 
 
+state, problems = shared_filters.current("facets")
 version, province = api.scope()
 where = PROVINCE_LABELS.get(province, province)
 anywhere = "any province" if province == "all" else where
 st.title("Facets")
 st.caption(
-    f"Listings counted by any attribute, under the filters below · {where}. "
+    f"Listings counted by any attribute, under the filters below (the Search and Map pages' too) · {where}. "
     "Every choice is kept in the address bar: copy it to share this view."
 )
+for problem in problems:
+    st.warning(problem, icon="🔗")
 
 with api.guarded():
     offered = api.call("facet_counts", facets=list(FILTERS.values()))
+    scope = search_scope.scope_of(state)
+    names_in_state = filter_chips.reference_names(state)
 
-chosen: dict[str, list[str]] = {}
 with st.container(border=True):
-    for place, (key, attribute) in zip(st.columns(len(FILTERS)), FILTERS.items(), strict=True):
-        counts = offered.get(attribute, {})
-        chosen[attribute] = place.multiselect(
-            label_of(attribute),
-            list(counts),
-            key=key,
-            bind="query-params",
-            placeholder="Any",
-        )
-selection = filters.from_selection(chosen)
+    filter_chips.render(state, prefix="facets", links=("search", "map"), names=names_in_state)
+    filter_pickers(state, offered)
+    if scope.local:
+        st.caption(search_scope.local_note())
 
 with api.guarded():
-    matched = api.call("search_listings", per_page=0, filter=selection).total
+    counted = Counts(scope)
+    matched = counted.total()
+described = filter_chips.describe(state, names_in_state, facet_labels=FACETS)
 if matched == 0:
-    if selection is None:
+    if not described:
         st.info(f"No listings in {anywhere} in this version of the API: choose another in the sidebar.", icon="ℹ️")
     else:
         st.info(
-            f"No listing in {anywhere} has {describe(chosen)}. "
-            "Remove a filter, or choose another province in the sidebar.",
+            f"No listing in {anywhere} has {described}. Remove a filter, or choose another province in the sidebar.",
             icon="ℹ️",
         )
     st.stop()
 st.caption(
-    f"**{matched:,}** {'listing' if matched == 1 else 'listings'} in view"
-    + (f": {describe(chosen)}." if selection is not None else ".")
+    f"**{matched:,}** {'listing' if matched == 1 else 'listings'} in view" + (f": {described}." if described else ".")
 )
 
 st.subheader("Counts per facet")
@@ -336,7 +408,7 @@ if not facets:
     st.info("Choose one or more facets to count the listings by.", icon="ℹ️")
 else:
     with api.guarded():
-        facet_counts = api.call("facet_counts", facets=facets, filter=selection)
+        facet_counts = counted.facets(facets)
         for start in range(0, len(facets), 2):
             for place, facet in zip(st.columns(2, gap="large"), facets[start : start + 2], strict=False):
                 with place:
@@ -354,10 +426,10 @@ column_facet = right.selectbox(
 if row_facet == column_facet:
     st.info("Choose two different attributes for the rows and the columns.", icon="ℹ️")
 else:
-    cross_tab(row_facet, column_facet, selection, version)
+    cross_tab(row_facet, column_facet, counted, version)
 
 with api.guarded():
-    fetched = charts.listing_values(charts.PRICE_ATTRIBUTES, filter=selection, what="prices")
+    fetched = counted.prices()
 
 st.subheader("Start prices")
 start_prices(fetched, matched)
