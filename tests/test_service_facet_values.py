@@ -213,6 +213,7 @@ def test_errors(api: Api) -> None:
         400,
         "facet: 'floorPlans.status' is not an attribute of a v1-lite listing",
     )
+    assert api.ok(lite, KEY_LITE, facet="marketers") == api.ok(PATH, facet="marketers")
     status, message = error(api, KEY_LITE, lite, facet="type", unitFilter="status:Available")
     assert status == 400 and message.startswith("unitFilter: v1-lite has no floor plans")
     assert api.ok(lite, KEY_LITE, facet="builders", facetQuery="dev") == api.ok(

@@ -103,7 +103,7 @@ def _facet_param(call: Call) -> str:
     if name == "*" or "," in name:
         raise bad_request(f"facet: name one facetable attribute, got {name!r}")
     (name,) = facet_names(call, [name])
-    if call.version == LITE_VERSION and name.split(".", 1)[0] not in LITE_FIELDS:
+    if call.version == LITE_VERSION and ATTRIBUTE_ALIASES.get(name, name).split(".", 1)[0] not in LITE_FIELDS:
         raise bad_request(f"facet: {name!r} is not an attribute of a v1-lite listing")
     return name
 
