@@ -164,3 +164,45 @@ def guarded() -> Iterator[None]:
     except PreconError as error:
         show_error(error)
         st.stop()
+
+
+class CachedBackend:
+    """The listing calls of :mod:`precon.listing_search` and :mod:`precon.ordering`, answered through :func:`call`."""
+
+    def search_listings(self, search: str | None = None, **arguments: Any) -> Any:
+        return call("search_listings", search=search, **arguments)
+
+    def multiple_listings(self, ids: Any, **arguments: Any) -> Any:
+        return call("multiple_listings", ids=list(ids), **arguments)
+
+
+backend = CachedBackend()
+UNIT_SUPPORT_TTL_S = 600
+
+
+@st.cache_data(ttl=UNIT_SUPPORT_TTL_S, show_spinner=False)
+def _unit_filter_supported(identity: str, version: str, province: str) -> bool:
+    from precon.listing_search import unit_filter_supported
+
+    return unit_filter_supported(backend)
+
+
+def unit_filter_supported() -> bool:
+    """Whether the deployment filters floor plans itself (``unitFilter``); else the dashboard does (exactly)."""
+    version, province = scope()
+    return _unit_filter_supported(connection().identity, version, province)
+
+
+@st.cache_resource
+def _lacking() -> set[str]:
+    return set()
+
+
+def lacks(operation: str) -> None:
+    """Remembers, for this deployment, that it has no such operation (it answered 404 to the operation's path)."""
+    _lacking().add(f"{connection().identity}:{operation}")
+
+
+def offers(operation: str) -> bool:
+    """False once :func:`lacks` recorded that this deployment has no such operation."""
+    return f"{connection().identity}:{operation}" not in _lacking()

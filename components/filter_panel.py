@@ -1,173 +1,100 @@
-"""The search filters: facets with counts, range sliders bounded by the data, and removable chips — all kept in the URL.
+"""The search filters as refinement lists: facet values with current counts as checkboxes, a search over every value
+of a facet, range sliders bounded by the data, an "available units only" switch, and removable chips.
 
-The filters live in the page's address (see :mod:`components.url_state`), one parameter each:
-
-=============  ==========================  =================================================
-parameter      what                        example
-=============  ==========================  =================================================
-``type``       type (any of)               ``type=Condo,Townhouse``
-``selling``    selling status              ``selling=Selling Now``
-``construction`` construction status       ``construction=Pre Construction``
-``city``       city or district            ``city=Toronto,Mississauga``
-``hood``       neighbourhood               ``hood=The Junction``
-``amenity``    amenities (any of)          ``amenity=Gym,Rooftop Terrace``
-``builder``    builder ids (any of)        ``builder=dckH8MglOSdN23zhhELq``
-``price``      starting price, CAD         ``price=400000..900000``
-``beds``       bedrooms offered            ``beds=2..3``
-``baths``      bathrooms offered           ``baths=2..``
-``size``       unit size offered, sq ft    ``size=600..1200``
-``year``       completion year             ``year=2026..2028``
-=============  ==========================  =================================================
-
-Values of one facet are OR-ed, facets and ranges are AND-ed. Beds, baths and size match a listing that offers any
-unit in the chosen range (its ``min``–``max`` overlaps it); price matches the starting price; year the completion
-year. A slider left at its full extent sets no filter, so listings without that value stay in the results.
-
-The widgets are controlled by the URL: each run sets their values from it, and their callbacks write it back
-(and send the view to the first page of results).
+Every widget shows the :class:`~precon.filter_state.FilterState` it is given and, when changed, writes a new state
+through :mod:`components.shared_filters`. A widget holds a yes/no or a number, never a label: labels and counts are
+drawn afresh on every run from the values and the service's counts, so nothing shown can flow back into the state.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
 
 import streamlit as st
 
-from components import api, url_state
+from components import api, shared_filters
+from components.facet_search import find_values
 from components.formatting import cad, markdown_text
 from precon import filters
-from precon.filters import Expr
+from precon.filter_state import (
+    AVAILABLE_PARAM,
+    FACETS,
+    RANGES,
+    TEXT_PARAM,
+    FacetSpec,
+    FilterState,
+    RangeSpec,
+)
 
 MAX_FACET_VALUES = 100
 """The service returns at most this many values per facet (the most frequent first)."""
-RESET_ON_CHANGE = ("page",)
-"""Parameters a change of filters removes: the view goes back to the first page of results."""
+FIRST_SHOWN = 5
+MORE_STEP = 10
+SEARCHABLE_FROM = 8
+"""A facet with more values than this offers a search box over all of them."""
 NAME_LOOKUP_CHUNK = 40
 """Paths per name lookup: 40 quoted paths keep the ``filterQuery`` well under its 4,096 characters."""
 BOUND_REFINEMENTS = 8
+RESET_ON_CHANGE = ("page",)
+"""Parameters a change of filters removes: the view goes back to the first page of results."""
 
 
-@dataclass(frozen=True)
-class Facet:
-    param: str
-    attr: str
-    label: str
-    collection: str | None = None
-    """For a reference facet: the profile collection its values (paths) point into; the URL holds the ids."""
-
-    def to_url(self, value: str) -> str:
-        prefix = f"{self.collection}/"
-        return value[len(prefix) :] if self.collection and value.startswith(prefix) else value
-
-    def from_url(self, value: str) -> str:
-        return f"{self.collection}/{value}" if self.collection and "/" not in value else value
+# -- changing the state -----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RangeFilter:
-    param: str
-    label: str
-    low_attr: str
-    """Compared with the chosen low end (``low_attr >= low``)."""
-    high_attr: str
-    """Compared with the chosen high end (``high_attr <= high``)."""
-    unit: Literal["price", "count", "size", "year"]
-    help: str
+def change(update: Callable[[FilterState], FilterState]) -> None:
+    """Applies ``update`` to the filters in force and writes the result (back to the first page of results)."""
+    shared_filters.write(update(shared_filters.remembered()))
+    for name in RESET_ON_CHANGE:
+        st.query_params.pop(name, None)
 
 
-FACETS: tuple[Facet, ...] = (
-    Facet("type", "type", "Type"),
-    Facet("selling", "sellingStatus", "Selling status"),
-    Facet("construction", "constructionStatus", "Construction status"),
-    Facet("city", "cityOrDistrict", "City"),
-    Facet("hood", "neighbourhood", "Neighbourhood"),
-    Facet("amenity", "amenities", "Amenities"),
-    Facet("builder", "builders", "Builder", collection="Builders"),
-)
-RANGES: tuple[RangeFilter, ...] = (
-    RangeFilter("price", "Starting price", "startPrice", "startPrice", "price", "The price the listing starts at."),
-    RangeFilter("beds", "Bedrooms", "maxBeds", "minBeds", "count", "Listings offering any unit in this range."),
-    RangeFilter("baths", "Bathrooms", "maxBaths", "minBaths", "count", "Listings offering any unit in this range."),
-    RangeFilter("size", "Size (sq ft)", "maxSize", "minSize", "size", "Listings offering any unit in this range."),
-    RangeFilter(
-        "year",
-        "Completion year",
-        "completionYear",
-        "completionYear",
-        "year",
-        "Listings without a completion year (TBD) are left out once this is narrowed.",
-    ),
-)
-FACET_BY_PARAM = {f.param: f for f in FACETS}
-RANGE_BY_PARAM = {r.param: r for r in RANGES}
-FACET_ATTRS = [f.attr for f in FACETS]
-FILTER_PARAMS = tuple(f.param for f in FACETS) + tuple(r.param for r in RANGES)
-NUMERIC_ATTRS = sorted({a for r in RANGES for a in (r.low_attr, r.high_attr)})
+def _value_key(param: str, value: str) -> str:
+    return f"rf_{param}_{hashlib.sha1(value.encode()).hexdigest()[:12]}"
 
 
-def _plain_number(value: float) -> float | int:
-    """400000.0 → 400000, so filters read ``startPrice >= 400000``."""
-    return int(value) if float(value).is_integer() else float(value)
+def _range_key(param: str) -> str:
+    return f"rf_range_{param}"
 
 
-# -- the selection --------------------------------------------------------------------------------------------
+def _on_toggle(param: str, value: str, key: str) -> None:
+    chosen = bool(st.session_state.get(key))
+    change(lambda state: state.with_value(param, value, chosen))
 
 
-@dataclass(frozen=True)
-class Selection:
-    """The chosen facet values (by parameter; builders as paths) and ranges (by parameter, ``(lo, hi)``)."""
-
-    facets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    ranges: Mapping[str, url_state.Range] = field(default_factory=dict)
-
-    @classmethod
-    def from_url(cls) -> Selection:
-        facets = {f.param: tuple(url_state.get_list(f.param, f.from_url)) for f in FACETS}
-        ranges = {r.param: url_state.get_range(r.param) for r in RANGES}
-        return cls(
-            {k: v for k, v in facets.items() if v},
-            {k: v for k, v in ranges.items() if v != (None, None)},
-        )
-
-    @property
-    def count(self) -> int:
-        """How many filters are on: each facet value, and each narrowed range."""
-        return sum(len(values) for values in self.facets.values()) + len(self.ranges)
-
-    def expression(self, without: str | None = None) -> Expr | None:
-        """The ``filterQuery`` of this selection; ``without`` leaves one facet out (for its own counts)."""
-        facets = {FACET_BY_PARAM[p].attr: list(v) for p, v in self.facets.items() if p != without}
-        ranges: dict[str, tuple[float | None, float | None]] = {}
-        for param, (low, high) in self.ranges.items():
-            spec = RANGE_BY_PARAM[param]
-            for attr, bound, side in ((spec.low_attr, low, 0), (spec.high_attr, high, 1)):
-                if bound is None:
-                    continue
-                current = list(ranges.get(attr, (None, None)))
-                current[side] = _plain_number(bound)
-                ranges[attr] = (current[0], current[1])
-        return filters.from_selection(facets, ranges)
+def _on_range(param: str, options: list[float], key: str) -> None:
+    chosen = st.session_state.get(key)
+    if not isinstance(chosen, tuple | list) or len(chosen) != 2 or not options:
+        return
+    low, high = chosen
+    change(
+        lambda state: state.with_range(param, None if low <= options[0] else low, None if high >= options[-1] else high)
+    )
 
 
-def clear_filters() -> None:
-    url_state.remove(*FILTER_PARAMS, *RESET_ON_CHANGE)
+def _on_available(key: str) -> None:
+    chosen = bool(st.session_state.get(key))
+    change(lambda state: state.with_available(chosen))
 
 
-def _remove_value(param: str, value: str) -> None:
-    facet = FACET_BY_PARAM[param]
-    values = [v for v in url_state.get_list(param, facet.from_url) if v != value]
-    url_state.set_list(param, values, facet.to_url)
-    url_state.remove(*RESET_ON_CHANGE)
+def _show_more(param: str) -> None:
+    st.session_state[f"rf_more_{param}"] = st.session_state.get(f"rf_more_{param}", FIRST_SHOWN) + MORE_STEP
 
 
-def _remove_range(param: str) -> None:
-    url_state.remove(param, *RESET_ON_CHANGE)
+def _show_fewer(param: str) -> None:
+    st.session_state[f"rf_more_{param}"] = FIRST_SHOWN
 
 
-# -- what the data allows ---------------------------------------------------------------------------------------
+def set_widget(key: str, value: object) -> None:
+    """The widget of ``key`` shows ``value`` on this run (set before it is drawn, so the state is the truth)."""
+    if st.session_state.get(key, None) != value:
+        st.session_state[key] = value
+
+
+# -- what the data allows ------------------------------------------------------------------------------------------
 
 
 def _numbers(keys: Iterable[str]) -> list[float]:
@@ -186,7 +113,7 @@ def _extreme(attr: str, start: float, lowest: bool) -> float:
     """The true min (or max) of a numeric facet whose answer was cut at 100 values: asks again below (above)."""
     current = start
     for _ in range(BOUND_REFINEMENTS):
-        beyond = filters.compare(attr, "<" if lowest else ">", _plain_number(current))
+        beyond = filters.compare(attr, "<" if lowest else ">", int(current) if current.is_integer() else current)
         counts = api.call("facet_counts", facets=[attr], filter=beyond).get(attr, {})
         values = _numbers(counts)
         if not values:
@@ -197,11 +124,14 @@ def _extreme(attr: str, start: float, lowest: bool) -> float:
     return current
 
 
-def numeric_bounds() -> dict[str, tuple[float, float]]:
-    """The smallest and largest value of each range filter's attributes in the sidebar's scope, unfiltered.
+NUMERIC_ATTRS = sorted({a for r in RANGES for a in (r.low_attr, r.high_attr)})
 
-    Read from numeric facets (their keys are the values); the service returns the 100 most frequent values of a
-    facet, so a facet with more is asked again for values beyond the extremes seen until it has them all.
+
+def numeric_bounds() -> dict[str, tuple[float, float]]:
+    """The smallest and largest value of each range's attributes in the sidebar's scope, unfiltered.
+
+    Read from numeric facets (their keys are the values); a facet with more than 100 values is asked again for
+    values beyond the extremes seen until it has them all.
     """
     counts = api.call("facet_counts", facets=NUMERIC_ATTRS)
     bounds: dict[str, tuple[float, float]] = {}
@@ -241,17 +171,16 @@ def _price_ladder(low: float, high: float) -> list[float]:
         value = (math.floor(value / step) + 1) * step
 
 
-def slider_options(spec: RangeFilter, bounds: Mapping[str, tuple[float, float]]) -> list[float]:
+def slider_options(spec: RangeSpec, bounds: Mapping[str, tuple[float, float]]) -> list[float]:
     """The stops of a range slider, from the data's smallest to its largest value (rounded outwards)."""
-    low_bound = bounds.get(spec.high_attr)
-    high_bound = bounds.get(spec.low_attr)
+    low_bound, high_bound = bounds.get(spec.high_attr), bounds.get(spec.low_attr)
     if low_bound is None or high_bound is None:
         return []
     low, high = low_bound[0], high_bound[1]
     if high < low:
         return []
     if spec.unit == "price":
-        return _price_ladder(low, high)
+        return _price_ladder(max(low, 0), high)
     if spec.unit == "year":
         return [float(y) for y in range(math.floor(low), math.ceil(high) + 1)]
     step = 0.5 if spec.unit == "count" else _nice_step(high - low, 120)
@@ -259,7 +188,7 @@ def slider_options(spec: RangeFilter, bounds: Mapping[str, tuple[float, float]])
     return [round(i * step, 6) for i in range(first, last + 1)]
 
 
-def format_bound(spec: RangeFilter, value: float | None) -> str:
+def format_bound(spec: RangeSpec, value: float | None) -> str:
     if value is None:
         return "any"
     if spec.unit == "price":
@@ -271,9 +200,9 @@ def format_bound(spec: RangeFilter, value: float | None) -> str:
     return f"{value:g}"
 
 
-def describe_range(spec: RangeFilter, low: float | None, high: float | None) -> str:
+def describe_range(spec: RangeSpec, low: float | None, high: float | None) -> str:
     if low is not None and high is not None:
-        return f"{format_bound(spec, low)} – {format_bound(spec, high)}"
+        return format_bound(spec, low) if low == high else f"{format_bound(spec, low)} – {format_bound(spec, high)}"
     if low is not None:
         return f"≥ {format_bound(spec, low)}"
     return f"≤ {format_bound(spec, high)}"
@@ -310,117 +239,153 @@ def profile_names(paths: Iterable[str], collection: str = "Builders") -> dict[st
     return names
 
 
-def value_label(facet: Facet, value: str, names: Mapping[str, str]) -> str:
+def value_label(facet: FacetSpec, value: str, names: Mapping[str, str]) -> str:
     if facet.collection:
         return names.get(value) or f"{facet.label} {facet.to_url(value)}"
     return value
 
 
-# -- widgets -----------------------------------------------------------------------------------------------------
+# -- widgets -------------------------------------------------------------------------------------------------------
 
 
-def _facet_key(param: str) -> str:
-    return f"search_facet_{param}"
+@dataclass(frozen=True)
+class FacetView:
+    """What one refinement list shows: counts of its values under the other filters, and the names of paths."""
+
+    spec: FacetSpec
+    counts: Mapping[str, int]
+    names: Mapping[str, str]
 
 
-def _range_key(param: str) -> str:
-    return f"search_range_{param}"
-
-
-def show_in_widget(key: str, value: Any) -> None:
-    """Makes the widget of ``key`` show ``value`` (read from the URL) when it holds something else, as after a chip
-    was removed. A widget not made yet shows its default, which its caller sets to the URL's value too."""
-    if key not in st.session_state:
-        return
-    current = st.session_state[key]
-    if isinstance(current, tuple | list) and isinstance(value, tuple | list):
-        same = list(current) == list(value)
-    else:
-        same = current == value
-    if not same:
-        st.session_state[key] = value
-
-
-def _on_facet_change(param: str) -> None:
-    facet = FACET_BY_PARAM[param]
-    url_state.set_list(param, st.session_state.get(_facet_key(param)) or [], facet.to_url)
-    url_state.remove(*RESET_ON_CHANGE)
-
-
-def _on_range_change(param: str, options: list[float]) -> None:
-    chosen = st.session_state.get(_range_key(param))
-    if not isinstance(chosen, tuple | list) or len(chosen) != 2 or not options:
-        return
-    low, high = chosen
-    url_state.set_range(param, None if low <= options[0] else low, None if high >= options[-1] else high)
-    url_state.remove(*RESET_ON_CHANGE)
-
-
-def facet_widget(facet: Facet, selection: Selection, counts: Mapping[str, int], names: Mapping[str, str]) -> None:
-    chosen = list(selection.facets.get(facet.param, ()))
-    options = chosen + [v for v in counts if v not in chosen]
-    key = _facet_key(facet.param)
-    show_in_widget(key, chosen)
-
-    def label(value: str) -> str:
-        return f"{value_label(facet, value, names)} ({counts.get(value, 0):,})"
-
-    st.multiselect(
-        facet.label,
-        options,
-        default=chosen,
-        format_func=label,
+def _checkbox(facet: FacetSpec, value: str, count: int, chosen: bool, names: Mapping[str, str], where: str) -> None:
+    key = _value_key(facet.param, value) + where
+    set_widget(key, chosen)
+    st.checkbox(
+        f"{value_label(facet, value, names)} · {count:,}",
         key=key,
-        on_change=_on_facet_change,
-        args=(facet.param,),
-        placeholder="Any" if options else "No values here",
-        disabled=not options,
+        on_change=_on_toggle,
+        args=(facet.param, value, key),
     )
 
 
-def range_widget(spec: RangeFilter, selection: Selection, bounds: Mapping[str, tuple[float, float]]) -> None:
+def refinement_list(view: FacetView, state: FilterState) -> None:
+    """One facet: its chosen values, then the most frequent others, "show more", and a search over all values."""
+    facet, counts = view.spec, view.counts
+    chosen = list(state.facets.get(facet.param, ()))
+    st.markdown(f"**{facet.label}**")
+    query = ""
+    if len(counts) > SEARCHABLE_FROM or facet.collection:
+        query = st.text_input(
+            f"Find a {facet.label.lower()}",
+            key=f"rf_find_{facet.param}",
+            placeholder=f"Find a {facet.label.lower()}…",
+            label_visibility="collapsed",
+            icon=":material/search:",
+        ).strip()
+    for value in chosen:
+        _checkbox(facet, value, counts.get(value, 0), True, view.names, "")
+    if query:
+        hits = find_values(facet, query, state, dict(counts))
+        shown = [hit for hit in hits.values if hit.value not in chosen]
+        for hit in shown:
+            _checkbox(facet, hit.value, hit.count, False, {**view.names, **hits.names}, "_found")
+        if not shown:
+            st.caption(f"No other {facet.label.lower()} matches “{markdown_text(query)}” here.")
+        elif hits.more:
+            st.caption(f"The first {len(shown)} of {hits.total:,} matches; type more to narrow.")
+        if hits.note:
+            st.caption(hits.note)
+        return
+    limit = st.session_state.get(f"rf_more_{facet.param}", FIRST_SHOWN)
+    others = [v for v in counts if v not in chosen]
+    for value in others[:limit]:
+        _checkbox(facet, value, counts[value], False, view.names, "")
+    if not counts and not chosen:
+        st.caption("No values here.")
+    buttons = st.container(horizontal=True, gap="small")
+    if len(others) > limit:
+        buttons.button(
+            f"Show more ({len(others) - limit:,}{'+' if len(counts) >= MAX_FACET_VALUES else ''})",
+            key=f"rf_more_button_{facet.param}", type="tertiary", on_click=_show_more, args=(facet.param,),
+        )  # fmt: skip
+    if limit > FIRST_SHOWN and others:
+        buttons.button(
+            "Show fewer", key=f"rf_fewer_button_{facet.param}", type="tertiary", on_click=_show_fewer,
+            args=(facet.param,),
+        )  # fmt: skip
+
+
+def range_widget(spec: RangeSpec, state: FilterState, bounds: Mapping[str, tuple[float, float]], help: str) -> None:
     options = slider_options(spec, bounds)
     if len(options) < 2:
         st.caption(f"{spec.label}: no values to choose from here.")
         return
-    low, high = selection.ranges.get(spec.param, (None, None))
+    low, high = state.ranges.get(spec.param, (None, None))
     key = _range_key(spec.param)
     shown = (_snap(options, low, False), _snap(options, high, True))
-    show_in_widget(key, shown)
+    set_widget(key, shown)
     st.select_slider(
         spec.label,
         options=options,
-        value=shown,
+        value=shown,  # a pair makes it a range slider; the state set above is what it shows
         format_func=lambda v: format_bound(spec, v),
         key=key,
-        on_change=_on_range_change,
-        args=(spec.param, options),
-        help=spec.help,
+        on_change=_on_range,
+        args=(spec.param, options, key),
+        help=help,
     )
 
 
+def units_panel(state: FilterState, bounds: Mapping[str, tuple[float, float]], unit_level: bool) -> None:
+    """Bedrooms, bathrooms, size, price and "available units only": one floor plan must meet them all."""
+    help_text = (
+        "Together with the other unit filters, one floor plan must match."
+        if unit_level
+        else "This version of the API has no floor plans: matches the listing's own range."
+    )
+    unit_specs = [s for s in RANGES if s.unit_attr]
+    for column, spec in zip(st.columns(len(unit_specs) + 1, gap="medium"), [*unit_specs, None], strict=True):
+        with column:
+            if spec is not None:
+                range_widget(spec, state, bounds, help_text)
+            else:
+                key = "rf_available"
+                set_widget(key, state.available)
+                st.toggle(
+                    "Available units only",
+                    key=key,
+                    on_change=_on_available,
+                    args=(key,),
+                    disabled=not unit_level,
+                    help="Only floor plans still for sale count." if unit_level else help_text,
+                )
+
+
 def render_panel(
-    selection: Selection,
-    counts: Mapping[str, Mapping[str, int]],
+    state: FilterState,
+    views: Sequence[FacetView],
     bounds: Mapping[str, tuple[float, float]],
-    names: Mapping[str, str],
     *,
+    unit_level: bool = True,
     facets_per_row: int = 4,
 ) -> None:
-    """The filter panel, as rows across the page: facets (each value counted as it would be with the other
-    filters), then the range sliders."""
-    for start in range(0, len(FACETS), facets_per_row):
-        row = FACETS[start : start + facets_per_row]
-        for column, facet in zip(st.columns(facets_per_row), row, strict=False):
+    """The whole panel: refinement lists in rows, then the units and the completion year."""
+    for start in range(0, len(views), facets_per_row):
+        row = views[start : start + facets_per_row]
+        for column, view in zip(st.columns(facets_per_row, gap="medium"), row, strict=False):
             with column:
-                facet_widget(facet, selection, counts.get(facet.attr, {}), names)
-    for column, spec in zip(st.columns(len(RANGES), gap="medium"), RANGES, strict=True):
-        with column:
-            range_widget(spec, selection, bounds)
+                refinement_list(view, state)
+    st.markdown("**Units** — " + ("one floor plan that meets all of these" if unit_level else "the listing's ranges"))
+    units_panel(state, bounds, unit_level)
+    year = next(s for s in RANGES if s.param == "year")
+    left, _ = st.columns([1, 3])
+    with left:
+        range_widget(
+            year, state, bounds, "Listings without a completion year (TBD) are left out once this is narrowed."
+        )
     st.caption(
         "Values of one filter are combined with OR, different filters with AND. Counts show how many results each "
-        "value gives with the other filters. Bedrooms, bathrooms and size match a listing offering any unit in "
-        "the range; a slider left at its full span filters nothing."
+        "value gives with the other filters. A slider left at its full span filters nothing."
     )
 
 
@@ -430,38 +395,55 @@ def render_panel(
 @dataclass(frozen=True)
 class Chip:
     label: str
-    on_click: Callable[..., Any]
-    args: tuple[Any, ...] = ()
+    remove: Callable[[FilterState], FilterState]
 
 
-def chips_for(selection: Selection, names: Mapping[str, str]) -> list[Chip]:
+def chips_for(state: FilterState, names: Mapping[str, str], *, with_text: bool = True) -> list[Chip]:
+    """The filters in force, each with the change that removes it. Labels are for display only."""
     chips = []
+    if with_text and state.text:
+        chips.append(Chip(f"Search: {markdown_text(state.text)}", lambda s: s.without(TEXT_PARAM)))
     for facet in FACETS:
-        for value in selection.facets.get(facet.param, ()):
+        for value in state.facets.get(facet.param, ()):
             text = markdown_text(value_label(facet, value, names))
-            chips.append(Chip(f"{facet.label}: {text}", _remove_value, (facet.param, value)))
+            chips.append(Chip(f"{facet.label}: {text}", _value_remover(facet.param, value)))
     for spec in RANGES:
-        if spec.param in selection.ranges:
-            low, high = selection.ranges[spec.param]
-            text = markdown_text(describe_range(spec, low, high))
-            chips.append(Chip(f"{spec.label}: {text}", _remove_range, (spec.param,)))
+        if spec.param in state.ranges:
+            text = markdown_text(describe_range(spec, *state.ranges[spec.param]))
+            chips.append(Chip(f"{spec.label}: {text}", _param_remover(spec.param)))
+    if state.available:
+        chips.append(Chip("Available units only", _param_remover(AVAILABLE_PARAM)))
     return chips
 
 
-def render_chips(chips: Sequence[Chip], *, clear_all: Callable[[], None] | None = clear_filters) -> None:
-    """The active filters as buttons that remove themselves, and "Clear all"."""
+def _value_remover(param: str, value: str) -> Callable[[FilterState], FilterState]:
+    return lambda state: state.with_value(param, value, False)
+
+
+def _param_remover(param: str) -> Callable[[FilterState], FilterState]:
+    return lambda state: state.without(param)
+
+
+def render_chips(chips: Sequence[Chip], *, key: str = "search_chips", keep_text: bool = True) -> None:
+    """The filters in force as buttons that remove themselves, and "Clear all"."""
     if not chips:
         return
-    with st.container(horizontal=True, gap="small", key="search_chips"):
+    with st.container(horizontal=True, gap="small", key=key):
         for index, chip in enumerate(chips):
             st.button(
                 chip.label,
-                key=f"search_chip_{index}",
+                key=f"{key}_{index}",
                 icon=":material/close:",
                 icon_position="right",
-                on_click=chip.on_click,
-                args=chip.args,
+                on_click=change,
+                args=(chip.remove,),
                 help="Remove this filter",
             )
-        if clear_all is not None and len(chips) > 1:
-            st.button("Clear all", key="search_clear_all", type="tertiary", on_click=clear_all)
+        if len(chips) > 1:
+            st.button(
+                "Clear all",
+                key=f"{key}_clear_all",
+                type="tertiary",
+                on_click=change,
+                args=(lambda state: state.cleared(keep_text=False),),
+            )

@@ -24,6 +24,22 @@ def number_range(low: float | None, high: float | None, unit: str = "") -> str:
     return f"{text(low)}–{text(high)}{unit}"
 
 
+def price_text(price: float | None, contact_for_pricing: bool | None = None) -> str:
+    """A starting price: ``$374,990``; "On request" where the builder gives prices on request; "—" if unknown."""
+    if price:
+        return cad(price)
+    return "On request" if contact_for_pricing else MISSING
+
+
+def size_range(low: float | None, high: float | None) -> str:
+    """``540–1,120`` square feet, thousands separated; "—" if unknown."""
+    if not low and not high:
+        return MISSING
+    if not low or not high or low == high:
+        return f"{(low or high):,.0f}"
+    return f"{low:,.0f}–{high:,.0f}"
+
+
 def price_range(low: float | None, high: float | None) -> str:
     if low is None and high is None:
         return "Contact for pricing"

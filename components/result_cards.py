@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import streamlit as st
 
-from components.formatting import MISSING, completion, listing_url, number_range, price_range
+from components.formatting import MISSING, completion, listing_url, number_range, price_range, size_range
 from precon.models import Listing
 
 Run = tuple[str, bool]
@@ -114,9 +114,10 @@ def array_runs(listing: Listing, name: str, plain: Sequence[str]) -> list[list[R
 
 
 def _facts(listing: Listing, builder_names: Mapping[str, str]) -> list[str]:
-    facts = [
-        f"<b>{safe_text(price_range(listing.startPrice, listing.endPrice))}</b>",
-    ]
+    price = price_range(listing.startPrice or None, listing.endPrice or None)
+    if price == "Contact for pricing" and not listing.contactForPricing:
+        price = MISSING
+    facts = [f"<b>{safe_text(price)}</b>"]
     if listing.averagePricePerSqFeet:
         facts.append(safe_text(f"${listing.averagePricePerSqFeet:,.0f}/sq ft"))
     beds, baths = number_range(listing.minBeds, listing.maxBeds), number_range(listing.minBaths, listing.maxBaths)
@@ -124,9 +125,9 @@ def _facts(listing: Listing, builder_names: Mapping[str, str]) -> list[str]:
         facts.append(safe_text(f"{beds} beds"))
     if baths != MISSING:
         facts.append(safe_text(f"{baths} baths"))
-    size = number_range(listing.minSize, listing.maxSize, " sq ft")
+    size = size_range(listing.minSize, listing.maxSize)
     if size != MISSING:
-        facts.append(safe_text(size))
+        facts.append(safe_text(f"{size} sq ft"))
     facts.append(safe_text(f"Completion {completion(listing)}"))
     builders = [builder_names.get(b, "") if isinstance(b, str) else (b.name or "") for b in listing.builders]
     builders = [b for b in builders if b]
@@ -135,7 +136,9 @@ def _facts(listing: Listing, builder_names: Mapping[str, str]) -> list[str]:
     return facts
 
 
-def card_html(listing: Listing, builder_names: Mapping[str, str] | None = None) -> str:
+def card_html(
+    listing: Listing, builder_names: Mapping[str, str] | None = None, matched: str = "", link: bool = True
+) -> str:
     """The text of one card: name (linking to the listing page), place, status, facts, summary, matches."""
     name_runs = highlighted(listing, "name", listing.name or listing.id or "Unnamed listing")
     href = html.escape(listing_url(listing.id), quote=True)
@@ -143,11 +146,17 @@ def card_html(listing: Listing, builder_names: Mapping[str, str] | None = None) 
     neighbourhood = array_runs(listing, "neighbourhood", listing.neighbourhood)
     status = " · ".join(s for s in (", ".join(listing.type), listing.sellingStatus, listing.constructionStatus) if s)
     place = " · ".join(runs_html(runs) for runs in [place_runs, *neighbourhood] if runs)
+    title = (
+        f'<a href="{href}" target="_self"><b>{runs_html(name_runs)}</b></a>'
+        if link
+        else f"<b>{runs_html(name_runs)}</b>"
+    )
     lines = [
-        f'<div class="precon-card-title"><a href="{href}" target="_self"><b>{runs_html(name_runs)}</b></a></div>',
+        f'<div class="precon-card-title">{title}</div>',
         f'<div style="{MUTED}">{place}</div>',
         f'<div style="{MUTED}">{safe_text(status)}</div>' if status else "",
         f'<div style="{SMALL}">' + " · ".join(_facts(listing, builder_names or {})) + "</div>",
+        f'<div style="{SMALL}"><b>{safe_text(matched)}</b></div>' if matched else "",
     ]
     summary = highlighted(listing, "summary", listing.summary)
     if summary:
@@ -158,8 +167,15 @@ def card_html(listing: Listing, builder_names: Mapping[str, str] | None = None) 
     return "\n".join(line for line in lines if line)
 
 
-def result_cards(listings: Sequence[Listing], builder_names: Mapping[str, str] | None = None) -> None:
-    """The listings as bordered cards, two to a row: cover image beside the text."""
+def result_cards(
+    listings: Sequence[Listing],
+    builder_names: Mapping[str, str] | None = None,
+    *,
+    on_open: Callable[[str], None] | None = None,
+    matched: Callable[[Any], str] | None = None,
+) -> None:
+    """The listings as bordered cards, two to a row: cover image beside the text. With ``on_open``, each card has
+    an "Open listing" button that calls it (the listing opens in this tab, the session kept); else the name links."""
     for start in range(0, len(listings), CARDS_PER_ROW):
         row = st.columns(CARDS_PER_ROW)
         for column, listing in zip(row, listings[start : start + CARDS_PER_ROW], strict=False):
@@ -171,4 +187,14 @@ def result_cards(listings: Sequence[Listing], builder_names: Mapping[str, str] |
                     else:
                         st.caption("No image")
                 with text:
-                    st.markdown(card_html(listing, builder_names), unsafe_allow_html=True)
+                    said = matched(listing.matched_floor_plans) if matched else ""
+                    st.markdown(card_html(listing, builder_names, said, on_open is None), unsafe_allow_html=True)
+                    if on_open is not None and listing.id:
+                        opened = st.button(
+                            "Open listing",
+                            key=f"card_open_{listing.id}",
+                            icon=":material/open_in_new:",
+                            type="tertiary",
+                        )
+                        if opened:  # in the run, not a callback: a page switch is allowed only here
+                            on_open(listing.id)

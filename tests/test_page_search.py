@@ -1,36 +1,56 @@
-"""The search page under AppTest, against the embedded service: every number shown is checked against the client's
-own answer, and the whole view must come back from its address."""
+"""The Search page under AppTest, used the way people use it: journeys of several steps and seeded random sequences
+of actions. After every step the address must hold clean values (never a label or a count), and what the page shows
+(the result count, the counts beside each value, the chips) must equal what the API answers for the same filters."""
 
 from __future__ import annotations
 
 import csv
 import io
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import streamlit as st
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as hs
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from streamlit.testing.v1 import AppTest
 
-from components import url_state
+from components import filter_panel as panel
 from components.api import connection
-from components.filter_panel import Selection
 from components.result_cards import card_html, highlight_runs, runs_html
-from precon import filters
+from precon.filter_state import FACET_BY_PARAM, FACETS, PARAMS, FilterState
+from precon.listing_search import matched_plans
 from precon.models import Listing
 from tests.dashboard_support import (  # noqa: F401
+    DASHBOARD_LISTINGS,
     assert_readable_failure,
     dashboard_data,
     embedded_dashboard,
     failing_service,
     open_page,
     page_text,
+    reset_caches,
 )
+from tests.production_like import production_like_service
 
 SEARCH = "views/search.py"
+COUNT_IN_TEXT = re.compile(r"\(\d[\d,]*\)|·\s*\d")
+ANALYST = {"type": "Condo", "selling": "Selling Now", "beds": "2..", "price": "..800000"}
 
 
 # -- reading the page ---------------------------------------------------------------------------------------------
+
+
+def address(app: AppTest) -> dict[str, str]:
+    return {k: v if isinstance(v, str) else v[-1] for k, v in app.query_params.items()}
+
+
+def shown_state(app: AppTest) -> FilterState:
+    state, problems = FilterState.from_params({k: v for k, v in address(app).items() if k in PARAMS})
+    assert problems == [], problems
+    return state
 
 
 def shown_total(app: AppTest) -> int:
@@ -42,13 +62,22 @@ def shown_total(app: AppTest) -> int:
 
 
 def shown_ids(app: AppTest) -> list[str]:
-    """The listing ids of the table's rows, in order (the name column links to ``./listing?id=<id>#<name>``)."""
-    assert app.dataframe, "no table on the page"
-    return [re.search(r"id=([^#&]+)", link).group(1) for link in app.dataframe[0].value["name"]]  # type: ignore[union-attr]
+    if not app.dataframe:
+        return []
+    return list(app.dataframe[0].value["id"])
 
 
 def chips(app: AppTest) -> list[str]:
-    return [b.label for b in app.button if b.key and b.key.startswith("search_chip_")]
+    return [b.label for b in app.button if b.key and re.fullmatch(r"search_chips_\d+", b.key)]
+
+
+def value_boxes(app: AppTest, param: str) -> dict[str, tuple[str, bool]]:
+    """The refinement list of one facet: value → (label, checked), read back through the keys' digests."""
+    boxes = {b.key: b for b in app.checkbox if b.key and b.key.startswith(f"rf_{param}_")}
+    found = {}
+    for key, box in boxes.items():
+        found[key] = (box.label, box.value)
+    return found
 
 
 def healthy(app: AppTest) -> AppTest:
@@ -57,153 +86,213 @@ def healthy(app: AppTest) -> AppTest:
     return app
 
 
-def client_total(search: str | None = None, expression: Any = None) -> int:
-    return connection().client.search_listings(search, per_page=0, filter=expression).total
+def client() -> Any:
+    return connection().client
 
 
-def every_listing(search: str | None = None, expression: Any = None) -> list[Listing]:
-    return list(connection().client.iter_listings(search, per_page=1000, filter=expression))
-
-
-def reopened(app: AppTest) -> AppTest:
-    """The same view opened from a fresh session with the address ``app`` shows."""
-    query = {k: v if isinstance(v, str) else v[-1] for k, v in app.query_params.items()}
-    return healthy(open_page(SEARCH, query))
-
-
-# -- the page ---------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.usefixtures("embedded_dashboard")
-def test_renders_every_listing_paged_with_the_sidebar() -> None:
-    app = healthy(open_page(SEARCH))
-    total = client_total()
-    assert total > 100
-    assert shown_total(app) == total
-    assert len(shown_ids(app)) == 20
-    text = page_text(app)
-    assert f"Page 1 of {-(-total // 20)}" in text
-    assert re.search(r"\*\*[\d,]+ results\*\* in [\d,]+ ms", text)
-    assert "Connection" in text, "the shared sidebar is missing"
-    assert {m.label for m in app.multiselect} >= {"Type", "Selling status", "City", "Neighbourhood", "Builder"}
-    builders = app.multiselect(key="search_facet_builder").options
-    assert builders and not any("Builders/" in option for option in builders), "builders must read by name"
-
-
-@pytest.mark.usefixtures("embedded_dashboard")
-def test_words_facets_and_chips_narrow_and_the_address_reopens_the_view() -> None:
-    app = healthy(open_page(SEARCH))
-    app.text_input(key="search_q").input("condo").run()
-    healthy(app)
-    words_total = shown_total(app)
-    assert words_total == client_total("condo") < client_total()
-    assert app.query_params["q"] == "condo"
-
-    app.multiselect(key="search_facet_type").select("Condo").run()
-    healthy(app)
-    condos = filters.any_of("type", ["Condo"])
-    assert shown_total(app) == client_total("condo", condos) < words_total
-    assert "Type: Condo" in chips(app)
-    assert app.query_params["type"] == "Condo"
-    # the type facet still offers the other types, counted as they would be if added
-    options = app.multiselect(key="search_facet_type").options
-    assert any(option.startswith("Townhouse (") for option in options), options
-
-    app.selectbox(key="search_sort").select("price_asc").run()
-    app.selectbox(key="search_per").select(50).run()
-    app.button(key="search_next").click().run()
-    healthy(app)
-    assert {"q", "type", "sort", "per", "page"} <= set(app.query_params), app.query_params
-    assert app.query_params["page"] == "2"
-    again = reopened(app)
-    assert shown_total(again) == shown_total(app)
-    assert shown_ids(again) == shown_ids(app)
-    assert again.text_input(key="search_q").value == "condo"
-    assert again.multiselect(key="search_facet_type").value == ["Condo"]
-    assert again.selectbox(key="search_sort").value == "price_asc"
-
-    app.button(key="search_clear_all").click().run()
-    healthy(app)
-    assert shown_total(app) == client_total()
-    assert not chips(app)
-    assert not {"q", "type", "page"} & set(app.query_params)
-    assert app.text_input(key="search_q").value == ""
-    assert app.multiselect(key="search_facet_type").value == []
-
-
-@pytest.mark.usefixtures("embedded_dashboard")
-def test_range_sliders_narrow_and_chips_remove_them() -> None:
-    app = healthy(open_page(SEARCH))
-    price = app.select_slider(key="search_range_price")
-    low, high = price.value
-    assert low < 400_000 < 700_000 < high, "the price slider spans the data"
-    price.set_range(400_000.0, 700_000.0).run()
-    healthy(app)
-    in_range = filters.between("startPrice", 400_000, 700_000)
-    assert shown_total(app) == client_total(None, in_range)
-    assert app.query_params["price"] == "400000..700000"
-    assert any(label.startswith("Starting price:") for label in chips(app))
-
-    app.select_slider(key="search_range_beds").set_range(2.0, 3.0).run()
-    healthy(app)
-    offers_2_to_3 = filters.and_(in_range, filters.compare("maxBeds", ">=", 2), filters.compare("minBeds", "<=", 3))
-    assert shown_total(app) == client_total(None, offers_2_to_3)
-    assert app.query_params["beds"] == "2..3"
-
-    again = reopened(app)
-    assert again.select_slider(key="search_range_price").value == (400_000.0, 700_000.0)
-    assert shown_ids(again) == shown_ids(app)
-
-    price_chip = next(b for b in app.button if b.label.startswith("Starting price:"))
-    price_chip.click().run()
-    healthy(app)
-    assert "price" not in app.query_params
-    assert shown_total(app) == client_total(
-        None, filters.and_(filters.compare("maxBeds", ">=", 2), filters.compare("minBeds", "<=", 3))
+def oracle_total(state: FilterState) -> int:
+    return (
+        client()
+        .search_listings(
+            state.text or None, per_page=0, filter=state.listing_expression(), unit_filter=state.unit_expression()
+        )
+        .total
     )
 
 
-@pytest.mark.usefixtures("embedded_dashboard")
-def test_sorts_are_exact_over_every_match_and_pages_follow() -> None:
-    listings = every_listing()
-    priced = sorted((lst for lst in listings if lst.startPrice), key=lambda lst: lst.startPrice or 0)
-    unpriced = [lst for lst in listings if not lst.startPrice]
+def label_value(label: str) -> tuple[str, int]:
+    name, _, count = label.rpartition(" · ")
+    return name, int(count.replace(",", ""))
 
-    app = healthy(open_page(SEARCH, {"sort": "price_asc"}))
-    assert shown_ids(app) == [lst.id for lst in priced[:20]]
-    app.button(key="search_next").click().run()
+
+def assert_clean(app: AppTest) -> None:
+    """The address holds values only, the chips read without counts, and every number shown is the API's."""
     healthy(app)
-    assert "Page 2 of" in page_text(app)
-    assert shown_ids(app) == [lst.id for lst in priced[20:40]]
-    app.button(key="search_prev").click().run()
-    assert shown_ids(healthy(app)) == [lst.id for lst in priced[:20]]
+    state = shown_state(app)
+    for param, values in state.facets.items():
+        for value in values:
+            assert not COUNT_IN_TEXT.search(value), (param, value)
+    for label in chips(app):
+        assert not COUNT_IN_TEXT.search(label), label
+    assert shown_total(app) == oracle_total(state)
+    assert len(chips(app)) == state.count + (1 if state.text else 0)
+    for facet in FACETS:
+        boxes = value_boxes(app, facet.param)
+        if not boxes:
+            continue
+        others = FilterState(state.text, {p: v for p, v in state.facets.items() if p != facet.param}, state.ranges)
+        others = others.with_available(state.available)
+        counts = client().facet_counts(
+            [facet.attr], filter=others.listing_expression(), unit_filter=others.unit_expression(),
+            search=state.text or None,
+        ).get(facet.attr, {})  # fmt: skip
+        chosen = set(state.facets.get(facet.param, ()))
+        for key, (label, checked) in boxes.items():
+            value = next(v for v in [*counts, *chosen] if key.startswith(panel._value_key(facet.param, v)))
+            assert checked == (value in chosen), (facet.param, value)
+            _, count = label_value(label)
+            assert count == counts.get(value, 0), (facet.param, value, label)
 
-    # the last page of "high to low": the cheapest, then the listings without a price
-    pages = -(-len(listings) // 50)
-    app = healthy(open_page(SEARCH, {"sort": "price_desc", "per": "50", "page": str(pages)}))
-    shown = shown_ids(app)
-    tail = len(listings) - (pages - 1) * 50
-    assert len(shown) == tail
-    assert set(shown[len(shown) - len(unpriced) :]) == {lst.id for lst in unpriced}
-    prices = [lst.startPrice for lst in priced[::-1]][(pages - 1) * 50 : (pages - 1) * 50 + tail - len(unpriced)]
-    by_id = {lst.id: lst.startPrice for lst in listings}
-    assert [by_id[i] for i in shown[: tail - len(unpriced)]] == prices
 
-    newest = sorted(listings, key=lambda lst: lst.updatedAt.timestamp() if lst.updatedAt else 0, reverse=True)
-    app = healthy(open_page(SEARCH, {"sort": "newest", "page": "3"}))
-    assert shown_ids(app) == [lst.id for lst in newest[40:60]]
+def pick(app: AppTest, param: str, value: str) -> AppTest:
+    app.checkbox(key=panel._value_key(param, value)).check().run()
+    return app
 
-    years = sorted((lst for lst in listings if lst.completionYear), key=lambda lst: lst.completionYear or 0)
-    app = healthy(open_page(SEARCH, {"sort": "completion", "per": "100"}))
-    assert [by_year.completionYear for by_year in years[:100]] == [
-        {lst.id: lst.completionYear for lst in listings}[i] for i in shown_ids(app)
-    ]
-    assert "soonest first" in page_text(app)
+
+def first_unchecked(app: AppTest, param: str) -> str:
+    state = shown_state(app)
+    counts = (
+        client()
+        .facet_counts(
+            [FACET_BY_PARAM[param].attr],
+            filter=state.listing_expression(without=param),
+            unit_filter=state.unit_expression(),
+        )
+        .get(FACET_BY_PARAM[param].attr, {})
+    )
+    keys = {b.key for b in app.checkbox if b.key and b.key.startswith(f"rf_{param}_") and not b.value}
+    for value in counts:
+        if panel._value_key(param, value) in keys:
+            return value
+    raise AssertionError(f"no value of {param} to pick")
+
+
+# -- journeys -----------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.usefixtures("embedded_dashboard")
-def test_cards_highlight_the_matched_words_and_csv_downloads_every_match(monkeypatch: pytest.MonkeyPatch) -> None:
-    downloads: list[bytes] = []
+def test_pick_pick_pick_slide_remove_page_sort_keeps_every_value_clean() -> None:
+    app = healthy(open_page(SEARCH))
+    assert_clean(app)
+    pick(app, "type", "Condo")
+    assert_clean(app)
+    assert address(app)["type"] == "Condo"
+    selling = first_unchecked(app, "selling")
+    pick(app, "selling", selling)
+    assert_clean(app)
+    city = first_unchecked(app, "city")
+    pick(app, "city", city)
+    assert_clean(app)
+    assert shown_state(app).facets == {"type": ("Condo",), "selling": (selling,), "city": (city,)}
+    # the next action of any kind must leave the chosen values as they were
+    slider = app.select_slider(key="rf_range_beds")
+    slider.set_value((1.0, slider.value[1])).run()
+    assert_clean(app)
+    assert address(app)["beds"] == "1.."
+    assert shown_state(app).facets == {"type": ("Condo",), "selling": (selling,), "city": (city,)}
+    app.button(key="search_chips_0").click().run()  # Type: Condo
+    assert_clean(app)
+    assert shown_state(app).facets == {"selling": (selling,), "city": (city,)}
+    assert "type" not in address(app)
+    if not app.button(key="search_next").disabled:
+        app.button(key="search_next").click().run()
+        assert_clean(app)
+        assert address(app)["page"] == "2"
+    app.selectbox(key="search_sort").set_value("price_asc").run()
+    assert_clean(app)
+    assert address(app)["sort"] == "price_asc" and "page" not in address(app)
+    assert shown_state(app).facets == {"selling": (selling,), "city": (city,)}
+    app.button(key="search_chips_clear_all").click().run()
+    assert_clean(app)
+    assert not {k for k in address(app) if k in PARAMS}
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_show_more_and_the_search_box_reach_every_builder() -> None:
+    builders = list(client().iter_profiles(collection="Builders", per_page=1000))
+    counts = client().facet_counts(["builders"]).get("builders", {})
+    app = healthy(open_page(SEARCH))
+    shown = len(value_boxes(app, "builder"))
+    app.button(key="rf_more_button_builder").click().run()
+    assert len(value_boxes(healthy(app), "builder")) > shown
+    # a builder with listings but not among the shown values is found by a word of its name
+    listed = {b.path: b for b in builders if b.path in counts}
+    visible = {v for v in counts if panel._value_key("builder", v) in {b.key for b in app.checkbox}}
+    target = next(b for path, b in sorted(listed.items()) if path not in visible)
+    word = target.name.split()[0]
+    app.text_input(key="rf_find_builder").input(word).run()
+    healthy(app)
+    assert not shown_state(app).facets, "searching values selects nothing by itself"
+    key = panel._value_key("builder", target.path) + "_found"
+    box = app.checkbox(key=key)
+    assert target.name in box.label
+    box.check().run()
+    assert_clean(app)
+    assert shown_state(app).facets == {"builder": (target.path,)}
+    assert address(app)["builder"] == target.path.removeprefix("Builders/")
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_bad_values_in_the_address_are_reported_and_the_address_cleaned() -> None:
+    app = healthy(open_page(SEARCH, {"price": "abc", "beds": "9..2", "sort": "cheapest", "type": "Condo"}))
+    warnings = "\n".join(w.value for w in app.warning)
+    assert "“abc” is not a number" in warnings
+    assert "“9..2” runs backwards" in warnings
+    assert "Sort “cheapest”" in warnings
+    assert address(app) == {"type": "Condo"}
+    assert_clean(app)
+    app = healthy(open_page(SEARCH, {"page": "500"}))
+    assert "Page 500 is past the end" in "\n".join(w.value for w in app.warning)
+    assert f"Page {-(-client().search_listings(per_page=0).total // 20)} of" in page_text(app)
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_the_analyst_question_every_result_has_a_matching_plan() -> None:
+    app = healthy(open_page(SEARCH, {**ANALYST, "per": "100"}))
+    assert_analyst_answer(app)
+
+
+def assert_analyst_answer(app: AppTest) -> None:
+    state = shown_state(app)
+    unit = state.unit_expression()
+    assert unit is not None
+    every = list(client().iter_listings(per_page=1000, filter=state.listing_expression()))
+    expected = [lst.id for lst in every if matched_plans(lst, unit).count]
+    assert 0 < len(expected) < len(every), "the answer must differ from the listing-level one"
+    assert shown_total(app) == len(expected)
+    assert sorted(shown_ids(app)) == sorted(expected[:100])
+    units = list(app.dataframe[0].value["units"])
+    assert all(re.match(r"\d+ of \d+ plans match", text) for text in units), units
+    for listing_id in shown_ids(app):
+        plans = client().get_listing(listing_id).floorPlans
+        assert any((p.numberOfBedrooms or 0) >= 2 and p.startPrice and p.startPrice <= 800_000 for p in plans)
+
+
+@pytest.fixture
+def production_like_dashboard(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    with production_like_service(tmp_path_factory.mktemp("standin"), DASHBOARD_LISTINGS) as url:
+        from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID
+
+        monkeypatch.setenv("PRECON_API_URL", url)
+        monkeypatch.setenv("PRECON_API_KEY", DEV_API_KEY)
+        monkeypatch.setenv("PRECON_PRODUCT_ID", DEV_PRODUCT_ID)
+        monkeypatch.setenv("PRECON_CACHE_URL", "memory:")
+        reset_caches()
+        yield url
+        reset_caches()
+
+
+@pytest.mark.usefixtures("production_like_dashboard")
+def test_without_unit_filter_the_dashboard_checks_floor_plans_itself_and_says_so() -> None:
+    app = healthy(open_page(SEARCH, {**ANALYST, "per": "100"}))
+    assert "checked them itself" in page_text(app)
+    state = shown_state(app)
+    every = list(client().iter_listings(per_page=1000, filter=state.listing_expression()))
+    expected = [lst.id for lst in every if matched_plans(lst, state.unit_expression()).count]  # type: ignore[arg-type]
+    assert shown_total(app) == len(expected) > 0
+    assert shown_ids(app) == expected[:100]
+    again = healthy(open_page(SEARCH, address(app)))  # a copied link reopens the same view
+    assert shown_ids(again) == shown_ids(app)
+    # the builder search falls back to finding profiles by name
+    app.text_input(key="rf_find_builder").input("a").run()
+    assert any(b.key.endswith("_found") for b in healthy(app).checkbox if b.key)
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_cards_show_what_matched_and_the_csv_has_every_match_with_links(monkeypatch: pytest.MonkeyPatch) -> None:
+    downloads: list[Any] = []
     original = st.download_button
 
     def keep(label: str, data: Any, *args: Any, **kwargs: Any) -> Any:
@@ -211,54 +300,37 @@ def test_cards_highlight_the_matched_words_and_csv_downloads_every_match(monkeyp
         return original(label, data, *args, **kwargs)
 
     monkeypatch.setattr(st, "download_button", keep)
-    app = healthy(open_page(SEARCH, {"q": "condo", "view": "cards", "type": "Condo", "sort": "price_desc"}))
+    app = healthy(open_page(SEARCH, {"q": "condo", "view": "cards", "beds": "2..", "sort": "price_desc"}))
     cards = [m.value for m in app.markdown if "precon-card-title" in m.value]
-    assert len(cards) == 20
+    assert cards and all("plans match" in card for card in cards)
     assert any("<mark>" in card for card in cards)
-    assert not app.dataframe
-
-    app.button(key="search_prepare_csv").click().run()
-    healthy(app)
-    expected = every_listing("condo", filters.any_of("type", ["Condo"]))
-    assert f"Download CSV ({len(expected):,} listings)" in app.get("download_button")[0].proto.label
-    rows = list(csv.DictReader(io.StringIO(downloads[-1].decode("utf-8-sig"))))
-    assert {row["id"] for row in rows} == {lst.id for lst in expected}
+    rows = list(csv.DictReader(io.StringIO(downloads[-1]().decode("utf-8-sig"))))
+    state = shown_state(app)
+    assert len(rows) == oracle_total(state)
+    assert all(row["link"].endswith(f"/listing?id={row['id']}") for row in rows)
     prices = [float(row["price_from_cad"]) for row in rows if row["price_from_cad"]]
     assert prices == sorted(prices, reverse=True), "the CSV comes in the page's order"
-    assert all(row["builders"] and "Builders/" not in row["builders"] for row in rows if row["builders"])
+    assert all("plans match" in row["matching_plans"] for row in rows)
 
 
 @pytest.mark.usefixtures("embedded_dashboard")
-def test_lite_version_and_a_province() -> None:
-    app = healthy(open_page(SEARCH, {"version": "v1-lite", "q": "condo", "view": "cards"}))
-    assert shown_total(app) == connection().client.search_listings("condo", per_page=0, version="v1-lite").total
-    app = healthy(open_page(SEARCH, {"province": "on", "sort": "price_asc", "per": "100"}))
-    ontario = connection().client.search_listings(per_page=0, province="on").total
-    assert shown_total(app) == ontario < client_total()
-    assert set(app.dataframe[0].value["city"]) <= {
-        lst.cityOrDistrict for lst in connection().client.iter_listings(per_page=1000, province="on")
-    }
+def test_missing_prices_read_on_request_or_unknown_never_none() -> None:
+    app = healthy(open_page(SEARCH, {"per": "100"}))
+    prices = set(app.dataframe[0].value["price"])
+    assert "None" not in prices and "nan" not in prices
+    assert all(p == "On request" or p == "—" or p.startswith("$") for p in prices)
+    assert {"type", "builder", "size"} <= set(app.dataframe[0].value.columns)
 
 
 @pytest.mark.usefixtures("embedded_dashboard")
-def test_an_impossible_search_says_why() -> None:
-    app = healthy(open_page(SEARCH, {"q": "zzqxv", "type": "Condo", "price": "100000..900000"}))
-    assert shown_total(app) == 0
-    said = "\n".join(i.value for i in app.info)
-    assert "No listings match 'zzqxv' with these 2 filters" in said
-    assert "remove a filter" in said
-    app = healthy(open_page(SEARCH, {"q": "zzqxv"}))
-    assert "No listings match 'zzqxv' — check the spelling" in "\n".join(i.value for i in app.info)
-
-
-@pytest.mark.usefixtures("embedded_dashboard")
-def test_nonsense_in_the_address_falls_back_quietly() -> None:
-    nonsense = {"sort": "cheapest", "page": "-4", "per": "7", "view": "grid", "price": "abc..", "beds": ".."}
-    app = healthy(open_page(SEARCH, nonsense))
-    assert shown_total(app) == client_total()
-    assert app.selectbox(key="search_sort").value == "relevance"
-    app = healthy(open_page(SEARCH, {"page": "999"}))
-    assert f"Page {-(-client_total() // 20)} of" in page_text(app)
+def test_lite_version_matches_the_listing_ranges() -> None:
+    app = healthy(open_page(SEARCH, {"version": "v1-lite", "q": "condo", "beds": "2.."}))
+    state = shown_state(app)
+    expected = client().search_listings(
+        "condo", per_page=0, filter=state.listing_expression(unit_level=False), version="v1-lite"
+    )
+    assert shown_total(app) == expected.total
+    assert app.toggle(key="rf_available").disabled
 
 
 @pytest.mark.parametrize(
@@ -271,30 +343,84 @@ def test_failures_are_readable(status: int | None, shown: str, monkeypatch: pyte
         assert_readable_failure(app, shown)
 
 
-# -- the pieces ---------------------------------------------------------------------------------------------------
+# -- seeded random sequences ----------------------------------------------------------------------------------------
 
 
-def test_url_encodings_round_trip() -> None:
-    values = ["Oak, Maple", "back\\slash", "Loft"]
-    assert url_state.decode_list(url_state.encode_list(values)) == values
-    assert url_state.decode_list("a,,b, a") == ["a", "b"]
-    assert url_state.encode_range(400000.0, None) == "400000.."
-    assert url_state.decode_range("..3") == (None, 3.0)
-    assert url_state.decode_range("3..1.5") == (1.5, 3.0)
-    assert url_state.decode_range("x..y") == (None, None)
-    assert url_state.decode_range(url_state.encode_range(1.5, 2.0)) == (1.5, 2.0)
+class SearchSession(RuleBasedStateMachine):
+    """A person clicking around: every step is a real widget action, and the page is checked after each."""
+
+    longest = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        reset_caches()
+        self.app = healthy(open_page(SEARCH))
+        self.steps = 0
+
+    @rule(data=hs.data(), param=hs.sampled_from([f.param for f in FACETS if f.param != "builder"]))
+    def pick_a_value(self, data: hs.DataObject, param: str) -> None:
+        boxes = sorted(k for k, (_, checked) in value_boxes(self.app, param).items() if not checked)
+        if boxes:
+            self.app.checkbox(key=data.draw(hs.sampled_from(boxes))).check().run()
+
+    @rule(data=hs.data())
+    def remove_a_chip(self, data: hs.DataObject) -> None:
+        count = len(chips(self.app))
+        if count:
+            self.app.button(key=f"search_chips_{data.draw(hs.integers(0, count - 1))}").click().run()
+
+    @rule(data=hs.data(), param=hs.sampled_from(["beds", "baths", "price", "size", "year"]))
+    def slide(self, data: hs.DataObject, param: str) -> None:
+        sliders = [s for s in self.app.select_slider if s.key == f"rf_range_{param}"]
+        if sliders:
+            stops = [float(re.sub(r"[^\d.]", "", text)) for text in sliders[0].options]
+            low = data.draw(hs.integers(0, len(stops) - 1))
+            high = data.draw(hs.integers(low, len(stops) - 1))
+            sliders[0].set_value((stops[low], stops[high])).run()
+
+    @rule()
+    def toggle_available(self) -> None:
+        toggle = self.app.toggle(key="rf_available")
+        toggle.set_value(not toggle.value).run()
+
+    @rule(sort=hs.sampled_from(["relevance", "newest", "price_asc", "price_desc", "completion"]))
+    def sort(self, sort: str) -> None:
+        self.app.selectbox(key="search_sort").set_value(sort).run()
+
+    @rule()
+    def next_page(self) -> None:
+        if not self.app.button(key="search_next").disabled:
+            self.app.button(key="search_next").click().run()
+
+    @rule(words=hs.sampled_from(["", "condo", "park", "toronto"]))
+    def type_words(self, words: str) -> None:
+        self.app.text_input(key="search_q").input(words).run()
+
+    @invariant()
+    def clean(self) -> None:
+        assert_clean(self.app)
+        SearchSession.longest = max(SearchSession.longest, self.steps)
+        self.steps += 1
 
 
-def test_the_selection_filters_by_overlap_and_ors_within_a_facet() -> None:
-    selection = Selection(
-        {"type": ("Condo", "Loft"), "builder": ("Builders/abc",)}, {"beds": (2.0, None), "price": (1e5, 5e5)}
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_random_sequences_of_actions_keep_the_state_clean() -> None:
+    from hypothesis.stateful import run_state_machine_as_test
+
+    run_state_machine_as_test(
+        SearchSession,
+        settings=settings(
+            max_examples=3,
+            stateful_step_count=20,
+            deadline=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+        ),
     )
-    query = filters.to_query(selection.expression())
-    assert "type:Condo OR type:Loft" in query
-    assert "maxBeds >= 2" in query and "minBeds" not in query
-    assert "startPrice:100000 TO 500000" in query
-    assert "type" not in filters.to_query(selection.expression(without="type"))
-    assert selection.count == 5
+    assert SearchSession.longest >= 12, f"the longest sequence had only {SearchSession.longest} actions"
+
+
+# -- the pieces ---------------------------------------------------------------------------------------------------
 
 
 def test_highlights_only_ever_let_the_dashboards_own_tags_through() -> None:

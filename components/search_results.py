@@ -1,0 +1,433 @@
+"""The Search page's parts below the filters: the view in the address (sort, page, page size, table or cards), the
+counts that label the refinement lists, the results as a table or cards, paging, and the one-click CSV export."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import pandas as pd
+import streamlit as st
+
+from components import api, shared_filters
+from components import filter_panel as panel
+from components.formatting import completion, markdown_text, number_range, price_text, size_range
+from components.search_scope import SearchScope, scope_of
+from precon import filters, listing_search
+from precon.filter_state import FACETS, FilterState
+from precon.listing_search import SearchOutcome
+from precon.models import PROVINCES, Listing, MatchedFloorPlans
+from precon.ordering import NEWEST_LIMIT, WINDOW, sort_rows
+
+SORTS: dict[str, str] = {
+    "relevance": "Relevance",
+    "newest": "Newest (last updated)",
+    "price_asc": "Price: low to high",
+    "price_desc": "Price: high to low",
+    "completion": "Completion: soonest",
+}
+PAGE_SIZES = (20, 50, 100)
+VIEWS = {"table": "Table", "cards": "Cards"}
+VIEW_PARAMS = ("sort", "page", "per", "view")
+MAX_PAGE = 1_000_000
+LIST_FIELDS = (
+    "listingId", "name", "summary", "type", "sellingStatus", "constructionStatus", "cityOrDistrict",
+    "neighbourhood", "streetName", "fullAddress", "amenities", "country", "coverPhoto", "startPrice", "endPrice",
+    "contactForPricing", "averagePricePerSqFeet", "minBeds", "maxBeds", "minBaths", "maxBaths", "minSize",
+    "maxSize", "completionDate", "completionYear", "completionDateTBD", "builders", "isFeatured", "updatedAt",
+)  # fmt: skip
+NOT_IN_LITE = frozenset({"summary", "amenities"})
+"""v1-lite refuses to be asked for what it does not carry."""
+
+
+# -- the view in the address -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchView:
+    sort: str = "relevance"
+    page: int = 0
+    """Zero-based here; the address counts from 1."""
+    per_page: int = PAGE_SIZES[0]
+    view: str = "table"
+
+    @classmethod
+    def from_url(cls) -> tuple[SearchView, list[str]]:
+        """The view the address names, and what in it could not be used."""
+        problems = []
+        sort = st.query_params.get("sort") or "relevance"
+        if sort not in SORTS:
+            problems.append(f"Sort “{markdown_text(sort)}” is not one of {', '.join(SORTS)}: sorted by relevance.")
+            sort = "relevance"
+        page_text = st.query_params.get("page") or "1"
+        try:
+            page = int(page_text)
+            if not 1 <= page <= MAX_PAGE:
+                raise ValueError
+        except ValueError:
+            problems.append(f"Page “{markdown_text(page_text)}” is not a page number: showing page 1.")
+            page = 1
+        per_text = st.query_params.get("per") or str(PAGE_SIZES[0])
+        per_page = int(per_text) if per_text.isdigit() and int(per_text) in PAGE_SIZES else PAGE_SIZES[0]
+        if str(per_page) != per_text:
+            problems.append(f"{markdown_text(per_text)} per page is not offered: showing {per_page}.")
+        view = st.query_params.get("view") or "table"
+        if view not in VIEWS:
+            problems.append(f"View “{markdown_text(view)}” is not table or cards: showing the table.")
+            view = "table"
+        return cls(sort, page - 1, per_page, view), problems
+
+    def write(self) -> None:
+        defaults = SearchView()
+        for name, value, default in (
+            ("sort", self.sort, defaults.sort),
+            ("page", str(self.page + 1), str(defaults.page + 1)),
+            ("per", str(self.per_page), str(defaults.per_page)),
+            ("view", self.view, defaults.view),
+        ):
+            if value == default:
+                st.query_params.pop(name, None)
+            elif st.query_params.get(name) != value:
+                st.query_params[name] = value
+
+
+def go_to_page(page: int) -> None:
+    if page <= 0:
+        st.query_params.pop("page", None)
+    else:
+        st.query_params["page"] = str(page + 1)
+
+
+def on_text(key: str) -> None:
+    panel.change(lambda state: state.with_text(st.session_state.get(key) or ""))
+
+
+def on_choice(key: str, param: str, default: str) -> None:
+    value = str(st.session_state.get(key) or default)
+    if value == default:
+        st.query_params.pop(param, None)
+    else:
+        st.query_params[param] = value
+    if param != "view":
+        st.query_params.pop("page", None)
+
+
+def list_fields() -> list[str]:
+    """The attributes the table and the cards show, as far as the sidebar's version has them."""
+    version, _ = api.scope()
+    return [name for name in LIST_FIELDS if version != "v1-lite" or name not in NOT_IN_LITE]
+
+
+# -- counts for the refinement lists ----------------------------------------------------------------------------
+
+
+def facet_views(state: FilterState, outcome: SearchOutcome) -> list[panel.FacetView]:
+    """Counts per facet value: with every filter for facets not in use; for a facet in use, with the others only
+    (what each of its values would give if added). A chosen value outside the top 100 is counted too."""
+    views = []
+    names_wanted: list[str] = []
+    for facet in FACETS:
+        counts = dict(outcome.facets.get(facet.attr, {}))
+        chosen = state.facets.get(facet.param, ())
+        if chosen:
+            others = scope_of(state, without=facet.param)
+            _, found = listing_search.total_and_facets(
+                api.backend, others.text, others.filter, others.unit_filter, [facet.attr],
+                unit_supported=others.unit_supported,
+            )  # fmt: skip
+            counts = dict(found.get(facet.attr, {}))
+            missing = [v for v in chosen if v not in counts]
+            if missing:
+                narrowed = filters.and_(others.filter, filters.any_of(facet.attr, missing))
+                _, extra = listing_search.total_and_facets(
+                    api.backend, others.text, narrowed, others.unit_filter, [facet.attr],
+                    unit_supported=others.unit_supported,
+                )  # fmt: skip
+                counts.update({v: c for v, c in extra.get(facet.attr, {}).items() if v in missing})
+        if facet.collection:
+            names_wanted += [*counts, *chosen]
+        views.append(panel.FacetView(facet, counts, {}))
+    names = panel.profile_names(names_wanted)
+    return [panel.FacetView(v.spec, v.counts, names) for v in views]
+
+
+# -- what the page says -----------------------------------------------------------------------------------------
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def nothing_found(state: FilterState) -> str:
+    """Why there are no results, and what to do about it."""
+    _, province = api.scope()
+    said = "No listings match"
+    if state.text:
+        said += f" '{markdown_text(state.text)}'"
+    if state.count:
+        said += f" with {'this filter' if state.count == 1 else f'these {state.count} filters'}"
+    if province in PROVINCES:
+        said += f" in {PROVINCES[province]}"
+    remedies = []
+    if state.count:
+        remedies.append("remove a filter (or clear them all)")
+    if state.text:
+        remedies.append("check the spelling or try fewer words")
+    if province in PROVINCES:
+        remedies.append("choose another province in the sidebar")
+    if not remedies:
+        return "There are no listings in this catalogue yet."
+    remedy = remedies[0] if len(remedies) == 1 else "; ".join(remedies[:-1]) + "; or " + remedies[-1]
+    return f"{said} — {remedy}."
+
+
+def order_caption(view: SearchView, state: FilterState, outcome: SearchOutcome) -> str:
+    if view.sort == "relevance":
+        if state.text:
+            return "Best matches first."
+        return "No search words: featured listings first, then the most recently updated."
+    if view.sort == "newest":
+        if outcome.limited:
+            return (
+                f"Most recently updated first, among the {NEWEST_LIMIT:,} best matches of {outcome.total:,} "
+                "(add words or filters to order them all)."
+            )
+        return "Most recently updated first, over every match."
+    what = "starting price" if view.sort.startswith("price") else "completion year"
+    direction = {"price_desc": "highest first", "completion": "soonest first"}.get(view.sort, "lowest first")
+    return (
+        f"By the listing's {what}, {direction}, over every match (ordered by the dashboard: the API sorts by "
+        f"relevance only); ties in relevance order, listings without a {what} last."
+    )
+
+
+def matched_text(matched: MatchedFloorPlans | None) -> str:
+    """``2 of 7 plans match, from $689,990``."""
+    if matched is None:
+        return ""
+    of = f" of {matched.of}" if matched.of is not None else ""
+    verb = "matches" if matched.count == 1 and not of else "match"
+    price = f", from ${matched.minPrice:,.0f}" if matched.minPrice else ", prices on request"
+    return f"{matched.count}{of} plans {verb}{price}"
+
+
+# -- the results ------------------------------------------------------------------------------------------------
+
+TABLE_COLUMNS: dict[str, Any] = {
+    "id": st.column_config.TextColumn("ID", width=75),
+    "name": st.column_config.TextColumn("Name", width="medium"),
+    "type": st.column_config.TextColumn("Type", width="small"),
+    "city": st.column_config.TextColumn("City", width="small"),
+    "status": st.column_config.TextColumn("Status", width="small"),
+    "builder": st.column_config.TextColumn("Builder", width="small"),
+    "price": st.column_config.TextColumn("Price from", width="small"),
+    "beds": st.column_config.TextColumn("Beds", width=60),
+    "baths": st.column_config.TextColumn("Baths", width=60),
+    "size": st.column_config.TextColumn("Size (sq ft)", width="small"),
+    "units": st.column_config.TextColumn("Matching plans", width="medium"),
+    "completion": st.column_config.TextColumn("Completion", width="small"),
+}
+TABLE_ROW_PX, TABLE_HEADER_PX = 35, 38
+
+
+def _builders(listing: Listing, names: dict[str, str]) -> str:
+    found = [names.get(b, b) if isinstance(b, str) else (b.name or "") for b in listing.builders]
+    return ", ".join(b for b in found if b)
+
+
+def results_frame(listings: Sequence[Listing], names: dict[str, str], with_units: bool) -> pd.DataFrame:
+    rows = [
+        {
+            "id": listing.id,
+            "name": listing.name or listing.id,
+            "type": ", ".join(listing.type) or "—",
+            "city": listing.cityOrDistrict or "—",
+            "status": listing.sellingStatus or "—",
+            "builder": _builders(listing, names) or "—",
+            "price": price_text(listing.startPrice, listing.contactForPricing),
+            "beds": number_range(listing.minBeds, listing.maxBeds),
+            "baths": number_range(listing.minBaths, listing.maxBaths),
+            "size": size_range(listing.minSize, listing.maxSize),
+            "units": matched_text(listing.matched_floor_plans),
+            "completion": completion(listing),
+        }
+        for listing in listings
+    ]
+    columns = [c for c in TABLE_COLUMNS if with_units or c != "units"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def open_listing(listing_id: str) -> None:
+    shared_filters.remember_results("views/search.py", dict(st.query_params.to_dict()))
+    st.switch_page("views/listing.py", query_params={"id": listing_id})
+
+
+def results_table(listings: Sequence[Listing], names: dict[str, str], with_units: bool) -> None:
+    """The page of results; a click on a row opens the listing in this tab."""
+    frame = results_frame(listings, names, with_units)
+    event = st.dataframe(
+        frame,
+        column_config={k: v for k, v in TABLE_COLUMNS.items() if k in frame.columns},
+        hide_index=True,
+        width="stretch",
+        height=TABLE_HEADER_PX + TABLE_ROW_PX * len(frame) + 3,
+        key="search_table",
+        on_select="rerun",
+        selection_mode="single-row",
+    )
+    rows = event.selection.rows if event is not None else []
+    if rows and 0 <= rows[0] < len(listings) and listings[rows[0]].id:
+        open_listing(listings[rows[0]].id or "")
+    st.caption("Click a row to open the listing; the back link there returns to these results.")
+
+
+def pagination(outcome: SearchOutcome, view: SearchView) -> None:
+    pages = max(math.ceil(outcome.total / view.per_page), 1)
+    previous, where, following = st.columns([1, 2, 1], vertical_alignment="center")
+    previous.button(
+        "Previous", key="search_prev", icon=":material/chevron_left:", disabled=outcome.page == 0,
+        on_click=go_to_page, args=(outcome.page - 1,), width="stretch",
+    )  # fmt: skip
+    shown_from = outcome.page * view.per_page + 1
+    shown_to = min((outcome.page + 1) * view.per_page, outcome.total)
+    where.markdown(
+        f"<div style='text-align:center'>Page {outcome.page + 1:,} of {pages:,} · "
+        f"listings {shown_from:,}–{shown_to:,} of {outcome.total:,}</div>",
+        unsafe_allow_html=True,
+    )
+    following.button(
+        "Next", key="search_next", icon=":material/chevron_right:", icon_position="right",
+        disabled=outcome.page + 1 >= pages, on_click=go_to_page, args=(outcome.page + 1,), width="stretch",
+    )  # fmt: skip
+
+
+# -- the CSV ----------------------------------------------------------------------------------------------------
+
+SPREADSHEET_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+CSV_FIELDS = (
+    "listingId", "name", "type", "sellingStatus", "constructionStatus", "cityOrDistrict", "neighbourhood", "state",
+    "fullAddress", "startPrice", "endPrice", "contactForPricing", "averagePricePerSqFeet", "minBeds", "maxBeds",
+    "minBaths", "maxBaths", "minSize", "maxSize", "completionDate", "completionYear", "completionDateTBD",
+    "builders", "updatedAt", "isFeatured",
+)  # fmt: skip
+CsvColumn = tuple[str, Callable[[Listing, dict[str, str], str], Any]]
+CSV_COLUMNS: list[CsvColumn] = [
+    ("id", lambda lst, _, __: lst.id),
+    ("link", lambda lst, _, base: f"{base}/listing?id={quote(lst.id or '')}"),
+    ("name", lambda lst, _, __: lst.name),
+    ("type", lambda lst, _, __: "; ".join(lst.type)),
+    ("selling_status", lambda lst, _, __: lst.sellingStatus),
+    ("construction_status", lambda lst, _, __: lst.constructionStatus),
+    ("city", lambda lst, _, __: lst.cityOrDistrict),
+    ("neighbourhood", lambda lst, _, __: "; ".join(lst.neighbourhood)),
+    ("province", lambda lst, _, __: lst.state),
+    ("address", lambda lst, _, __: lst.fullAddress),
+    ("price_from_cad", lambda lst, _, __: lst.startPrice or None),
+    ("price_to_cad", lambda lst, _, __: lst.endPrice or None),
+    ("contact_for_pricing", lambda lst, _, __: bool(lst.contactForPricing)),
+    ("price_per_sqft_cad", lambda lst, _, __: lst.averagePricePerSqFeet or None),
+    ("beds_min", lambda lst, _, __: lst.minBeds),
+    ("beds_max", lambda lst, _, __: lst.maxBeds),
+    ("baths_min", lambda lst, _, __: lst.minBaths),
+    ("baths_max", lambda lst, _, __: lst.maxBaths),
+    ("size_min_sqft", lambda lst, _, __: lst.minSize),
+    ("size_max_sqft", lambda lst, _, __: lst.maxSize),
+    ("matching_plans", lambda lst, _, __: matched_text(lst.matched_floor_plans) or None),
+    ("completion", lambda lst, _, __: completion(lst)),
+    ("completion_year", lambda lst, _, __: lst.completionYear),
+    ("builders", lambda lst, names, __: "; ".join(names.get(b, b) for b in lst.builders if isinstance(b, str))),
+    ("updated_at", lambda lst, _, __: lst.updatedAt.isoformat() if lst.updatedAt else None),
+]
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(SPREADSHEET_FORMULA_STARTS):
+        return "'" + value  # a spreadsheet must not read a listing's text as a formula
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def csv_bytes(listings: Sequence[Listing], names: dict[str, str], base_url: str) -> bytes:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow([name for name, _ in CSV_COLUMNS])
+    for listing in listings:
+        writer.writerow([_cell(read(listing, names, base_url)) for _, read in CSV_COLUMNS])
+    return ("\ufeff" + out.getvalue()).encode("utf-8")  # the BOM makes Excel read the accents right
+
+
+def app_base_url() -> str:
+    """The dashboard's address without the page, for the CSV's links (``http://host:8501``)."""
+    url = str(st.context.url or "").split("?")[0].rstrip("/")
+    return url.rsplit("/", 1)[0] if url.count("/") > 2 else url
+
+
+def _all_rows(scope: SearchScope, sort: str, backend: Any) -> list[Listing]:
+    """Every match with the CSV's fields, in the page's order."""
+    fields = list(CSV_FIELDS)
+    if scope.local:
+        matches, _ = listing_search.local_matches(backend, scope.text, scope.filter, scope.unit_filter, fields)
+        return sort_rows(matches, sort)
+    extra = {"unit_filter": scope.unit_filter} if scope.unit_filter is not None else {}
+    rows: list[Listing] = []
+    number = 0
+    while True:
+        page = backend.search_listings(
+            scope.text or None, page=number, per_page=WINDOW, filter=scope.filter, retrieve_attributes=fields, **extra
+        )
+        rows += page.results
+        number += 1
+        if len(page.results) < WINDOW or number >= page.pages:
+            return sort_rows(rows, sort)
+
+
+class _ScopedClient:
+    """The connection's client in a fixed version and province: the CSV is made on a thread of its own, where the
+    page's session (and so the sidebar's choice) cannot be read."""
+
+    def __init__(self, version: str, province: str) -> None:
+        self.client = api.connection().client
+        self.version, self.province = version, province
+
+    def search_listings(self, search: str | None = None, **arguments: Any) -> Any:
+        return self.client.search_listings(search, version=self.version, province=self.province, **arguments)
+
+    def multiple_listings(self, ids: Any, **arguments: Any) -> Any:
+        return self.client.multiple_listings(ids, version=self.version, province=self.province, **arguments)
+
+
+def csv_download(scope: SearchScope, sort: str, total: int) -> None:
+    """One click downloads every match as CSV, made when clicked (the button shows it working)."""
+    version, province = api.scope()
+    backend = _ScopedClient(version, province)
+    base_url = app_base_url()
+
+    def make() -> bytes:
+        rows = _all_rows(scope, sort, backend)
+        paths = [b for lst in rows for b in lst.builders if isinstance(b, str)]
+        names: dict[str, str] = {}
+        for start in range(0, len(set(paths)), panel.NAME_LOOKUP_CHUNK):
+            chunk = sorted(set(paths))[start : start + panel.NAME_LOOKUP_CHUNK]
+            found = backend.client.search_profiles(
+                collection="Builders", filter=filters.any_of("path", chunk), per_page=len(chunk),
+                retrieve_attributes=["name", "path"], version=version, province=province,
+            )  # fmt: skip
+            names.update({p.path: p.name for p in found.results if p.path and p.name})
+        return csv_bytes(rows, names, base_url)
+
+    st.download_button(
+        f"Download CSV ({plural(total, 'listing')})",
+        data=make,
+        file_name="precon-search.csv",
+        mime="text/csv",
+        key="search_download_csv",
+        icon=":material/download:",
+        on_click="ignore",
+        help="Every match, in this order, with a link to each listing.",
+    )
