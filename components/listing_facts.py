@@ -98,10 +98,6 @@ def builder_names(listing: Listing) -> str:
     return ", ".join(names) if names else MISSING
 
 
-def company_links(entries: Sequence[Company]) -> str:
-    return ", ".join(link(c.name, c.url) if c.url else markdown_text(c.name) for c in entries)
-
-
 # -- facts --------------------------------------------------------------------------------------------------
 
 
@@ -392,9 +388,20 @@ def render_amenities(listing: Listing) -> None:
 
 
 def render_companies(listing: Listing) -> None:
-    """Each role's companies by name, each name linking to its profile page."""
+    """Each role's companies by name, each name opening its profile page in this tab (the session, and so the way
+    back to the results, kept)."""
     found = companies(listing)
     if not found:
         st.caption("No companies are recorded for this listing.")
         return
-    st.markdown("\n".join(f"- **{label}:** {company_links(entries)}" for label, entries in found.items()))
+    for label, entries in found.items():
+        with st.container(horizontal=True, gap="small", vertical_alignment="center"):
+            st.markdown(f"**{label}:**", width="content")
+            for entry in entries:
+                collection, _, profile_id = (entry.path or "").partition("/")
+                if profile_id:
+                    st.page_link(
+                        "views/profile.py", label=entry.name, query_params={"collection": collection, "id": profile_id}
+                    )
+                else:
+                    st.markdown(markdown_text(entry.name), width="content")

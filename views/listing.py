@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from components import api
+from components import api, shared_filters
 from components.deposits import render_deposits
 from components.floor_plans import render_floor_plans
 from components.formatting import markdown_text
@@ -224,6 +224,7 @@ def render_listing(listing: Listing) -> None:
 
 
 def main() -> None:
+    shared_filters.back_to_results()
     listing_id = requested_id()
     if listing_id is None:
         st.title("Listing")

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import streamlit as st
 
-from components import api, maps
+from components import api, maps, shared_filters
 from components.formatting import markdown_text
 from components.listing_facts import email_address, link, web_address
 from components.listing_table import listing_table
@@ -142,6 +142,7 @@ def render_listings(profile: Profile) -> None:
 
 
 def main() -> None:
+    shared_filters.back_to_results()
     collection, profile_id, unknown_collection = requested()
     if profile_id is None:
         st.title("Company")
