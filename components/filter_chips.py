@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import streamlit as st
 
@@ -33,14 +35,17 @@ PAGES = {
 # -- labels -----------------------------------------------------------------------------------------------------
 
 
-def profile_names(paths: Iterable[str], collection: str = "Builders") -> dict[str, str]:
-    """Profile names by path (``Builders/<id>`` → the builder's name), looked up in cached chunks."""
+def profile_names(
+    paths: Iterable[str], collection: str = "Builders", lookup: Callable[..., Any] | None = None
+) -> dict[str, str]:
+    """Profile names by path (``Builders/<id>`` → the builder's name), looked up in chunks: through the cached
+    layer, or ``lookup`` (a ``search_profiles`` of a client, where the page's session cannot be read)."""
+    search_profiles = lookup or partial(api.call, "search_profiles")
     wanted = sorted({p for p in paths if p and p.startswith(f"{collection}/")})
     names: dict[str, str] = {}
     for start in range(0, len(wanted), NAME_LOOKUP_CHUNK):
         chunk = wanted[start : start + NAME_LOOKUP_CHUNK]
-        page = api.call(
-            "search_profiles",
+        page = search_profiles(
             collection=collection,
             filter=filters.any_of("path", chunk),
             per_page=len(chunk),
@@ -154,11 +159,11 @@ def clear_key(prefix: str) -> str:
 
 
 def _remove(param: str, value: str | None) -> None:
-    shared_filters.write(Chip("", param, value).removed_from(shared_filters.remembered()))
+    shared_filters.change(Chip("", param, value).removed_from)
 
 
 def _clear(keep_text: bool) -> None:
-    shared_filters.write(shared_filters.remembered().cleared(keep_text=keep_text))
+    shared_filters.change(lambda state: state.cleared(keep_text=keep_text))
 
 
 def render(

@@ -10,20 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import streamlit as st
 
 from components import api, shared_filters
 from components.facet_search import find_values
-from components.formatting import cad, markdown_text
+from components.filter_chips import bound_text, value_label
+from components.formatting import markdown_text
 from precon import filters
 from precon.filter_state import (
-    AVAILABLE_PARAM,
-    FACETS,
     RANGES,
-    TEXT_PARAM,
     FacetSpec,
     FilterState,
     RangeSpec,
@@ -35,21 +33,10 @@ FIRST_SHOWN = 5
 MORE_STEP = 10
 SEARCHABLE_FROM = 8
 """A facet with more values than this offers a search box over all of them."""
-NAME_LOOKUP_CHUNK = 40
-"""Paths per name lookup: 40 quoted paths keep the ``filterQuery`` well under its 4,096 characters."""
 BOUND_REFINEMENTS = 8
-RESET_ON_CHANGE = ("page",)
-"""Parameters a change of filters removes: the view goes back to the first page of results."""
 
 
 # -- changing the state -----------------------------------------------------------------------------------------------
-
-
-def change(update: Callable[[FilterState], FilterState]) -> None:
-    """Applies ``update`` to the filters in force and writes the result (back to the first page of results)."""
-    shared_filters.write(update(shared_filters.remembered()))
-    for name in RESET_ON_CHANGE:
-        st.query_params.pop(name, None)
 
 
 def _value_key(param: str, value: str) -> str:
@@ -62,7 +49,7 @@ def _range_key(param: str) -> str:
 
 def _on_toggle(param: str, value: str, key: str) -> None:
     chosen = bool(st.session_state.get(key))
-    change(lambda state: state.with_value(param, value, chosen))
+    shared_filters.change(lambda state: state.with_value(param, value, chosen))
 
 
 def _on_range(param: str, options: list[float], key: str) -> None:
@@ -70,14 +57,14 @@ def _on_range(param: str, options: list[float], key: str) -> None:
     if not isinstance(chosen, tuple | list) or len(chosen) != 2 or not options:
         return
     low, high = chosen
-    change(
+    shared_filters.change(
         lambda state: state.with_range(param, None if low <= options[0] else low, None if high >= options[-1] else high)
     )
 
 
 def _on_available(key: str) -> None:
     chosen = bool(st.session_state.get(key))
-    change(lambda state: state.with_available(chosen))
+    shared_filters.change(lambda state: state.with_available(chosen))
 
 
 def _show_more(param: str) -> None:
@@ -188,26 +175,6 @@ def slider_options(spec: RangeSpec, bounds: Mapping[str, tuple[float, float]]) -
     return [round(i * step, 6) for i in range(first, last + 1)]
 
 
-def format_bound(spec: RangeSpec, value: float | None) -> str:
-    if value is None:
-        return "any"
-    if spec.unit == "price":
-        return cad(value)
-    if spec.unit == "size":
-        return f"{value:,.0f} sq ft"
-    if spec.unit == "year":
-        return f"{value:.0f}"
-    return f"{value:g}"
-
-
-def describe_range(spec: RangeSpec, low: float | None, high: float | None) -> str:
-    if low is not None and high is not None:
-        return format_bound(spec, low) if low == high else f"{format_bound(spec, low)} – {format_bound(spec, high)}"
-    if low is not None:
-        return f"≥ {format_bound(spec, low)}"
-    return f"≤ {format_bound(spec, high)}"
-
-
 def _snap(options: Sequence[float], value: float | None, upward: bool) -> float:
     """The slider stop showing ``value``: the last stop at or below it (first at or above, ``upward``)."""
     if value is None:
@@ -215,34 +182,6 @@ def _snap(options: Sequence[float], value: float | None, upward: bool) -> float:
     if upward:
         return next((o for o in options if o >= value), options[-1])
     return next((o for o in reversed(options) if o <= value), options[0])
-
-
-# -- names of builders --------------------------------------------------------------------------------------------
-
-
-def profile_names(paths: Iterable[str], collection: str = "Builders") -> dict[str, str]:
-    """Profile names by path (``Builders/<id>`` → ``Aspen Ridge Homes``), looked up in cached chunks."""
-    wanted = sorted({p for p in paths if p and p.startswith(f"{collection}/")})
-    names: dict[str, str] = {}
-    for start in range(0, len(wanted), NAME_LOOKUP_CHUNK):
-        chunk = wanted[start : start + NAME_LOOKUP_CHUNK]
-        page = api.call(
-            "search_profiles",
-            collection=collection,
-            filter=filters.any_of("path", chunk),
-            per_page=len(chunk),
-            retrieve_attributes=["name", "path"],
-        )
-        for profile in page.results:
-            if profile.path and profile.name:
-                names[profile.path] = profile.name
-    return names
-
-
-def value_label(facet: FacetSpec, value: str, names: Mapping[str, str]) -> str:
-    if facet.collection:
-        return names.get(value) or f"{facet.label} {facet.to_url(value)}"
-    return value
 
 
 # -- widgets -------------------------------------------------------------------------------------------------------
@@ -328,7 +267,7 @@ def range_widget(spec: RangeSpec, state: FilterState, bounds: Mapping[str, tuple
         spec.label,
         options=options,
         value=shown,  # a pair makes it a range slider; the state set above is what it shows
-        format_func=lambda v: format_bound(spec, v),
+        format_func=lambda v: bound_text(spec, v),
         key=key,
         on_change=_on_range,
         args=(spec.param, options, key),
@@ -387,63 +326,3 @@ def render_panel(
         "Values of one filter are combined with OR, different filters with AND. Counts show how many results each "
         "value gives with the other filters. A slider left at its full span filters nothing."
     )
-
-
-# -- chips ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Chip:
-    label: str
-    remove: Callable[[FilterState], FilterState]
-
-
-def chips_for(state: FilterState, names: Mapping[str, str], *, with_text: bool = True) -> list[Chip]:
-    """The filters in force, each with the change that removes it. Labels are for display only."""
-    chips = []
-    if with_text and state.text:
-        chips.append(Chip(f"Search: {markdown_text(state.text)}", lambda s: s.without(TEXT_PARAM)))
-    for facet in FACETS:
-        for value in state.facets.get(facet.param, ()):
-            text = markdown_text(value_label(facet, value, names))
-            chips.append(Chip(f"{facet.label}: {text}", _value_remover(facet.param, value)))
-    for spec in RANGES:
-        if spec.param in state.ranges:
-            text = markdown_text(describe_range(spec, *state.ranges[spec.param]))
-            chips.append(Chip(f"{spec.label}: {text}", _param_remover(spec.param)))
-    if state.available:
-        chips.append(Chip("Available units only", _param_remover(AVAILABLE_PARAM)))
-    return chips
-
-
-def _value_remover(param: str, value: str) -> Callable[[FilterState], FilterState]:
-    return lambda state: state.with_value(param, value, False)
-
-
-def _param_remover(param: str) -> Callable[[FilterState], FilterState]:
-    return lambda state: state.without(param)
-
-
-def render_chips(chips: Sequence[Chip], *, key: str = "search_chips", keep_text: bool = True) -> None:
-    """The filters in force as buttons that remove themselves, and "Clear all"."""
-    if not chips:
-        return
-    with st.container(horizontal=True, gap="small", key=key):
-        for index, chip in enumerate(chips):
-            st.button(
-                chip.label,
-                key=f"{key}_{index}",
-                icon=":material/close:",
-                icon_position="right",
-                on_click=change,
-                args=(chip.remove,),
-                help="Remove this filter",
-            )
-        if len(chips) > 1:
-            st.button(
-                "Clear all",
-                key=f"{key}_clear_all",
-                type="tertiary",
-                on_click=change,
-                args=(lambda state: state.cleared(keep_text=False),),
-            )

@@ -8,13 +8,14 @@ import io
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
 import pandas as pd
 import streamlit as st
 
-from components import api, shared_filters
+from components import api, filter_chips, shared_filters
 from components import filter_panel as panel
 from components.formatting import completion, markdown_text, number_range, price_text, size_range
 from components.search_scope import SearchScope, scope_of
@@ -104,7 +105,7 @@ def go_to_page(page: int) -> None:
 
 
 def on_text(key: str) -> None:
-    panel.change(lambda state: state.with_text(st.session_state.get(key) or ""))
+    shared_filters.change(lambda state: state.with_text(st.session_state.get(key) or ""))
 
 
 def on_choice(key: str, param: str, default: str) -> None:
@@ -152,7 +153,7 @@ def facet_views(state: FilterState, outcome: SearchOutcome) -> list[panel.FacetV
         if facet.collection:
             names_wanted += [*counts, *chosen]
         views.append(panel.FacetView(facet, counts, {}))
-    names = panel.profile_names(names_wanted)
+    names = filter_chips.profile_names(names_wanted)
     return [panel.FacetView(v.spec, v.counts, names) for v in views]
 
 
@@ -411,15 +412,8 @@ def csv_download(scope: SearchScope, sort: str, total: int) -> None:
     def make() -> bytes:
         rows = _all_rows(scope, sort, backend)
         paths = [b for lst in rows for b in lst.builders if isinstance(b, str)]
-        names: dict[str, str] = {}
-        for start in range(0, len(set(paths)), panel.NAME_LOOKUP_CHUNK):
-            chunk = sorted(set(paths))[start : start + panel.NAME_LOOKUP_CHUNK]
-            found = backend.client.search_profiles(
-                collection="Builders", filter=filters.any_of("path", chunk), per_page=len(chunk),
-                retrieve_attributes=["name", "path"], version=version, province=province,
-            )  # fmt: skip
-            names.update({p.path: p.name for p in found.results if p.path and p.name})
-        return csv_bytes(rows, names, base_url)
+        lookup = partial(backend.client.search_profiles, version=version, province=province)
+        return csv_bytes(rows, filter_chips.profile_names(paths, lookup=lookup), base_url)
 
     st.download_button(
         f"Download CSV ({plural(total, 'listing')})",

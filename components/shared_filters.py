@@ -7,10 +7,14 @@ another, with no filter in its address, takes the session's state and writes it 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from precon.filter_state import PARAMS, FilterState
 
+RESET_ON_CHANGE = ("page",)
+"""Parameters a change of filters removes: a paged view goes back to its first page."""
 SESSION_KEY = "shared_filters"
 PAGE_KEY = "shared_filters_page"
 
@@ -45,6 +49,16 @@ def write(state: FilterState) -> None:
         elif name in st.query_params:
             del st.query_params[name]
     st.session_state[SESSION_KEY] = state
+
+
+def change(update: Callable[[FilterState], FilterState]) -> None:
+    """Applies ``update`` to the filters in force and writes the result (a paged view back to its first page).
+
+    For widget callbacks: they run before the page, so the filters in force are the ones the page last showed.
+    """
+    write(update(remembered()))
+    for name in RESET_ON_CHANGE:
+        st.query_params.pop(name, None)
 
 
 def remembered() -> FilterState:

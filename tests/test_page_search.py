@@ -17,6 +17,7 @@ from hypothesis import strategies as hs
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from streamlit.testing.v1 import AppTest
 
+from components import filter_chips
 from components import filter_panel as panel
 from components.api import connection
 from components.result_cards import card_html, highlight_runs, runs_html
@@ -68,7 +69,11 @@ def shown_ids(app: AppTest) -> list[str]:
 
 
 def chips(app: AppTest) -> list[str]:
-    return [b.label for b in app.button if b.key and re.fullmatch(r"search_chips_\d+", b.key)]
+    return [b.label for b in app.button if b.key and b.key.startswith("search_chip_")]
+
+
+def chip_keys(app: AppTest) -> list[str]:
+    return [b.key for b in app.button if b.key and b.key.startswith("search_chip_")]
 
 
 def value_boxes(app: AppTest, param: str) -> dict[str, tuple[str, bool]]:
@@ -180,7 +185,7 @@ def test_pick_pick_pick_slide_remove_page_sort_keeps_every_value_clean() -> None
     assert_clean(app)
     assert address(app)["beds"] == "1.."
     assert shown_state(app).facets == {"type": ("Condo",), "selling": (selling,), "city": (city,)}
-    app.button(key="search_chips_0").click().run()  # Type: Condo
+    app.button(key=filter_chips.chip_key("search", "type", "Condo")).click().run()
     assert_clean(app)
     assert shown_state(app).facets == {"selling": (selling,), "city": (city,)}
     assert "type" not in address(app)
@@ -192,7 +197,7 @@ def test_pick_pick_pick_slide_remove_page_sort_keeps_every_value_clean() -> None
     assert_clean(app)
     assert address(app)["sort"] == "price_asc" and "page" not in address(app)
     assert shown_state(app).facets == {"selling": (selling,), "city": (city,)}
-    app.button(key="search_chips_clear_all").click().run()
+    app.button(key=filter_chips.clear_key("search")).click().run()
     assert_clean(app)
     assert not {k for k in address(app) if k in PARAMS}
 
@@ -365,9 +370,9 @@ class SearchSession(RuleBasedStateMachine):
 
     @rule(data=hs.data())
     def remove_a_chip(self, data: hs.DataObject) -> None:
-        count = len(chips(self.app))
-        if count:
-            self.app.button(key=f"search_chips_{data.draw(hs.integers(0, count - 1))}").click().run()
+        keys = chip_keys(self.app)
+        if keys:
+            self.app.button(key=data.draw(hs.sampled_from(keys))).click().run()
 
     @rule(data=hs.data(), param=hs.sampled_from(["beds", "baths", "price", "size", "year"]))
     def slide(self, data: hs.DataObject, param: str) -> None:

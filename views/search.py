@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import api, shared_filters
+from components import api, filter_chips, shared_filters
 from components import filter_panel as panel
 from components import search_results as results
 from components.result_cards import result_cards
@@ -53,7 +53,7 @@ with api.guarded(), st.spinner("Searching…"):
     )
     outcome = listing_search.run(api.backend, request, unit_supported=scope.unit_supported)
     facet_views = results.facet_views(state, outcome)
-    names = panel.profile_names(b for lst in outcome.listings for b in lst.builders if isinstance(b, str))
+    names = filter_chips.profile_names(b for lst in outcome.listings for b in lst.builders if isinstance(b, str))
     names.update({k: v for fv in facet_views for k, v in fv.names.items()})
 
 if outcome.page != view.page and outcome.total:
@@ -64,7 +64,7 @@ for problem in problems + view_problems:
 
 with st.expander("Filters", expanded=True, icon=":material/filter_list:", key="search_filters"):
     panel.render_panel(state, facet_views, bounds, unit_level=scope.unit_level)
-panel.render_chips(panel.chips_for(state, names))
+filter_chips.render(state, prefix="search", links=(), names=names)
 
 timing = f" in {outcome.service_ms:,.0f} ms" if outcome.service_ms is not None else ""
 if outcome.ordering_ms is not None:
