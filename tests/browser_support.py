@@ -19,6 +19,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from precon.client import Client
+from precon.service.config import ServiceSettings
+from precon.service.embedded import EmbeddedService
+from precon.service.runtime import DataDirectory
+
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "tests" / "screenshots"
 CHROMIUM_ARGS = [
@@ -63,6 +68,8 @@ class Dashboard:
 def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     chromium_path()
     data_dir = tmp_path_factory.mktemp("browser-data")
+    # The catalogue is made here, before the dashboard starts, so that the oracle reads the same one.
+    DataDirectory.open(ServiceSettings(dev=True, data_dir=data_dir, default_listings=BROWSER_LISTINGS)).close()
     port = _free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("PRECON_API")},
@@ -112,6 +119,13 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def oracle(dashboard: Dashboard) -> Iterator[Client]:
+    """A client of a service over the dashboard's own catalogue: what every number on a page is checked against."""
+    with EmbeddedService(dashboard.data_dir, listings=BROWSER_LISTINGS) as service:
+        yield service.client
 
 
 @pytest.fixture(scope="session")

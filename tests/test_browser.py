@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import parse_qsl, urlparse
 
 import pytest
 from playwright.sync_api import expect
 
+from precon.filter_state import PARAMS, FilterState
 from tests.browser_support import Dashboard, assert_no_exception, screenshot, settle
 
 PAGES = [
@@ -39,44 +41,119 @@ def test_every_page_loads_without_an_exception(
     screenshot(page, f"page-{name.lower()}")
 
 
-def test_search_filter_and_a_copied_link(dashboard: Dashboard, page: Any, browser: Any) -> None:
-    page.goto(f"{dashboard.url}/search")
+def address_params(page: Any) -> dict[str, str]:
+    return dict(parse_qsl(urlparse(page.url).query, keep_blank_values=True))
+
+
+def check_step(page: Any, oracle: Any) -> FilterState:
+    """After a step: the address holds clean values, and the count shown is the service's for those filters."""
     settle(page, "results in")
-    everything = results_total(page)
-    box = page.get_by_placeholder(re.compile("Words in the name"))
-    box.fill("condos")
-    box.press("Enter")
-    expect(page).to_have_url(re.compile(r"q=condos"))
-    settle(page, "results in")
-    searched = results_total(page)
-    assert 0 < searched < everything
-    page.locator('[data-testid="stMultiSelect"]').filter(has_text="Type").first.click()
-    page.get_by_role("option", name=re.compile(r"^Condo \(")).first.click()
-    page.keyboard.press("Escape")
-    expect(page).to_have_url(re.compile(r"type=Condo"))
-    settle(page, "results in")
-    filtered = results_total(page)
-    assert 0 < filtered <= searched
-    assert page.get_by_text(re.compile(r"Type: Condo")).count() >= 1, "a chip for the active filter"
     assert_no_exception(page)
-    screenshot(page, "journey-search-filtered")
+    params = {k: v for k, v in address_params(page).items() if k in PARAMS}
+    state, problems = FilterState.from_params(params)
+    assert problems == [], problems
+    for values in state.facets.values():
+        assert not any(re.search(r"\(\d|·", value) for value in values), values
+    expected = oracle.search_listings(
+        state.text or None, per_page=0, filter=state.listing_expression(), unit_filter=state.unit_expression()
+    ).total
+    assert results_total(page) == expected, (page.url, results_total(page), expected)
+    return state
+
+
+def tick(page: Any, param: str, value: str | None = None) -> str:
+    """Ticks a value in a facet's refinement list (the first unticked one when ``value`` is None); its value."""
+    boxes = page.locator(f".st-key-rf_list_{param}").locator('[data-testid="stCheckbox"]')
+    boxes.first.wait_for()  # drawn a moment after the run ends
+    seen = []
+    for index in range(boxes.count()):
+        box = boxes.nth(index)
+        label = " ".join(box.inner_text().split())
+        name = label.rpartition(" · ")[0]
+        seen.append((label, box.locator("input").is_checked()))
+        if box.locator("input").is_checked() or (value is not None and name != value):
+            continue
+        box.locator("label").click()
+        return name
+    raise AssertionError(f"nothing to tick under {param}: {seen}")
+
+
+def test_search_journey_pick_pick_pick_slide_remove_page_sort(dashboard: Dashboard, page: Any, oracle: Any) -> None:
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    page.goto(f"{dashboard.url}/search")
+    check_step(page, oracle)
+    tick(page, "type", "Condo")
+    expect(page).to_have_url(re.compile(r"type=Condo(&|$)"))
+    check_step(page, oracle)
+    selling = tick(page, "selling")
+    check_step(page, oracle)
+    city = tick(page, "city")
+    state = check_step(page, oracle)
+    assert state.facets == {"type": ("Condo",), "selling": (selling,), "city": (city,)}
+    slider = page.locator('.st-key-rf_range_beds input[type="range"]').first
+    slider.focus()
+    slider.press("ArrowRight")
+    expect(page).to_have_url(re.compile(r"beds="))
+    state = check_step(page, oracle)
+    assert state.facets == {"type": ("Condo",), "selling": (selling,), "city": (city,)}, "values never rewritten"
+    screenshot(page, "journey-search-three-picks-and-beds")
+    page.get_by_role("button", name=re.compile(r"^Type: Condo")).click()
+    expect(page).not_to_have_url(re.compile(r"type="))
+    state = check_step(page, oracle)
+    assert state.facets == {"selling": (selling,), "city": (city,)}
+    next_button = page.get_by_role("button", name="Next")
+    if next_button.is_enabled():
+        next_button.click()
+        expect(page).to_have_url(re.compile(r"page=2"))
+        check_step(page, oracle)
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Sort by").click()
+    page.get_by_role("option", name="Price: low to high").click()
+    expect(page).to_have_url(re.compile(r"sort=price_asc"))
+    state = check_step(page, oracle)
+    assert state.facets == {"selling": (selling,), "city": (city,)}
+    assert_no_exception(page)
+    screenshot(page, "journey-search-sorted")
 
     copied = page.url
-    other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    other = page.context.browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
     other.goto(copied)
-    settle(other, "results in")
-    assert results_total(other) == filtered
-    expect(other.get_by_placeholder(re.compile("Words in the name"))).to_have_value("condos")
-    screenshot(other, "journey-search-copied-link")
+    assert check_step(other, oracle) == state, "a copied link reopens the same view"
     other.context.close()
+
+
+def test_search_words_then_the_analyst_question_then_the_map(dashboard: Dashboard, page: Any, oracle: Any) -> None:
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    page.goto(f"{dashboard.url}/search?type=Condo&beds=2..&price=..800000&per=50")
+    state = check_step(page, oracle)
+    box = page.get_by_placeholder(re.compile("Words in the name"))
+    box.fill("park")
+    box.press("Enter")
+    expect(page).to_have_url(re.compile(r"q=park"))
+    state = check_step(page, oracle)
+    assert state.unit_expression() is not None and state.text == "park"
+    box.fill("")
+    box.press("Enter")
+    state = check_step(page, oracle)
+    page.get_by_role("radio", name="Cards").click() if page.get_by_role("radio", name="Cards").count() else (
+        page.get_by_text("Cards", exact=True).first.click()
+    )
+    expect(page).to_have_url(re.compile(r"view=cards"))
+    check_step(page, oracle)
+    shown = page.get_by_text(re.compile(r"\d+ of \d+ plans match"))
+    assert shown.count() == min(results_total(page), 50)
+    screenshot(page, "journey-search-unit-question")
+    page.get_by_role("link", name="Show on map").click()
+    expect(page).to_have_url(re.compile(r"/map\?.*beds=2"))
+    settle(page, " km of ")
+    assert_no_exception(page)
+    screenshot(page, "journey-search-to-map")
 
 
 def test_open_a_listing_then_follow_its_builder(dashboard: Dashboard, page: Any) -> None:
     page.goto(f"{dashboard.url}/search?view=cards&sort=newest")
     settle(page, "results in")
-    link = page.locator('a[href*="listing?id="]').first
-    name = link.inner_text().strip()
-    link.click()
+    name = page.locator(".precon-card-title").first.inner_text().strip()
+    page.get_by_role("button", name="Open listing").first.click()
     expect(page).to_have_url(re.compile(r"/listing\?id="))
     settle(page, "Floor plans")
     assert page.get_by_role("heading", name=re.compile(re.escape(name[:20]))).count() >= 1

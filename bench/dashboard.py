@@ -1,0 +1,212 @@
+"""How quickly the Search page answers a person, measured in a real browser (Playwright driving Debian's chromium).
+
+    .venv/bin/python bench/dashboard.py [--runs 10] [--listings 2500]
+
+Starts ``streamlit run app.py`` on a loopback port over a catalogue of its own (made before the dashboard starts)
+and measures, ``--runs`` times each:
+
+* **cold load**: a new browser session opens ``/search`` until the results are on the page (timed from outside);
+* **enter**: words typed in the search box, Enter, until the results for them are on the page (new words each time);
+* **facet pick**: a value ticked (or unticked) in a refinement list until the page has rerun with it;
+* **baseline rerun**: "Show more" on a refinement list, a rerun that asks the service nothing new: what any
+  interaction costs in Streamlit and the browser on this machine, measured in the same run.
+
+The other three are timed inside the page, from the key or click event to the page painted after the rerun it
+caused, so the driver's own overhead is not counted. It prints p50 and p95 per action and each p50 as a ratio
+to the baseline's, since absolute times on a shared 2-core machine are noisy. Targets (issue 8): enter p50 ≤ 300 ms, facet pick p50 ≤ 300 ms, cold load p50 ≤ 1.5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from precon.service.config import ServiceSettings  # noqa: E402
+from precon.service.runtime import DataDirectory  # noqa: E402
+
+READY = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]  # fmt: skip
+WORDS = ["park", "condo", "tower", "lofts", "garden", "river", "station", "terrace", "square", "village", "harbour",
+         "west", "north", "east", "south", "king", "queen", "bay", "hill", "grove", "lake", "place"]  # fmt: skip
+TARGETS_MS = {"enter": 300, "facet pick": 300, "cold load": 1500}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_dashboard(data_dir: Path, listings: int) -> tuple[subprocess.Popen[bytes], str]:
+    DataDirectory.open(ServiceSettings(dev=True, data_dir=data_dir, default_listings=listings)).close()
+    port = free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("PRECON_API")},
+        "PRECON_SERVICE_DATA_DIR": str(data_dir),
+        "PRECON_SERVICE_DEFAULT_LISTINGS": str(listings),
+        "PRECON_CACHE_URL": "memory:",
+    }
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+        "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/_stcore/health", timeout=2).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit("streamlit did not start")
+
+
+def wait_rerun(page: Any, url_fragment: str | None = None) -> None:
+    """Until the page's script has rerun (and the address holds ``url_fragment``) and the results are shown."""
+    if url_fragment is not None:
+        page.wait_for_function("f => decodeURIComponent(location.search).includes(f)", arg=url_fragment)
+    else:
+        page.wait_for_timeout(30)
+    page.wait_for_selector(READY)
+    page.get_by_text("results in").first.wait_for()
+
+
+WATCH = """() => {
+    // From the person's input (a key or a click, seen in the capture phase) to the page painted after the rerun
+    // it caused: the script state goes to "running" and back to "notRunning", then two animation frames.
+    window.__answered = new Promise(resolve => {
+        let started = null, sawRunning = false;
+        const mark = () => { if (started === null) started = performance.now(); };
+        document.addEventListener("keydown", e => { if (e.key === "Enter") mark(); }, {capture: true, once: true});
+        document.addEventListener("click", mark, {capture: true, once: true});
+        const app = document.querySelector('[data-testid="stApp"]');
+        const watch = new MutationObserver(() => {
+            const state = app.getAttribute("data-test-script-state");
+            if (state === "running") sawRunning = true;
+            if (sawRunning && state === "notRunning") {
+                watch.disconnect();
+                requestAnimationFrame(() => requestAnimationFrame(() => resolve(performance.now() - started)));
+            }
+        });
+        watch.observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
+    });
+}"""
+
+
+def answered_in(page: Any, action: Callable[[], None]) -> float:
+    """Milliseconds from the input ``action`` makes to the page painted with its answer, timed in the page."""
+    page.evaluate(WATCH)
+    action()
+    elapsed = float(page.evaluate("() => window.__answered"))
+    page.wait_for_selector(READY)
+    return elapsed
+
+
+def timed(action: Callable[[], None]) -> float:
+    started = time.perf_counter()
+    action()
+    return (time.perf_counter() - started) * 1000
+
+
+def measure(url: str, runs: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {"baseline rerun": [], "cold load": [], "enter": [], "facet pick": []}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        warm = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        warm.goto(f"{url}/search")
+        wait_rerun(warm)  # the first load builds the service's indexes: not what a person sees twice
+        warm.context.close()
+        for _ in range(runs):
+            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            page.set_default_timeout(60_000)
+
+            def load(page: Any = page) -> None:
+                page.goto(f"{url}/search")
+                wait_rerun(page)
+
+            times["cold load"].append(timed(load))
+            page.context.close()
+        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        page.set_default_timeout(60_000)
+        page.goto(f"{url}/search")
+        wait_rerun(page)
+        box = page.get_by_placeholder("Words in the name", exact=False)
+        for index in range(runs):
+            words = WORDS[index % len(WORDS)]
+
+            box.fill(words)
+            times["enter"].append(answered_in(page, lambda: box.press("Enter")))
+            wait_rerun(page, f"q={words}")
+        box.fill("")
+        box.press("Enter")
+        wait_rerun(page)
+        for index in range(runs):
+            checkbox = page.locator(".st-key-rf_list_type").locator('[data-testid="stCheckbox"]').nth(index % 2)
+
+            times["facet pick"].append(answered_in(page, checkbox.locator("label").click))
+            wait_rerun(page)
+        for index in range(runs):
+            label = "Show more" if index % 2 == 0 else "Show fewer"
+            button = page.get_by_role("button", name=label).first
+
+            if button.count():
+                times["baseline rerun"].append(answered_in(page, button.click))
+                wait_rerun(page)
+        browser.close()
+    return times
+
+
+def report(times: dict[str, list[float]]) -> str:
+    baseline = statistics.median(times["baseline rerun"]) if times["baseline rerun"] else float("nan")
+    lines = [f"{'action':<16}{'runs':>6}{'p50 ms':>10}{'p95 ms':>10}{'p50 / baseline':>17}{'target p50':>12}"]
+    for action, values in times.items():
+        if not values:
+            continue
+        ordered = sorted(values)
+        p50 = statistics.median(ordered)
+        p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+        target = TARGETS_MS.get(action)
+        lines.append(
+            f"{action:<16}{len(values):>6}{p50:>10.0f}{p95:>10.0f}{p50 / baseline:>16.1f}×"
+            f"{(f'≤ {target}' if target else ''):>12}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--listings", type=int, default=2500)
+    arguments = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="precon-bench-dashboard-") as folder:
+        process, url = start_dashboard(Path(folder), arguments.listings)
+        try:
+            times = measure(url, arguments.runs)
+        finally:
+            process.terminate()
+            process.wait(timeout=15)
+    print(f"Search page, {arguments.listings:,} listings, {arguments.runs} runs per action")
+    print(report(times))
+
+
+if __name__ == "__main__":
+    main()
