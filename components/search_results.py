@@ -207,38 +207,49 @@ def order_caption(view: SearchView, state: FilterState, outcome: SearchOutcome) 
     )
 
 
-def matched_text(matched: MatchedFloorPlans | None) -> str:
-    """``2 of 7 plans match, from $689,990``."""
+def matched_text(matched: MatchedFloorPlans | None, *, compact: bool = False) -> str:
+    """``2 of 7 plans match, from $689,990`` (compact, for a table cell: ``2 of 7 · from $689,990``)."""
     if matched is None:
         return ""
     of = f" of {matched.of}" if matched.of is not None else ""
+    price = f"from ${matched.minPrice:,.0f}" if matched.minPrice else "price on request"
+    if compact:
+        return f"{matched.count}{of} · {price}"
     verb = "matches" if matched.count == 1 and not of else "match"
-    price = f", from ${matched.minPrice:,.0f}" if matched.minPrice else ", prices on request"
-    return f"{matched.count}{of} plans {verb}{price}"
+    return f"{matched.count}{of} plans {verb}, {price}"
 
 
 # -- the results ------------------------------------------------------------------------------------------------
 
 TABLE_COLUMNS: dict[str, Any] = {
-    "id": st.column_config.TextColumn("ID", width=75),
-    "name": st.column_config.TextColumn("Name", width="medium"),
-    "type": st.column_config.TextColumn("Type", width="small"),
-    "city": st.column_config.TextColumn("City", width="small"),
-    "status": st.column_config.TextColumn("Status", width="small"),
-    "builder": st.column_config.TextColumn("Builder", width="small"),
-    "price": st.column_config.TextColumn("Price from", width="small"),
-    "beds": st.column_config.TextColumn("Beds", width=60),
-    "baths": st.column_config.TextColumn("Baths", width=60),
-    "size": st.column_config.TextColumn("Size (sq ft)", width="small"),
-    "units": st.column_config.TextColumn("Matching plans", width="medium"),
-    "completion": st.column_config.TextColumn("Completion", width="small"),
+    "id": None,  # in the data (tests read it), not on the screen
+    "name": st.column_config.TextColumn("Name", width=165),
+    "type": st.column_config.TextColumn("Type", width=80),
+    "city": st.column_config.TextColumn("City", width=95),
+    "status": st.column_config.TextColumn("Status", width=85),
+    "builder": st.column_config.TextColumn("Builder", width=125),
+    "price": st.column_config.TextColumn("Price from", width=90),
+    "rooms": st.column_config.TextColumn("Beds · baths", width=80),
+    "units": st.column_config.TextColumn("Matching plans", width=155),
+    "size": st.column_config.TextColumn("Sq ft", width=85),
+    "completion": st.column_config.TextColumn("Completion", width=95),
 }
+"""Widths that fit a 1280-pixel screen beside the sidebar. With unit filters on, "Matching plans" (how many plans
+meet them, from what price) takes the place of the listing's price and rooms."""
+UNIT_COLUMNS_REPLACE = ("price", "rooms")
 TABLE_ROW_PX, TABLE_HEADER_PX = 35, 38
 
 
-def _builders(listing: Listing, names: dict[str, str]) -> str:
-    found = [names.get(b, b) if isinstance(b, str) else (b.name or "") for b in listing.builders]
-    return ", ".join(b for b in found if b)
+def first_and_more(values: Sequence[str]) -> str:
+    """``Condo +2``: the first value and how many more, for a narrow cell ("—" for none)."""
+    kept = [v for v in values if v]
+    if not kept:
+        return "—"
+    return kept[0] if len(kept) == 1 else f"{kept[0]} +{len(kept) - 1}"
+
+
+def _builders(listing: Listing, names: dict[str, str]) -> list[str]:
+    return [names.get(b, b) if isinstance(b, str) else (b.name or "") for b in listing.builders]
 
 
 def results_frame(listings: Sequence[Listing], names: dict[str, str], with_units: bool) -> pd.DataFrame:
@@ -246,20 +257,21 @@ def results_frame(listings: Sequence[Listing], names: dict[str, str], with_units
         {
             "id": listing.id,
             "name": listing.name or listing.id,
-            "type": ", ".join(listing.type) or "—",
+            "type": first_and_more(listing.type),
             "city": listing.cityOrDistrict or "—",
             "status": listing.sellingStatus or "—",
-            "builder": _builders(listing, names) or "—",
+            "builder": first_and_more(_builders(listing, names)),
             "price": price_text(listing.startPrice, listing.contactForPricing),
-            "beds": number_range(listing.minBeds, listing.maxBeds),
-            "baths": number_range(listing.minBaths, listing.maxBaths),
+            "rooms": f"{number_range(listing.minBeds, listing.maxBeds)} · "
+            f"{number_range(listing.minBaths, listing.maxBaths)}",
             "size": size_range(listing.minSize, listing.maxSize),
-            "units": matched_text(listing.matched_floor_plans),
+            "units": matched_text(listing.matched_floor_plans, compact=True),
             "completion": completion(listing),
         }
         for listing in listings
     ]
-    columns = [c for c in TABLE_COLUMNS if with_units or c != "units"]
+    hidden = UNIT_COLUMNS_REPLACE if with_units else ("units",)
+    columns = [c for c in TABLE_COLUMNS if c not in hidden]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -274,6 +286,7 @@ def results_table(listings: Sequence[Listing], names: dict[str, str], with_units
     event = st.dataframe(
         frame,
         column_config={k: v for k, v in TABLE_COLUMNS.items() if k in frame.columns},
+        column_order=[c for c in frame.columns if TABLE_COLUMNS.get(c) is not None],
         hide_index=True,
         width="stretch",
         height=TABLE_HEADER_PX + TABLE_ROW_PX * len(frame) + 3,

@@ -257,7 +257,7 @@ def assert_analyst_answer(app: AppTest) -> None:
     assert shown_total(app) == len(expected)
     assert sorted(shown_ids(app)) == sorted(expected[:100])
     units = list(app.dataframe[0].value["units"])
-    assert all(re.match(r"\d+ of \d+ plans match", text) for text in units), units
+    assert all(re.match(r"\d+ of \d+ · (from \$[\d,]+|price on request)$", text) for text in units), units
     for listing_id in shown_ids(app):
         plans = client().get_listing(listing_id).floorPlans
         assert any((p.numberOfBedrooms or 0) >= 2 and p.startPrice and p.startPrice <= 800_000 for p in plans)
@@ -324,7 +324,7 @@ def test_missing_prices_read_on_request_or_unknown_never_none() -> None:
     prices = set(app.dataframe[0].value["price"])
     assert "None" not in prices and "nan" not in prices
     assert all(p == "On request" or p == "—" or p.startswith("$") for p in prices)
-    assert {"type", "builder", "size"} <= set(app.dataframe[0].value.columns)
+    assert {"type", "builder", "size", "rooms"} <= set(app.dataframe[0].value.columns)
 
 
 @pytest.mark.usefixtures("embedded_dashboard")
