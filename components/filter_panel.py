@@ -209,15 +209,20 @@ def _checkbox(facet: FacetSpec, value: str, count: int, chosen: bool, names: Map
 
 def refinement_list(view: FacetView, state: FilterState) -> None:
     """One facet: its chosen values, then the most frequent others, "show more", and a search over all values."""
+    with st.container(key=f"rf_list_{view.spec.param}"):
+        _refinement_list(view, state)
+
+
+def _refinement_list(view: FacetView, state: FilterState) -> None:
     facet, counts = view.spec, view.counts
     chosen = list(state.facets.get(facet.param, ()))
     st.markdown(f"**{facet.label}**")
     query = ""
     if len(counts) > SEARCHABLE_FROM or facet.collection:
         query = st.text_input(
-            f"Find a {facet.label.lower()}",
+            f"Search {facet.label.lower()}",
             key=f"rf_find_{facet.param}",
-            placeholder=f"Find a {facet.label.lower()}…",
+            placeholder=f"Search {facet.label.lower()}…",
             label_visibility="collapsed",
             icon=":material/search:",
         ).strip()
