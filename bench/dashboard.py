@@ -13,7 +13,8 @@ and measures, ``--runs`` times each:
 
 The other three are timed inside the page, from the key or click event to the page painted after the rerun it
 caused, so the driver's own overhead is not counted. It prints p50 and p95 per action and each p50 as a ratio
-to the baseline's, since absolute times on a shared 2-core machine are noisy. Targets (issue 8): enter p50 ≤ 300 ms, facet pick p50 ≤ 300 ms, cold load p50 ≤ 1.5 s.
+to the baseline's, since absolute times on a shared 2-core machine are noisy. Targets (issue 8): enter p50
+≤ 300 ms, facet pick p50 ≤ 300 ms, cold load p50 ≤ 1.5 s.
 """
 
 from __future__ import annotations
