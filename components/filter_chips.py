@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import streamlit as st
@@ -35,17 +34,38 @@ PAGES = {
 # -- labels -----------------------------------------------------------------------------------------------------
 
 
+@st.cache_data(ttl=api.DATA_TTL_S, show_spinner=False, max_entries=100)
+def _collection_names(identity: str, version: str, province: str, collection: str) -> dict[str, str]:
+    client = api.connection().client
+    names: dict[str, str] = {}
+    for profile in client.iter_profiles(
+        collection=collection, per_page=1000, retrieve_attributes=["name", "path"], version=version, province=province
+    ):
+        if profile.path and profile.name:
+            names[profile.path] = profile.name
+    return names
+
+
+def collection_names(collection: str) -> dict[str, str]:
+    """``Builders/<id>`` → the builder's name, for every profile of a collection in the sidebar's scope: read once a
+    minute, so that labelling a page's builders asks the service nothing."""
+    version, province = api.scope()
+    return _collection_names(api.connection().identity, version, province, collection)
+
+
 def profile_names(
     paths: Iterable[str], collection: str = "Builders", lookup: Callable[..., Any] | None = None
 ) -> dict[str, str]:
-    """Profile names by path (``Builders/<id>`` → the builder's name), looked up in chunks: through the cached
-    layer, or ``lookup`` (a ``search_profiles`` of a client, where the page's session cannot be read)."""
-    search_profiles = lookup or partial(api.call, "search_profiles")
+    """Profile names by path (``Builders/<id>`` → the builder's name): from :func:`collection_names`, or with
+    ``lookup`` (a client's ``search_profiles``, where the page's session cannot be read) in chunks."""
     wanted = sorted({p for p in paths if p and p.startswith(f"{collection}/")})
+    if lookup is None:
+        known = collection_names(collection)
+        return {path: known[path] for path in wanted if path in known}
     names: dict[str, str] = {}
     for start in range(0, len(wanted), NAME_LOOKUP_CHUNK):
         chunk = wanted[start : start + NAME_LOOKUP_CHUNK]
-        page = search_profiles(
+        page = lookup(
             collection=collection,
             filter=filters.any_of("path", chunk),
             per_page=len(chunk),

@@ -82,25 +82,6 @@ def label_of(facet: str) -> str:
     return FACETS.get(facet, facet)
 
 
-def profile_names(collection: str) -> dict[str, str]:
-    """``Builders/<id>`` → the builder's name, for every profile of a collection in view (cached per page)."""
-    names: dict[str, str] = {}
-    number = 0
-    while True:
-        page = api.call(
-            "search_profiles",
-            collection=collection,
-            per_page=1000,
-            page=number,
-            retrieve_attributes=["name", "path"],
-            sort_by_name="asc",
-        )
-        names.update({profile.path: profile.name for profile in page.results if profile.path and profile.name})
-        number += 1
-        if not page.results or number >= page.pages:
-            return names
-
-
 def value_labels(facet: str) -> dict[str, str]:
     """What to show for a facet's values: names for reference paths, Yes/No for booleans; else the value."""
     if facet in BOOLEAN_FACETS:
@@ -109,7 +90,7 @@ def value_labels(facet: str) -> dict[str, str]:
     if collection is None:
         return {}
     try:
-        return profile_names(collection)
+        return filter_chips.collection_names(collection)
     except PreconError as error:
         st.caption(f"{label_of(facet)} are shown by their ids: their names could not be fetched ({error.message}).")
         return {}
