@@ -115,11 +115,15 @@ NUMERIC_ATTRS = sorted({a for r in RANGES for a in (r.low_attr, r.high_attr)})
 
 
 def numeric_bounds() -> dict[str, tuple[float, float]]:
-    """The smallest and largest value of each range's attributes in the sidebar's scope, unfiltered.
+    """The smallest and largest value of each range's attributes in the sidebar's scope, unfiltered."""
+    version, province = api.scope()
+    return _numeric_bounds(api.connection().identity, version, province)
 
-    Read from numeric facets (their keys are the values); a facet with more than 100 values is asked again for
-    values beyond the extremes seen until it has them all.
-    """
+
+@st.cache_data(ttl=api.DATA_TTL_S, show_spinner=False, max_entries=100)
+def _numeric_bounds(identity: str, version: str, province: str) -> dict[str, tuple[float, float]]:
+    """Read from numeric facets (their keys are the values); a facet with more than 100 values is asked again for
+    values beyond the extremes seen until it has them all. Kept whole, so a rerun looks it up once."""
     counts = api.call("facet_counts", facets=NUMERIC_ATTRS)
     bounds: dict[str, tuple[float, float]] = {}
     for attr in NUMERIC_ATTRS:
