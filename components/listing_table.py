@@ -1,4 +1,5 @@
-"""Listings as a table: cover image, name linking to the listing page, place, status, prices, size, completion."""
+"""Listings as a table: cover image, name, place, status, prices, size, completion. A click on a row opens the
+listing in this tab (the session, and so the way back, kept)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from components.formatting import completion, listing_link_value, number_range
+from components import shared_filters
+from components.formatting import completion, listing_link_value, number_range, price_text
 from precon.models import Listing
 
 COLUMNS = {
@@ -15,25 +17,30 @@ COLUMNS = {
     "name": st.column_config.LinkColumn("Name", display_text=r"#(.*)$", width="large"),
     "city": st.column_config.TextColumn("City"),
     "status": st.column_config.TextColumn("Status"),
-    "price_from": st.column_config.NumberColumn("Price from", format="$%,.0f"),
-    "price_to": st.column_config.NumberColumn("Price to", format="$%,.0f"),
+    "price_from": st.column_config.TextColumn("Price from"),
+    "price_to": st.column_config.TextColumn("Price to"),
     "price_per_sqft": st.column_config.NumberColumn("$/sq ft", format="$%,.0f"),
     "beds": st.column_config.TextColumn("Beds"),
     "baths": st.column_config.TextColumn("Baths"),
     "completion": st.column_config.TextColumn("Completion"),
 }
+SELECTABLE_COLUMNS = {**COLUMNS, "name": st.column_config.TextColumn("Name", width="large")}
+"""Where a click on the row opens the listing, the name is plain text: a link would open another tab."""
 
 
-def listing_frame(listings: Sequence[Listing], extra: dict[str, Sequence[object]] | None = None) -> pd.DataFrame:
-    """One row per listing, in the columns the table shows (and any ``extra`` ones after them)."""
+def listing_frame(
+    listings: Sequence[Listing], extra: dict[str, Sequence[object]] | None = None, *, links: bool = True
+) -> pd.DataFrame:
+    """One row per listing, in the columns the table shows (and any ``extra`` ones after them). ``links``: the name
+    as a link to the listing page (``./listing?id=…#Name``), else the name alone."""
     rows = [
         {
             "cover": listing.coverPhoto.url if listing.coverPhoto else None,
-            "name": listing_link_value(listing),
+            "name": listing_link_value(listing) if links else (listing.name or listing.id),
             "city": listing.cityOrDistrict,
             "status": listing.sellingStatus,
-            "price_from": listing.startPrice,
-            "price_to": listing.endPrice,
+            "price_from": price_text(listing.startPrice, listing.contactForPricing),
+            "price_to": price_text(listing.endPrice, listing.contactForPricing),
             "price_per_sqft": listing.averagePricePerSqFeet or None,
             "beds": number_range(listing.minBeds, listing.maxBeds),
             "baths": number_range(listing.minBaths, listing.maxBaths),
@@ -47,24 +54,37 @@ def listing_frame(listings: Sequence[Listing], extra: dict[str, Sequence[object]
     return frame
 
 
+def open_listing(listing_id: str, opened_from: str) -> None:
+    """The listing page, in this tab; its "Back to results" link returns to ``opened_from`` (a page's script) as it
+    is now. Call it in the page's run, not in a callback: a page switch is allowed only there."""
+    shared_filters.remember_results(opened_from, dict(st.query_params.to_dict()))
+    st.switch_page("views/listing.py", query_params={"id": listing_id})
+
+
 def listing_table(
     listings: Sequence[Listing],
     *,
-    key: str | None = None,
+    key: str,
+    opened_from: str,
     extra: dict[str, Sequence[object]] | None = None,
     extra_config: dict[str, object] | None = None,
     height: int | str = "auto",
 ) -> None:
-    """The table of listings; the name opens the listing page."""
+    """The table of listings; a click on a row opens the listing page in this tab."""
     if not listings:
         return
-    frame = listing_frame(listings, extra)
-    st.dataframe(
+    frame = listing_frame(listings, {**(extra or {}), "id": [listing.id for listing in listings]}, links=False)
+    event = st.dataframe(
         frame,
-        column_config={**COLUMNS, **(extra_config or {})},
+        column_config={**SELECTABLE_COLUMNS, "id": None, **(extra_config or {})},
         hide_index=True,
         width="stretch",
         height=height,
         key=key,
         row_height=48,
+        on_select="rerun",
+        selection_mode="single-row",
     )
+    rows = event.selection.rows if event is not None else []
+    if rows and 0 <= rows[0] < len(listings) and listings[rows[0]].id:
+        open_listing(listings[rows[0]].id or "", opened_from)

@@ -18,6 +18,7 @@ import streamlit as st
 from components import api, filter_chips, shared_filters
 from components import filter_panel as panel
 from components.formatting import completion, markdown_text, number_range, price_text, size_range
+from components.listing_table import open_listing
 from components.search_scope import SearchScope, scope_of
 from precon import filters, listing_search
 from precon.filter_state import FACETS, FilterState
@@ -35,6 +36,7 @@ SORTS: dict[str, str] = {
 PAGE_SIZES = (20, 50, 100)
 VIEWS = {"table": "Table", "cards": "Cards"}
 VIEW_PARAMS = ("sort", "page", "per", "view")
+SEARCH_PAGE = "views/search.py"
 MAX_PAGE = 1_000_000
 LIST_FIELDS = (
     "listingId", "name", "summary", "type", "sellingStatus", "constructionStatus", "cityOrDistrict",
@@ -275,11 +277,6 @@ def results_frame(listings: Sequence[Listing], names: dict[str, str], with_units
     return pd.DataFrame(rows, columns=columns)
 
 
-def open_listing(listing_id: str) -> None:
-    shared_filters.remember_results("views/search.py", dict(st.query_params.to_dict()))
-    st.switch_page("views/listing.py", query_params={"id": listing_id})
-
-
 def results_table(listings: Sequence[Listing], names: dict[str, str], with_units: bool) -> None:
     """The page of results; a click on a row opens the listing in this tab."""
     frame = results_frame(listings, names, with_units)
@@ -296,7 +293,7 @@ def results_table(listings: Sequence[Listing], names: dict[str, str], with_units
     )
     rows = event.selection.rows if event is not None else []
     if rows and 0 <= rows[0] < len(listings) and listings[rows[0]].id:
-        open_listing(listings[rows[0]].id or "")
+        open_listing(listings[rows[0]].id or "", SEARCH_PAGE)
     st.caption("Click a row to open the listing; the back link there returns to these results.")
 
 

@@ -149,6 +149,25 @@ def test_search_words_then_the_analyst_question_then_the_map(dashboard: Dashboar
     screenshot(page, "journey-search-to-map")
 
 
+def test_a_row_opens_its_listing_in_this_tab_and_back_returns_to_the_results(dashboard: Dashboard, page: Any) -> None:
+    page.goto(f"{dashboard.url}/search?type=Condo&sort=price_asc&page=2")
+    settle(page, "results in")
+    results_url = page.url
+    table = page.locator('[data-testid="stDataFrame"]').first
+    table.scroll_into_view_if_needed()
+    page.wait_for_timeout(1000)  # the grid draws on a canvas a moment after it is placed
+    box = table.bounding_box()
+    page.mouse.click(box["x"] + 15, box["y"] + 55)  # the first row's selection cell
+    expect(page).to_have_url(re.compile(r"/listing\?id="))
+    settle(page, "Floor plans")
+    assert_no_exception(page)
+    assert len(page.context.pages) == 1, "the listing opened in the same tab"
+    page.get_by_role("link", name="Back to results").click()
+    expect(page).to_have_url(re.compile(r"/search\?"))
+    settle(page, "results in")
+    assert address_params(page) == dict(parse_qsl(urlparse(results_url).query)), "the same results again"
+
+
 def test_open_a_listing_then_follow_its_builder(dashboard: Dashboard, page: Any) -> None:
     page.goto(f"{dashboard.url}/search?view=cards&sort=newest")
     settle(page, "results in")

@@ -110,7 +110,7 @@ st.caption("The listings viewed most in the last days: a view counts half as muc
 with api.guarded():
     trending = api.call("trending_listings", per_page=TABLE_ROWS).results
 if trending:
-    listing_table(trending, key="home_trending", height=TABLE_HEIGHT)
+    listing_table(trending, opened_from="views/home.py", key="home_trending", height=TABLE_HEIGHT)
 else:
     st.info("No listings to rank here yet.", icon="ℹ️")
 
@@ -120,6 +120,7 @@ with api.guarded():
     recent = recently_updated(TABLE_ROWS)
 listing_table(
     recent,
+    opened_from="views/home.py",
     key="home_recent",
     extra={"updated": [listing.updatedAt.date() if listing.updatedAt else None for listing in recent]},
     extra_config={"updated": st.column_config.DateColumn("Updated", format="MMM D, YYYY", pinned=True)},

@@ -127,7 +127,7 @@ def render_finder() -> None:
         disabled=chosen is None,
         width="stretch",
     )
-    listing_table(found, key="listing_finder_table")
+    listing_table(found, opened_from="views/listing.py", key="listing_finder_table")
 
 
 def render_not_found(listing_id: str) -> None:
@@ -217,7 +217,7 @@ def render_listing(listing: Listing) -> None:
     if similar_error is not None:
         api.show_error(similar_error)
     elif similar:
-        listing_table(similar, key="listing_similar")
+        listing_table(similar, opened_from="views/listing.py", key="listing_similar")
     else:
         st.caption("No similar listings were found.")
     st.page_link("views/listing.py", label="Find another listing", icon="🔎")

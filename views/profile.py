@@ -138,7 +138,7 @@ def render_listings(profile: Profile) -> None:
         view.zoom = max(2.0, view.zoom - MAP_MARGIN_ZOOM) if len(placed) > 1 else min(view.zoom, 12.0)
         st.pydeck_chart(maps.deck([maps.points_layer(placed)], view, basemap=False), height=380)
         st.caption("Dots: green selling now, yellow pending, red sold out.")
-    listing_table(found, key="profile_listings")
+    listing_table(found, opened_from="views/profile.py", key="profile_listings")
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ import streamlit as st
 from components import api, filter_chips, shared_filters
 from components import filter_panel as panel
 from components import search_results as results
+from components.listing_table import open_listing
 from components.result_cards import result_cards
 from components.search_scope import local_note, scope_of
 from precon import listing_search
@@ -97,7 +98,12 @@ if not outcome.total:
     st.stop()
 st.caption(results.order_caption(view, state, outcome))
 if view.view == "cards":
-    result_cards(outcome.listings, names, on_open=results.open_listing, matched=results.matched_text)
+    result_cards(
+        outcome.listings,
+        names,
+        on_open=lambda listing_id: open_listing(listing_id, results.SEARCH_PAGE),
+        matched=results.matched_text,
+    )
 else:
     results.results_table(outcome.listings, names, with_units=scope.unit_filter is not None)
 results.pagination(outcome, view)
