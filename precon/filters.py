@@ -795,6 +795,20 @@ def from_selection(
     return and_(*(c[2] for c in clauses))
 
 
+def numeric_bounds(expr: Compare | Range) -> tuple[float, float]:
+    """The inclusive bounds a comparison (not ``!=``) or range allows."""
+    if isinstance(expr, Range):
+        return float(expr.low), float(expr.high)
+    value = float(expr.value)
+    return {
+        "=": (value, value),
+        "<": (-math.inf, math.nextafter(value, -math.inf)),
+        "<=": (-math.inf, value),
+        ">": (math.nextafter(value, math.inf), math.inf),
+        ">=": (value, math.inf),
+    }[expr.op]
+
+
 def attributes(expr: Expr | None) -> set[str]:
     """The attribute paths ``expr`` uses."""
     found: set[str] = set()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from precon.filters import And, Compare, Expr, Match, Not, Or, Range, fold_text
+from precon.filters import And, Compare, Expr, Match, Not, Or, Range, fold_text, numeric_bounds
 from precon.service.schema import (
     LISTING_ATTRIBUTES,
     MULTI_ATTRIBUTES,
@@ -307,18 +307,8 @@ class ColumnIndex:
             return fallback(expr)
         if attribute.kind == "bool":
             return self.none()
-        if isinstance(expr, Range):
-            return self._numeric(attribute, float(expr.low), float(expr.high))
-        assert isinstance(expr, Compare)
-        value = float(expr.value)
-        low, high = {
-            "=": (value, value),
-            "<": (-math.inf, math.nextafter(value, -math.inf)),
-            "<=": (-math.inf, value),
-            ">": (math.nextafter(value, math.inf), math.inf),
-            ">=": (value, math.inf),
-        }[expr.op]
-        return self._numeric(attribute, low, high)
+        assert isinstance(expr, Compare | Range)
+        return self._numeric(attribute, *numeric_bounds(expr))
 
     def _match(self, attribute: IndexedAttribute | None, expr: Match, fallback: Callable[[Expr], Mask]) -> Mask:
         if attribute is None:

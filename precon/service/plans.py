@@ -16,7 +16,6 @@ every plan at once in numpy and reduces to the listings that own a matching plan
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from precon import filters
-from precon.filters import UNIT_FIELDS, And, Compare, Expr, Match, Not, Or, Range, fold_text
+from precon.filters import UNIT_FIELDS, And, Compare, Expr, Match, Not, Or, fold_text, numeric_bounds
 from precon.service.sql_filter import as_number
 
 Fragment = tuple[str, list[Any]]
@@ -104,20 +103,6 @@ def match_targets(expr: Match) -> tuple[str, str | None, float | None]:
     word = {"true": "true", "1": "true", "false": "false", "0": "false"}.get(folded)
     number = filters._parse_number(expr.value.strip())
     return folded, word, None if number is None else float(number)
-
-
-def numeric_bounds(expr: Compare | Range) -> tuple[float, float]:
-    """The inclusive bounds a comparison (not ``!=``) or range allows."""
-    if isinstance(expr, Range):
-        return float(expr.low), float(expr.high)
-    value = float(expr.value)
-    return {
-        "=": (value, value),
-        "<": (-math.inf, math.nextafter(value, -math.inf)),
-        "<=": (-math.inf, value),
-        ">": (math.nextafter(value, math.inf), math.inf),
-        ">=": (value, math.inf),
-    }[expr.op]
 
 
 # ----------------------------------------------------------------------------------------------------------
