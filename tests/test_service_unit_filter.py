@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from precon import filters
 from precon.filters import UNIT_FIELDS
 from precon.service import catalogue
-from precon.service.runtime import load
 from precon.service.store import ListingQuery, SQLiteStore
 from tests.conftest import KEY_ALL, KEY_LITE, Api
+from tests.store_support import both_engines, every_id
 
 SEED = 5
 COUNT = 300
@@ -70,18 +70,8 @@ def stores(
     tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]
 ) -> Iterator[tuple[SQLiteStore, SQLiteStore]]:
     path = tmp_path_factory.mktemp("units") / "catalogue.sqlite3"
-    columns = SQLiteStore(path)
-    load(columns, records, catalogue.generate(COUNT, SEED).profiles)
-    sql = SQLiteStore(path, engine="sql")
-    yield columns, sql
-    columns.close()
-    sql.close()
-
-
-def every_id(store: SQLiteStore, **query: Any) -> list[str]:
-    hits = store.search_listings(ListingQuery(limit=10_000, **query))
-    assert hits.total == len(hits.documents)
-    return [d["listingId"] for d in hits.documents]
+    with both_engines(path, records, catalogue.generate(COUNT, SEED).profiles) as engines:
+        yield engines
 
 
 # Unit expressions drawn from the catalogue's own values, in the spellings a client may use.

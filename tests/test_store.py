@@ -17,6 +17,7 @@ from precon.service import catalogue
 from precon.service.runtime import load
 from precon.service.search import TextQuery
 from precon.service.store import SCHEMA_VERSION, GeoCircle, ListingQuery, SQLiteStore
+from tests.store_support import both_engines, every_id
 
 SEED = 5
 COUNT = 300
@@ -32,18 +33,8 @@ def stores(
     tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]
 ) -> Iterator[tuple[SQLiteStore, SQLiteStore]]:
     path = tmp_path_factory.mktemp("store") / "catalogue.sqlite3"
-    columns = SQLiteStore(path)
-    load(columns, records, catalogue.generate(COUNT, SEED).profiles)
-    sql = SQLiteStore(path, engine="sql")
-    yield columns, sql
-    columns.close()
-    sql.close()
-
-
-def every_id(store: SQLiteStore, **query: Any) -> list[str]:
-    hits = store.search_listings(ListingQuery(limit=10_000, **query))
-    assert hits.total == len(hits.documents)
-    return [d["listingId"] for d in hits.documents]
+    with both_engines(path, records, catalogue.generate(COUNT, SEED).profiles) as engines:
+        yield engines
 
 
 # Filters drawn from the catalogue's own values, on indexed and unindexed paths alike.
