@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 API_PORT ?= 8000
 
-.PHONY: run serve test lint bench lock install clean
+.PHONY: run serve test lint bench bench-dashboard lock install clean
 
 install: $(STAMP)
 
@@ -39,6 +39,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/service.py
+
+# How quickly the Search page answers in a real browser (needs Debian's chromium).
+bench-dashboard: $(STAMP)
+	$(BIN)/python bench/dashboard.py
 
 # Re-pin after editing pyproject.toml's dependencies (no registry addresses are recorded).
 lock:
