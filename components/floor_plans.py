@@ -115,9 +115,11 @@ def render_floor_plans(plans: Sequence[FloorPlan] | None, key: str) -> None:
     prices = frame["price"].dropna()
 
     columns = st.columns([2, 2, 3])
-    chosen_status = columns[0].multiselect("Status", statuses, key=f"{key}_status", placeholder="Any status")
+    chosen_status = columns[0].multiselect(
+        "Status", statuses, key=f"{key}_status", placeholder="Any status", select_all=False
+    )
     chosen_beds = columns[1].multiselect(
-        "Bedrooms", bed_options, key=f"{key}_beds", format_func=beds_label, placeholder="Any"
+        "Bedrooms", bed_options, key=f"{key}_beds", format_func=beds_label, placeholder="Any", select_all=False
     )
     max_price: float | None = None
     if len(prices) and prices.min() < prices.max():

@@ -258,7 +258,13 @@ def filter_pickers(state: FilterState, offered: Mapping[str, Mapping[str, int]])
             )
         else:
             place.multiselect(
-                label_of(spec.attr), options, key=key, on_change=_on_pick, args=(param, key), placeholder="Any"
+                label_of(spec.attr),
+                options,
+                key=key,
+                on_change=_on_pick,
+                args=(param, key),
+                placeholder="Any",
+                select_all=False,  # Enter picks the value typed, never every match
             )
 
 
@@ -382,7 +388,13 @@ st.caption(
 st.subheader("Counts per facet")
 left, right = st.columns([3, 1])
 facets = left.multiselect(
-    "Facets", list(FACETS), default=DEFAULT_FACETS, format_func=label_of, key="facet", bind="query-params"
+    "Facets",
+    list(FACETS),
+    default=DEFAULT_FACETS,
+    format_func=label_of,
+    key="facet",
+    bind="query-params",
+    select_all=False,
 )
 top = right.slider("Values per facet", 3, MAX_FACET_VALUES, 15, key="top", bind="query-params")
 if not facets:
