@@ -68,14 +68,17 @@ def test_explicit_key_is_idempotent_and_regranted(accounts: AccountStore) -> Non
     assert again.key_id == first.key_id
     assert again.grants == (Grant("dev", EVERY_VERSION, EVERY_PROVINCE),)
 
-    # Another product: the key now holds both, in product order.
+    # Another product: the key now holds both, the oldest product first.
     accounts.create_key("beta", ["v1-lite"], ["qc"], key="my-key")
     both = accounts.authenticate("my-key")
     assert both is not None and both.key_id == first.key_id
     assert both.grants == (
-        Grant("beta", frozenset({"v1-lite"}), frozenset({"qc"})),
         Grant("dev", EVERY_VERSION, EVERY_PROVINCE),
+        Grant("beta", frozenset({"v1-lite"}), frozenset({"qc"})),
     )
+    assert [g.product_id for g in both.granting("v1-lite", "qc")] == ["dev", "beta"]
+    assert [g.product_id for g in both.granting("v1", "on")] == ["dev"]
+    assert both.granting("v1-sandbox", "on") == [Grant("dev", EVERY_VERSION, EVERY_PROVINCE)]
     assert accounts.products() == ["beta", "dev"]
 
     db = sqlite3.connect(accounts.path)

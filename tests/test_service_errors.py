@@ -48,11 +48,19 @@ def test_any_valid_key_reads_the_sandbox(api: Api) -> None:
 
 @pytest.mark.parametrize(
     ("key", "product"),
-    [(KEY_ALL, None), (KEY_ALL, ""), (KEY_ALL, "no-such-product"), (KEY_ALL, "ontario"), (KEY_ONTARIO, "everything")],
+    [(KEY_ALL, "no-such-product"), (KEY_ALL, "ontario"), (KEY_ONTARIO, "everything")],
 )
-def test_product_missing_unknown_or_not_the_keys(api: Api, key: str, product: str | None) -> None:
-    params = {} if product is None else {"product_id": product}
-    assert_error(api.get("/v1/on/search_listings", key, **params), 403, NO_PRODUCT)
+def test_product_unknown_or_not_the_keys(api: Api, key: str, product: str) -> None:
+    assert_error(api.get("/v1/on/search_listings", key, product_id=product), 403, NO_PRODUCT)
+    assert_error(api.get("/v1/on/search_listings", key, product_Id=product), 403, NO_PRODUCT)
+
+
+@pytest.mark.parametrize("path", ["/v1/on/search_listings", "/v1/on/facet_counts", "/v1/on/search_profiles"])
+@pytest.mark.parametrize("params", [{}, {"product_id": ""}, {"product_id": "  "}])
+def test_product_left_out_reads_through_the_keys_own(api: Api, path: str, params: dict[str, str]) -> None:
+    for key in (KEY_ALL, KEY_ONTARIO):
+        assert api.get(path, key, facets="type", **params).status_code == 200
+    assert_error(api.get(path, KEY_PEI, facets="type", **params), 403, FORBIDDEN)
 
 
 def test_unknown_product_on_other_operations(api: Api) -> None:
@@ -80,7 +88,8 @@ def test_profile_without_id(api: Api) -> None:
         ("/v1/all/search_listings", {"nearby": "north"}, "nearby"),
         ("/v1/all/search_listings", {"nearby": "43.6,-79.3", "radius": "2000000"}, "radius"),
         ("/v1/all/search_listings", {"highlightResults": "maybe"}, "highlightResults"),
-        ("/v1/all/search_listings", {"referrences": "plumbers"}, "plumbers"),
+        ("/v1/all/search_listings", {"retrieveAttributes": "name,colour"}, "colour"),
+        ("/v1/all/search_listings", {"retrieveAttributes": "*,colour"}, "colour"),
         ("/v1/all/listing", {}, "id"),
         ("/v1/all/similar_listings", {}, "id"),
         ("/v1/all/similar_listings", {"id": "X", "minScore": "2"}, "minScore"),

@@ -302,6 +302,33 @@ def test_unknown_retrieve_attribute_is_a_400(api: Api) -> None:
     assert "colour" in response.json()["message"]
 
 
+def test_retrieve_attributes_star_is_every_attribute(api: Api) -> None:
+    every = api.ok(SEARCH, perPage=5)
+    assert api.ok(SEARCH, retrieveAttributes="*", perPage=5) == every
+    assert api.ok(SEARCH, retrieveAttributes="name,*", perPage=5) == every
+    lite = api.ok("/v1-lite/all/search_listings", KEY_LITE, retrieveAttributes="*", perPage=5)
+    assert lite == api.ok("/v1-lite/all/search_listings", KEY_LITE, perPage=5)
+    profiles = api.ok("/v1/all/search_profiles", retrieveAttributes="*", perPage=5)
+    assert profiles == api.ok("/v1/all/search_profiles", perPage=5)
+
+
+def test_unknown_referrences_names_are_ignored(api: Api) -> None:
+    record = next(r for r in api.all_listings() if r.get("builders"))
+    only = f"listingId:{record['listingId']}"
+    body = api.ok(SEARCH, filterQuery=only, referrences="neighbourhood,cityOrDistrict,builders,plumbers")
+    result = body["results"][0]
+    assert result["neighbourhood"] == record.get("neighbourhood")
+    assert result["cityOrDistrict"] == record.get("cityOrDistrict")
+    assert [b["path"] for b in result["builders"]] == record["builders"]
+    assert all(isinstance(b, dict) and b["name"] for b in result["builders"])
+    plain = api.ok(SEARCH, filterQuery=only, referrences="neighbourhood,cityOrDistrict")["results"][0]
+    assert plain["builders"] == record["builders"]
+    single = api.ok("/v1/all/listing", id=record["listingId"], referrences="neighbourhood,builders")
+    assert single["builders"][0]["path"] == record["builders"][0]
+    of_listing = api.ok("/v1/all/profiles_of_listing", id=record["listingId"], referrences="neighbourhood")
+    assert of_listing["builders"] == record["builders"]
+
+
 def test_referrences_with_retrieve_attributes(api: Api) -> None:
     record = next(r for r in api.all_listings() if r.get("builders") and r.get("architects"))
     body = api.ok(

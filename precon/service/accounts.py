@@ -52,12 +52,17 @@ class ApiKey:
     key_id: int
     hint: str
     grants: tuple[Grant, ...]
+    """The key's products, the oldest first."""
 
     def grant(self, product_id: str) -> Grant | None:
         return next((g for g in self.grants if g.product_id == product_id), None)
 
     def allows(self, version: str, province: str) -> bool:
         return any(g.allows(version, province) for g in self.grants)
+
+    def granting(self, version: str, province: str) -> list[Grant]:
+        """The key's products that grant ``version`` and ``province``, the oldest first."""
+        return [g for g in self.grants if g.allows(version, province)]
 
 
 def digest(key: str) -> str:
@@ -133,7 +138,8 @@ class AccountStore:
         grants = tuple(
             Grant(product, frozenset(versions.split(",")), frozenset(provinces.split(",")))
             for product, versions, provinces in db.execute(
-                "SELECT product_id, versions, provinces FROM grants WHERE key_id = ? ORDER BY product_id",
+                "SELECT g.product_id, g.versions, g.provinces FROM grants g JOIN products p ON p.id = g.product_id "
+                "WHERE g.key_id = ? ORDER BY p.created_at, g.product_id",
                 (row[0],),
             )
         )

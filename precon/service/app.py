@@ -55,6 +55,7 @@ from precon.service.shaping import (
     profile_search_object,
     profiles_of_listing,
     reference_fields,
+    retrieved_names,
 )
 from precon.service.store import CatalogueStore, ListingQuery, ProfileQuery, SearchHits
 from precon.service.units import add_matched_floor_plans, unit_filter
@@ -163,6 +164,8 @@ class Call:
     key: ApiKey
     store: CatalogueStore
     media: MediaLinks
+    product_id: str | None = None
+    """The product the call reads through (None on the sandbox, which any key may read)."""
 
 
 class Service:
@@ -179,8 +182,26 @@ class Service:
         self.accounts = accounts
         self.limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
 
-    def call(self, request: Request, version: str, province: str, *, product: str = "optional") -> Call:
-        """Authenticates and authorises a call; ``product`` is ``required`` or ``optional``."""
+    @staticmethod
+    def product(key: ApiKey, product_id: str, version: str, province: str) -> str:
+        """The product a call reads through: the one named, else the key's oldest that grants the version and
+        province. A name that is not one of the key's products, or a key with none, is "No data product"."""
+        if not key.grants:
+            raise no_data_product()
+        if product_id:
+            grant = key.grant(product_id)
+            if grant is None:
+                raise no_data_product()
+            if not grant.allows(version, province):
+                raise forbidden()
+            return grant.product_id
+        granting = key.granting(version, province)
+        if not granting:
+            raise forbidden()
+        return granting[0].product_id
+
+    def call(self, request: Request, version: str, province: str) -> Call:
+        """Authenticates and authorises a call; ``product_id`` is optional on every operation."""
         key = self.accounts.authenticate(request.headers.get("x-api-key"))
         if key is None:
             raise forbidden()
@@ -189,18 +210,9 @@ class Service:
         if province not in PROVINCE_SEGMENTS:
             raise bad_request(f"unknown province {province!r}; use one of {', '.join(PROVINCE_SEGMENTS)}")
         params = QueryParams(request.query_params)
+        product_id: str | None = None
         if version != "v1-sandbox":
-            product_id = (params.text("product_id") or "").strip()
-            if product_id:
-                grant = key.grant(product_id)
-                if grant is None:
-                    raise no_data_product()
-                if not grant.allows(version, province):
-                    raise forbidden()
-            elif product == "required":
-                raise no_data_product()
-            elif not key.allows(version, province):
-                raise forbidden()
+            product_id = self.product(key, (params.text("product_id") or "").strip(), version, province)
         wait = self.limiter.retry_after(key.key_id)
         if wait > 0:
             raise ApiError(
@@ -217,6 +229,7 @@ class Service:
             key=key,
             store=self.sandbox if version == "v1-sandbox" else self.live,
             media=MediaLinks(str(request.base_url)),
+            product_id=product_id,
         )
 
 
@@ -409,7 +422,7 @@ def create_app(
         request: Request,
         version: str,
         province: str,
-        product_id: str | None = Q(None, description="The data product (required)"),
+        product_id: str | None = Q(None, description="The data product (optional: the key's own by default)"),
         search: str | None = Q(None, description="Words to match; the last also as a prefix"),
         page: str | None = Q(None, description="Zero-based page"),
         perPage: str | None = Q(None, description="Results per page, 0 to 1000 (default 20)"),
@@ -422,7 +435,7 @@ def create_app(
         filterQuery: str | None = Q(None, description="Algolia filter syntax"),
         unitFilter: str | None = Q(None, description=UNIT_FILTER_HELP),
     ) -> Response:
-        call = service.call(request, version, province, product="required")
+        call = service.call(request, version, province)
         return answer(request, listing_search(call, highlight=call.params.boolean("highlightResults")))
 
     @route("listing")
@@ -564,7 +577,7 @@ def create_app(
         collection = collection_param(p)
         sort = p.choice("sortByName", ("asc", "dsc"))
         references = reference_fields(p.names("referrences"), {"listings": "listings"})
-        retrieve = p.names("retrieveAttributes")
+        retrieve = retrieved_names(p.names("retrieveAttributes"))
         facets = tuple(p.names("facets"))
         for name in facets:
             if not all(part.isidentifier() for part in name.split(".")):
@@ -656,7 +669,7 @@ def create_app(
         p = call.params
         listing_id = p.required("id")
         allowed = {k: v for k, v in LISTING_REFERENCE_FIELDS.items() if v in PROFILES_OF_LISTING_FIELDS}
-        references = reference_fields(p.names("referrences"), allowed)
+        references = reference_fields(p.names("referrences"), allowed, strict=False)
         record = call.store.get_listings([listing_id], call.province).get(listing_id)
         if record is None:
             raise not_found(f"Listing {listing_id!r} not found")

@@ -65,15 +65,26 @@ def profile_search_object(record: dict[str, Any], media: MediaLinks) -> dict[str
     return out
 
 
-def reference_fields(names: Sequence[str], allowed: dict[str, str]) -> list[str]:
-    """The fields ``referrences`` expands, validated."""
+def reference_fields(names: Sequence[str], allowed: dict[str, str], *, strict: bool = True) -> list[str]:
+    """The fields ``referrences`` expands; an unknown name is a 400 when ``strict``, else ignored.
+
+    On listings it is ignored: real clients send ``referrences=neighbourhood,cityOrDistrict,...`` on every page
+    load and read the results.
+    """
     fields = []
     for name in names:
         field = allowed.get(name)
         if field is None:
+            if not strict:
+                continue
             raise bad_request(f"referrences: unknown field {name!r}; use {', '.join(sorted(set(allowed)))}")
         fields.append(field)
     return list(dict.fromkeys(fields))
+
+
+def retrieved_names(names: Sequence[str]) -> list[str]:
+    """``retrieveAttributes`` as names; ``*`` (alone or among others) means every attribute: no names."""
+    return [] if "*" in names else list(names)
 
 
 def expand_references(
@@ -114,6 +125,7 @@ class ListingShaper:
         known = set(LISTING_FIELDS) | store.listing_attribute_names()
         if self.lite:
             known &= LITE_FIELDS
+        known.add("*")
         unknown = [name for name in retrieve if name not in known]
         if unknown:
             scope = "a v1-lite listing" if self.lite else "a listing"
@@ -121,8 +133,9 @@ class ListingShaper:
                 f"retrieveAttributes: {', '.join(repr(n) for n in unknown)} "
                 f"{'is not an attribute' if len(unknown) == 1 else 'are not attributes'} of {scope}"
             )
+        retrieve = retrieved_names(retrieve)
         self.retrieve = frozenset(retrieve) if retrieve else None
-        self.references = reference_fields(references, LISTING_REFERENCE_FIELDS)
+        self.references = reference_fields(references, LISTING_REFERENCE_FIELDS, strict=False)
 
     def _project(self, record: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
