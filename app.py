@@ -9,7 +9,11 @@ from components.sidebar import render_sidebar
 
 st.set_page_config(page_title="Precon Explorer", page_icon="🏗️", layout="wide")
 # Narrower side margins than Streamlit's wide layout, so a results table fits a 1280-pixel screen beside the sidebar.
-st.html("<style>[data-testid='stMainBlockContainer'] {padding-left: 1.5rem; padding-right: 1.5rem;}</style>")
+# (st.markdown, whose code every page loads anyway: st.html would fetch a module of its own on a cold load.)
+st.markdown(
+    "<style>[data-testid='stMainBlockContainer'] {padding-left: 1.5rem; padding-right: 1.5rem;}</style>",
+    unsafe_allow_html=True,
+)
 
 PAGES = {
     "Explore": [
