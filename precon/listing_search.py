@@ -181,15 +181,17 @@ def count_facets(listings: Sequence[Listing], names: Iterable[str]) -> dict[str,
 def listings_by_ids(
     backend: ListingBackend, text: str, ids: Sequence[str], attributes: Sequence[str] | None, unit: Expr | None
 ) -> list[Listing]:
-    """These listings, in this order; with search words, with their highlights; with ``unit``, their matches."""
+    """These listings, in this order; with search words, with their highlights; with ``unit``, with the floor plans
+    that matched (both come only with a search, so the ids are searched for)."""
     if not ids:
         return []
     found: dict[str, Listing] = {}
     attrs = list(attributes) if attributes is not None else None
-    if text:
+    if text or unit is not None:
         page = backend.search_listings(
-            text, per_page=len(ids), filter=filters.any_of("listingId", list(ids)), highlight=True,
-            retrieve_attributes=attrs, **({"unit_filter": unit} if unit is not None else {}),
+            text or None, per_page=len(ids), filter=filters.any_of("listingId", list(ids)),
+            highlight=True if text else None, retrieve_attributes=attrs,
+            **({"unit_filter": unit} if unit is not None else {}),
         )  # fmt: skip
         found = {lst.id: lst for lst in page.results if lst.id}
     missing = [i for i in ids if i not in found]

@@ -109,6 +109,9 @@ def test_every_order_is_exact_on_every_page(
         outcome = run(backend, request, unit_supported=supported)
         assert outcome.page == page
         assert [lst.id for lst in outcome.listings] == expected[page * 20 : page * 20 + 20], (sort, page)
+        by_id = {lst.id: lst for lst in catalogue}
+        for listing in outcome.listings:  # what matched is said in every order, not only by relevance
+            assert listing.matched_floor_plans == matched_plans(by_id[listing.id], state.unit_expression())
 
 
 @pytest.mark.parametrize("kind", ["ours", "production_like"])

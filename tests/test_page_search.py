@@ -242,8 +242,9 @@ def test_bad_values_in_the_address_are_reported_and_the_address_cleaned() -> Non
 
 
 @pytest.mark.usefixtures("embedded_dashboard")
-def test_the_analyst_question_every_result_has_a_matching_plan() -> None:
-    app = healthy(open_page(SEARCH, {**ANALYST, "per": "100"}))
+@pytest.mark.parametrize("sort", ["relevance", "price_asc"])
+def test_the_analyst_question_every_result_has_a_matching_plan(sort: str) -> None:
+    app = healthy(open_page(SEARCH, {**ANALYST, "per": "100", "sort": sort}))
     assert_analyst_answer(app)
 
 
