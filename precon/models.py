@@ -102,10 +102,47 @@ def _string_list(value: Any) -> Any:
     return value
 
 
+def _lenient_integer(value: Any) -> Any:
+    """As ``Integer``, but a fractional number is truncated and anything else unreadable becomes None."""
+    value = _integer(value)
+    if isinstance(value, bool) or value is None:
+        return None if isinstance(value, bool) else value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else None
+    return value if isinstance(value, int) else None
+
+
+def _text_id(value: Any) -> Any:
+    """An id sent as a number becomes text; a blank one or anything else unreadable becomes None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    if isinstance(value, str):
+        return value if value.strip() else None
+    return None
+
+
+def _url_list(value: Any) -> Any:
+    """Video URLs: strings kept, an object with a ``url`` (other deployments) becomes that URL, others dropped."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list | tuple) else [value]
+    urls: list[str] = []
+    for item in items:
+        url = item.get("url") if isinstance(item, dict) else item
+        if isinstance(url, str) and url.strip():
+            urls.append(url.strip())
+    return urls
+
+
 Number = Annotated[float | None, BeforeValidator(_number)]
 Integer = Annotated[int | None, BeforeValidator(_integer)]
 Timestamp = Annotated[datetime | None, BeforeValidator(_timestamp)]
 StringList = Annotated[list[str], BeforeValidator(_string_list)]
+LenientInteger = Annotated[int | None, BeforeValidator(_lenient_integer)]
+TextId = Annotated[str | None, BeforeValidator(_text_id)]
+UrlList = Annotated[list[str], BeforeValidator(_url_list)]
 
 
 class ResponseMeta(BaseModel):
@@ -162,6 +199,8 @@ class PaymentStructure(Record):
 
 
 class FloorPlan(Record):
+    id: TextId = None
+    """Stable across re-imports and unique in the catalogue (clients name files after it)."""
     name: str | None = None
     planCategory: str | None = None
     floorPlanType: StringList = Field(default_factory=list)
@@ -246,6 +285,8 @@ class Listing(Record):
     summary: str | None = None
     mode: str | None = None
     sellingStatus: str | None = None
+    sellingStatusUpdateTimestamp: LenientInteger = None
+    """Unix seconds of the last change of ``sellingStatus``."""
     constructionStatus: str | None = None
     type: StringList = Field(default_factory=list)
     isFeatured: bool | None = None
@@ -323,7 +364,8 @@ class Listing(Record):
     amenities: StringList = Field(default_factory=list)
     incentives: list[Any] = Field(default_factory=list)
     brokerages: list[Any] = Field(default_factory=list)
-    videos: list[Any] = Field(default_factory=list)
+    videos: UrlList = Field(default_factory=list)
+    """Video URLs; objects with a ``url`` (from other deployments) are read as that URL."""
     logo: Image | None = None
     coverPhoto: Image | None = None
     photos: list[Photo] = Field(default_factory=list)

@@ -72,6 +72,9 @@ def _add_special_listings(directory: DataDirectory) -> None:
     )
     record = dict(next(iter(template.values())))
     record.update(listingId="XSS0A1", path="Listings/XSS0A1", name=XSS_NAME, isFeatured=False)
+    # The copy's floor plans are new plans: without the template's ids, the store gives them their own.
+    if isinstance(record.get("floorPlans"), list):
+        record["floorPlans"] = [{k: v for k, v in plan.items() if k != "id"} for plan in record["floorPlans"]]
     directory.live.upsert_listings([record])
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -55,6 +56,7 @@ LISTING_TYPES: dict[str, tuple[type, ...]] = {
     "summary": STR,
     "mode": STR,
     "sellingStatus": STR,
+    "sellingStatusUpdateTimestamp": (int,),
     "constructionStatus": OPT_STR,
     "type": LIST,
     "isFeatured": BOOL,
@@ -147,6 +149,7 @@ LISTING_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 FLOOR_PLAN_TYPES: dict[str, tuple[type, ...]] = {
+    "id": STR,
     "name": STR,
     "planCategory": STR,
     "floorPlanType": LIST,
@@ -576,3 +579,31 @@ def test_sandbox_ids_do_not_collide_with_the_default_catalogue(box: Catalogue, d
     assert not {item["listingId"] for item in box.listings} & {item["listingId"] for item in default.listings}
     assert not {item["id"] for item in box.profiles} & {item["id"] for item in default.profiles}
     assert not any(item["listingId"].startswith("S") for item in default.listings)
+
+
+def test_floor_plan_ids_are_unique_and_reproducible(catalogue: Catalogue) -> None:
+    ids = [plan["id"] for listing in catalogue.listings for plan in listing["floorPlans"] or []]
+    assert ids and len(ids) == len(set(ids))
+    for listing in catalogue.listings:
+        for index, plan in enumerate(listing["floorPlans"] or [], start=1):
+            assert plan["id"] == f"{listing['listingId']}-{index}"
+    again = sandbox()
+    assert [p["id"] for item in again.listings for p in item["floorPlans"] or []] == [
+        p["id"] for item in sandbox().listings for p in item["floorPlans"] or []
+    ]
+
+
+def test_selling_status_timestamps_lie_between_creation_and_update(catalogue: Catalogue) -> None:
+    epoch = datetime(2021, 1, 1, tzinfo=UTC).timestamp()
+    for listing in catalogue.listings:
+        stamp = listing["sellingStatusUpdateTimestamp"]
+        assert type(stamp) is int and stamp >= epoch
+        created = datetime.fromisoformat(listing["createdAt"]).timestamp()
+        updated = datetime.fromisoformat(listing["updatedAt"]).timestamp()
+        assert int(created) <= stamp <= updated
+
+
+def test_videos_are_url_strings(default: Catalogue) -> None:
+    videos = [video for listing in default.listings for video in listing["videos"]]
+    assert videos
+    assert all(isinstance(video, str) and video.startswith("https://") for video in videos)

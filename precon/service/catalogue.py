@@ -23,6 +23,7 @@ import gc
 import math
 import re
 import unicodedata
+import zlib
 from bisect import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ REFERENCE_DATE = "2026-11-01T00:00:00.000Z"
 """The keys of every generated listing, in order (the interface's order; ``salesCentres`` beside the others)."""
 
 FLOOR_PLAN_FIELDS: tuple[str, ...] = (
+    "id",
     "name",
     "planCategory",
     "floorPlanType",
@@ -221,6 +223,19 @@ def _iso(ms: int) -> str:
     hours, seconds = divmod(seconds, 3600)
     minutes, seconds = divmod(seconds, 60)
     return f"{_DAYS[day]}T{hours:02d}:{minutes:02d}:{seconds:02d}.{milli:03d}Z"
+
+
+_EPOCH_S = 1_609_459_200
+"""Unix seconds of 2021-01-01T00:00:00Z, the origin of the offsets."""
+
+
+def _status_timestamp(lid: str, selling: str, created_ms: int, updated_ms: int) -> int:
+    """Unix seconds of the last change of sellingStatus: the creation for a listing still selling, else a moment
+    between its creation and its last update (drawn from its id, so the random stream is untouched)."""
+    if selling == "Selling Now":
+        return _EPOCH_S + created_ms // 1000
+    share = zlib.crc32(lid.encode()) % 1000 / 1000
+    return _EPOCH_S + (created_ms + int((updated_ms - created_ms) * share)) // 1000
 
 
 _SEASONS = ("Winter", "Spring", "Summer", "Fall")
@@ -1222,7 +1237,7 @@ class _Generator:
             else [{"name": f"{_CO_WORDS[int(rand() * len(_CO_WORDS))]} Realty Inc., Brokerage",
                    "commission": ("2.5%", "3%", "4%", "5%")[int(rand() * 4)]}]
         )  # fmt: skip
-        videos = [] if rand() < 0.85 else [{"name": "Project overview", "url": f"https://www.{slug}.ca/video"}]
+        videos = [] if rand() < 0.85 else [f"https://www.{slug}.ca/video"]
         virtual = "" if rand() < 0.7 else f"https://www.{slug}.ca/virtual-tour"
 
         return {
@@ -1233,6 +1248,7 @@ class _Generator:
             "summary": summary,
             "mode": "live",
             "sellingStatus": selling,
+            "sellingStatusUpdateTimestamp": _status_timestamp(lid, selling, created_ms, updated_ms),
             "constructionStatus": construction,
             "type": types,
             "isFeatured": featured,
@@ -1435,6 +1451,7 @@ class _Generator:
             name = names[index - 1]
             plans.append(
                 {
+                    "id": f"{lid}-{index}",
                     "name": name,
                     "planCategory": "floorPlan",
                     "floorPlanType": [label],

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from precon.models import COLLECTIONS, Listing, Profile
+from precon.service.derived import with_plan_ids
 
 PROFILE_COLLECTIONS = (*COLLECTIONS, "Owners")
 
@@ -40,7 +41,10 @@ def classify(record: Any) -> tuple[str, dict[str, Any]]:
             Listing.model_validate(record)
         except ValidationError as error:
             raise ValueError(_first_error(error)) from None
-        return "listing", {**record, "listingId": listing_id.strip()}
+        checked = {**record, "listingId": listing_id.strip()}
+        if "floorPlans" in checked:
+            checked["floorPlans"] = with_plan_ids(checked["listingId"], checked["floorPlans"])
+        return "listing", checked
     if isinstance(path, str) and "/" in path:
         collection, profile_id = path.split("/", 1)
         if collection not in PROFILE_COLLECTIONS:

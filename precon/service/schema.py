@@ -54,7 +54,7 @@ LISTING_ATTRIBUTES: dict[str, IndexedAttribute] = {
             "streetNumber lat long startPrice endPrice averagePricePerSqFeet endPricePerSqFeet assignmentFee "
             "ccOrMaintFee parkingCost parkingMaintainance storageCost lockerMaintainance minBeds maxBeds "
             "minBaths maxBaths minSize maxSize numberOfUnits numberOfFloors numberOfFloorPlans "
-            "numberOfIncentives",
+            "numberOfIncentives sellingStatusUpdateTimestamp",
         ),
         *_scalars("bool", "isFeatured contactForPricing hasParking hasLocker", True),
         *_scalars(
@@ -96,6 +96,7 @@ LISTING_FIELDS: tuple[str, ...] = tuple(
         "summary",
         "mode",
         "sellingStatus",
+        "sellingStatusUpdateTimestamp",
         "constructionStatus",
         "type",
         "isFeatured",

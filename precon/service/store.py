@@ -28,6 +28,7 @@ from precon import filters
 from precon.filters import Expr, fold_text
 from precon.models import PROVINCES
 from precon.service.columns import ColumnIndex, FloatArray, Mask, format_number
+from precon.service.derived import complete_listing
 from precon.service.plans import PLAN_SCHEMA, PLAN_TABLES, PlanIndex, UnitFilterCompiler, delete_plan_rows, plan_rows
 from precon.service.schema import (
     LISTING_ATTRIBUTES,
@@ -257,8 +258,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS profile_vocab USING fts5vocab(profile_fts, 'r
 
 TEXT_CACHE_ENTRIES = 16
 """Text questions whose relevance arrays are kept: 16 × 8 bytes × listings (6.4 MB at 50,000)."""
-SCHEMA_VERSION = 3
-"""The layout of the derived tables; a file of another layout has them rebuilt from its records on open."""
+SCHEMA_VERSION = 4
+"""The layout of the derived tables; a file of another layout has them rebuilt from its records on open.
+4: sellingStatusUpdateTimestamp is an indexed number (and records written before get it and floor-plan ids)."""
 _DERIVED_TABLES = [
     "listing_vocab",
     "listing_fts",
@@ -512,6 +514,7 @@ class SQLiteStore:
         fts_columns = ", ".join(SEARCHABLE_LISTING_FIELDS)
         insert_fts = f"INSERT INTO listing_fts(rowid, {fts_columns}) VALUES (?{', ?' * len(SEARCHABLE_LISTING_FIELDS)})"
         records = _last_of_each(records, lambda r: str(r.get("listingId") or r.get("objectID") or "").strip())
+        now = time.time()
         with self._transaction() as db:
             existing = {}
             labels: dict[tuple[str, str], str] = {}
@@ -535,10 +538,12 @@ class SQLiteStore:
                     existing[listing_id] = row
                 else:
                     row = existing[listing_id]
+                old = None
                 if row is not None:
                     old = decode_document(row[1])
                     touched_profiles.update(self._reference_keys(old))
                     self._delete_listing_rows(db, row[0])
+                record = complete_listing(record, old, now)
                 lat, lng = _geo_point(record)
                 values = [
                     listing_id,
