@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 import httpx
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
@@ -84,6 +84,14 @@ class ClientSettings(BaseSettings):
     cache_url: str | None = None
     timeout: float = DEFAULT_TIMEOUT_S
 
+    @model_validator(mode="before")
+    @classmethod
+    def _blank_is_unset(cls, values: Any) -> Any:
+        """An empty (or blank) ``PRECON_*`` setting means "not set": the default applies."""
+        if isinstance(values, dict):
+            return {k: v for k, v in values.items() if not (isinstance(v, str) and not v.strip())}
+        return values
+
 
 def _csv(values: str | Iterable[str] | None) -> str | None:
     if values is None:
@@ -145,6 +153,7 @@ class Client:
         api_key: str | None = None,
         product_id: str | None = None,
         *,
+        base_url: str | None = None,
         version: str | None = None,
         province: str | None = None,
         cache: ResponseCache | Literal[False] | None = None,
@@ -153,10 +162,15 @@ class Client:
         max_retries: int = RETRY_ATTEMPTS,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        """``base_url`` (or, as aliases, the first argument or ``api_url``) is the service address; each setting
+        left out (or empty) comes from its ``PRECON_*`` environment variable. ``product_id`` may be left out: the
+        service then reads through the key's own product, and no ``product_id`` is sent."""
+        if base_url and api_url and base_url.rstrip("/") != api_url.rstrip("/"):
+            raise ValueError(f"base_url {base_url!r} and api_url {api_url!r} name different services; give one")
         settings = ClientSettings()
-        self.api_url = (api_url or settings.api_url or PRODUCTION_URL).rstrip("/")
+        self.api_url = (base_url or api_url or settings.api_url or PRODUCTION_URL).rstrip("/")
         key = api_key if api_key is not None else (settings.api_key.get_secret_value() if settings.api_key else None)
-        self.product_id = product_id or settings.product_id
+        self.product_id = (product_id or "").strip() or settings.product_id
         self.version = version or settings.version
         self.province = province or settings.province
         if cache is None:
@@ -245,6 +259,11 @@ class Client:
     def _get(self, operation: str, params: Mapping[str, Any], model: type[ModelT], **scope: str | None) -> ModelT:
         data, meta = self.call("GET", operation, params, **scope)
         return self._parse(model, data, meta)
+
+    @property
+    def base_url(self) -> str:
+        """The service address (``api_url`` is the same, under its older name)."""
+        return self.api_url
 
     @staticmethod
     def _parse(model: type[ModelT], data: Any, meta: ResponseMeta) -> ModelT:

@@ -14,7 +14,7 @@ import pytest
 
 from precon import errors, filters
 from precon.cache import ResponseCache
-from precon.client import Client
+from precon.client import PRODUCTION_URL, Client, ClientSettings
 from precon.models import FacetHit, FacetValueHits, Listing, MatchedFloorPlans, Page, Profile
 from precon.service.app import create_app
 from precon.service.server import ServerThread
@@ -191,6 +191,43 @@ def test_settings_come_from_the_environment(api: Api, monkeypatch: pytest.Monkey
         assert from_env.api_url == api.url
         page = from_env.search_listings(per_page=1000)
     assert {r.state for r in page.results} == {"Ontario"}
+
+
+def test_base_url_names_the_service_and_the_older_names_still_work(api: Api) -> None:
+    for made in (
+        Client(base_url=api.url + "/", api_key=KEY_ALL, cache=False),
+        Client(api.url, KEY_ALL, cache=False),
+        Client(api_url=api.url, api_key=KEY_ALL, cache=False),
+        Client(api.url, KEY_ALL, base_url=api.url + "/", cache=False),
+    ):
+        with made:
+            assert made.base_url == made.api_url == api.url
+            assert made.search_listings(per_page=1).total > 0
+    with pytest.raises(ValueError, match="different"):
+        Client(api_url=api.url, base_url="https://elsewhere.example", cache=False)
+
+
+def test_empty_environment_settings_mean_not_set(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("PRECON_CACHE_URL", "PRECON_PRODUCT_ID", "PRECON_VERSION", "PRECON_PROVINCE", "PRECON_API_URL"):
+        monkeypatch.setenv(name, "")
+    monkeypatch.setenv("PRECON_API_KEY", KEY_ALL)
+    with Client(cache=False) as from_env:
+        assert from_env.api_url == PRODUCTION_URL
+        assert from_env.product_id is None and from_env.version == "v1" and from_env.province == "all"
+    monkeypatch.setenv("PRECON_CACHE_URL", "  ")
+    assert ClientSettings().cache_url is None  # the default cache, not an error
+
+
+def test_no_product_id_is_sent_when_none_is_configured(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PRECON_PRODUCT_ID", raising=False)
+    transport = CountingTransport()
+    with Client(base_url=api.url, api_key=KEY_ONTARIO, province="on", cache=False, transport=transport) as made:
+        assert made.product_id is None
+        page = made.search_listings(per_page=5)
+        made.facet_counts(["type"])
+        made.search_profiles(per_page=1)
+    assert page.total > 0 and {r.state for r in page.results} == {"Ontario"}
+    assert transport.requests and all("product_id" not in r.url.params for r in transport.requests)
 
 
 def test_the_client_speaks_what_production_expects(api: Api) -> None:
