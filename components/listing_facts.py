@@ -355,10 +355,10 @@ def render_details(listing: Listing) -> None:
     tour = web_address(listing.virtualShowing)
     if tour:
         lines.append(f"- **Virtual tour:** {link('open the tour', tour)}")
-    for video in listing.videos:
-        url = web_address(video.get("url")) if isinstance(video, dict) else None
+    for number, video in enumerate(listing.videos, 1):
+        url = web_address(video) if isinstance(video, str) else None
         if url:
-            lines.append(f"- **Video:** {link(str(video.get('name') or 'video'), url)}")
+            lines.append(f"- **Video:** {link(f'video {number}' if len(listing.videos) > 1 else 'video', url)}")
     for brokerage in listing.brokerages:
         if isinstance(brokerage, dict) and brokerage.get("name"):
             commission = brokerage.get("commission")

@@ -191,3 +191,17 @@ def test_failures_read_as_messages(status: int | None, fragment: str, monkeypatc
         assert_readable_failure(app, fragment)
         app = open_page(LISTING)
         assert_readable_failure(app, fragment)
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_the_listings_videos_are_linked_as_the_urls_the_api_gives() -> None:
+    client = api.connection().client
+    listing = next(
+        lst for lst in client.iter_listings(per_page=1000, retrieve_attributes=["listingId", "videos"]) if lst.videos
+    )
+    app = open_page(LISTING, {"id": listing.id})
+    assert not app.exception, [e.value for e in app.exception]
+    text = page_text(app)
+    for url in listing.videos:
+        assert isinstance(url, str) and url.startswith("http")
+        assert f"]({url})" in text, url
