@@ -1,6 +1,6 @@
 """The typed client of the listings API: one method per operation, models back, errors per status.
 
-It speaks what contract.md says the production service expects (comma-joined lists, ``referrences`` spelled
+It speaks what the production service expects (docs/api.md) (comma-joined lists, ``referrences`` spelled
 so, the key in ``x-api-key``), so the same client reads this project's service and
 ``https://api.getbuildify.com`` alike::
 

@@ -108,7 +108,7 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 
 def error_for_response(response: httpx.Response) -> APIStatusError:
-    """The error that an error answer means, per contract.md's error table."""
+    """The error that an error answer means, per the error table of docs/api.md."""
     try:
         body: Any = response.json()
     except ValueError:

@@ -1,6 +1,6 @@
 """The ``filterQuery`` language: parser, reference evaluator and query builder.
 
-The language is Algolia's filter syntax as settled in ``spec/contract.md``::
+The language is Algolia's filter syntax as docs/api.md settles it::
 
     type:Condo                          match (case-insensitive; any element of an array attribute)
     builders:"Builders/5fH9CC8jgOxPuxqyMk70"   quoted value; ``\\"`` and ``\\\\`` escape inside quotes

@@ -1,4 +1,4 @@
-"""The generated catalogue: shapes per interface.md, consistency, geography, determinism, the sandbox."""
+"""The generated catalogue: shapes per docs/api.md, consistency, geography, determinism, the sandbox."""
 
 from __future__ import annotations
 

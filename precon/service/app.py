@@ -1,4 +1,4 @@
-"""The listings data service: every read operation of interface.md, as contract.md settles it."""
+"""The listings data service: every operation of the listings API, as docs/api.md describes it."""
 
 from __future__ import annotations
 
@@ -363,7 +363,7 @@ def create_app(
         version="1.0",
         description=(
             "Canada's pre-construction listings and the companies behind them. Every operation is under "
-            "`/{version}/{province}/` and takes the API key in the `x-api-key` header. See contract.md."
+            "`/{version}/{province}/` and takes the API key in the `x-api-key` header. See docs/api.md."
         ),
         redirect_slashes=False,
         lifespan=_lifespan,

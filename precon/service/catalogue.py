@@ -5,7 +5,7 @@ of the companies behind them.
 randomness is :class:`random.Random` seeded from text (hashed with SHA-512, independent of ``PYTHONHASHSEED``),
 timestamps are built arithmetically from a fixed reference date, and nothing iterates over a set.
 
-Shapes follow ``interface.md`` (Listing, Floor plan, Profile) and ``contract.md``:
+Shapes follow docs/api.md (listing, floor plan, profile):
 
 * a listing's keys come in ``schema.LISTING_FIELDS`` order; ``objectID`` equals ``listingId``; ``_score`` is never
   generated (search adds it);

@@ -1,4 +1,4 @@
-"""The service's error answers, shaped as contract.md's error table settles them."""
+"""The service's error answers, shaped as the error table of docs/api.md settles them."""
 
 from __future__ import annotations
 
