@@ -40,5 +40,10 @@ def test_every_operation_and_parameter_of_the_openapi_document_is_documented(api
 
 
 def test_the_docs_point_nowhere_outside_the_project(documented: str) -> None:
-    assert "../shared" not in documented
+    root = DOCS.parent.parent.resolve()
+    for target in re.findall(r"\]\(([^)\s]+)\)", documented):
+        if target.startswith(("http://", "https://", "#", "mailto:")):
+            continue
+        resolved = (DOCS.parent / target.split("#", 1)[0]).resolve()
+        assert resolved.is_relative_to(root) and resolved.exists(), target
     assert "contract.md" not in documented and "interface.md" not in documented
