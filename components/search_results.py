@@ -35,7 +35,6 @@ SORTS: dict[str, str] = {
 }
 PAGE_SIZES = (20, 50, 100)
 VIEWS = {"table": "Table", "cards": "Cards"}
-VIEW_PARAMS = ("sort", "page", "per", "view")
 SEARCH_PAGE = "views/search.py"
 MAX_PAGE = 1_000_000
 LIST_FIELDS = (
