@@ -4,7 +4,8 @@ Facet counts stop at the 100 most frequent values of a facet; a search box over 
 neighbourhoods) needs the values its words find, however rare. This operation counts every value of the facet
 over the same result set facet_counts would (``search``, ``filterQuery``, ``unitFilter``), keeps those whose
 words start with every word typed (case and accents ignored; a reference facet is searched by its profile's
-name), and answers in the shape of Algolia's searchForFacetValues.
+name), and answers in the shape of Algolia's searchForFacetValues. The operation is in ``routes/facets.py``;
+this module finds and highlights the values.
 """
 
 from __future__ import annotations
@@ -12,19 +13,10 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from fastapi import FastAPI, Query, Request
-from starlette.responses import Response
-
-from precon.service.errors import bad_request
-from precon.service.schema import ATTRIBUTE_ALIASES, LISTING_REFERENCE_FIELDS, LITE_FIELDS
+from precon.service.schema import LISTING_REFERENCE_FIELDS
 from precon.service.search import WORD, fold, words
-from precon.service.store import ListingQuery
-from precon.service.units import LITE_VERSION, unit_filter
-
-if TYPE_CHECKING:
-    from precon.service.app import Call, Service
 
 MAX_FACET_QUERY_LENGTH = 512
 DEFAULT_FACET_HITS = 10
@@ -94,72 +86,3 @@ def facet_hits(
             hits.append(FacetHit(value, count, label, highlighted))
     hits.sort(key=lambda hit: (-hit.count, hit.value))
     return hits
-
-
-def _facet_param(call: Call) -> str:
-    from precon.service.app import facet_names
-
-    name = call.params.required("facet")
-    if name == "*" or "," in name:
-        raise bad_request(f"facet: name one facetable attribute, got {name!r}")
-    (name,) = facet_names(call, [name])
-    if call.version == LITE_VERSION and ATTRIBUTE_ALIASES.get(name, name).split(".", 1)[0] not in LITE_FIELDS:
-        raise bad_request(f"facet: {name!r} is not an attribute of a v1-lite listing")
-    return name
-
-
-def add_facet_value_routes(app: FastAPI, service: Service) -> None:
-    """Registers ``search_facet_values`` under every version and province, as the other reads are."""
-    from precon.service.app import answer, operation
-
-    @operation(app, "search_facet_values", "GET")
-    def search_facet_values(
-        request: Request,
-        version: str,
-        province: str,
-        product_id: str | None = Query(None),
-        facet: str | None = Query(None, description="One facetable attribute (required)"),
-        facetQuery: str | None = Query(None, description="Words that start words of the values; empty for all"),
-        search: str | None = Query(None),
-        filterQuery: str | None = Query(None),
-        unitFilter: str | None = Query(None),
-        maxFacetHits: str | None = Query(None, description="At most this many hits (default 10, max 1000)"),
-    ) -> Response:
-        call = service.call(request, version, province)
-        p = call.params
-        name = _facet_param(call)
-        facet_query = p.text("facetQuery") or ""
-        if len(facet_query) > MAX_FACET_QUERY_LENGTH:
-            raise bad_request(
-                f"facetQuery is {len(facet_query)} characters long; at most {MAX_FACET_QUERY_LENGTH} are allowed"
-            )
-        limit = p.integer("maxFacetHits", DEFAULT_FACET_HITS, 1, MAX_FACET_HITS)
-        found = call.store.search_listings(
-            ListingQuery(
-                province=call.province,
-                text=p.search(),
-                filter=p.filter_query(),
-                unit_filter=unit_filter(p, call.version),
-                facets=(name,),
-                max_facet_values=None,
-                limit=0,
-            )
-        )
-        counts = found.facets[name]
-        labels = None
-        reference = ATTRIBUTE_ALIASES.get(name, name) in REFERENCE_FACETS
-        if reference:
-            profiles = call.store.get_profiles([value for value, _ in counts])
-            labels = {}
-            for value, _ in counts:
-                profile_name = profiles.get(value, {}).get("name")
-                labels[value] = profile_name if isinstance(profile_name, str) else None
-        hits = facet_hits(counts, labels, facet_query)
-        return answer(
-            request,
-            {
-                "facetHits": [hit.payload(reference) for hit in hits[:limit]],
-                "exhaustiveFacetsCount": True,
-                "total": len(hits),
-            },
-        )

@@ -1,0 +1,123 @@
+"""Who is calling and what they may read: authentication, product grants and rate limits of every operation."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from precon.models import PROVINCES, VERSIONS
+from precon.service.accounts import AccountStore, ApiKey
+from precon.service.config import ServiceSettings
+from precon.service.errors import ApiError, bad_request, forbidden, no_data_product
+from precon.service.params import QueryParams
+from precon.service.shaping import MediaLinks
+from precon.service.store import CatalogueStore
+
+PROVINCE_SEGMENTS = ("all", *PROVINCES)
+
+
+class RateLimiter:
+    """A token bucket per key: ``rate`` requests a second on average, ``burst`` at once."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._buckets: dict[int, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def retry_after(self, key_id: int) -> float:
+        """0 when the request may go ahead, else the seconds until it may."""
+        if self.rate <= 0:
+            return 0.0
+        now = time.monotonic()
+        with self._lock:
+            tokens, stamp = self._buckets.get(key_id, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - stamp) * self.rate)
+            if tokens >= 1:
+                self._buckets[key_id] = (tokens - 1, now)
+                return 0.0
+            self._buckets[key_id] = (tokens, now)
+            return (1 - tokens) / self.rate
+
+
+@dataclass
+class Call:
+    request: Request
+    params: QueryParams
+    version: str
+    province: str | None
+    """The province code the data is scoped to, or None for ``all``."""
+    key: ApiKey
+    store: CatalogueStore
+    media: MediaLinks
+    product_id: str | None = None
+    """The product the call reads through (None on the sandbox, which any key may read)."""
+
+
+class Service:
+    def __init__(
+        self,
+        settings: ServiceSettings,
+        live: CatalogueStore,
+        sandbox: CatalogueStore,
+        accounts: AccountStore,
+    ) -> None:
+        self.settings = settings
+        self.live = live
+        self.sandbox = sandbox
+        self.accounts = accounts
+        self.limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
+
+    @staticmethod
+    def product(key: ApiKey, product_id: str, version: str, province: str) -> str:
+        """The product a call reads through: the one named, else the key's oldest that grants the version and
+        province. A name that is not one of the key's products, or a key with none, is "No data product"."""
+        if not key.grants:
+            raise no_data_product()
+        if product_id:
+            grant = key.grant(product_id)
+            if grant is None:
+                raise no_data_product()
+            if not grant.allows(version, province):
+                raise forbidden()
+            return grant.product_id
+        granting = key.granting(version, province)
+        if not granting:
+            raise forbidden()
+        return granting[0].product_id
+
+    def call(self, request: Request, version: str, province: str) -> Call:
+        """Authenticates and authorises a call; ``product_id`` is optional on every operation."""
+        key = self.accounts.authenticate(request.headers.get("x-api-key"))
+        if key is None:
+            raise forbidden()
+        if version not in VERSIONS:
+            raise bad_request(f"unknown API version {version!r}; use one of {', '.join(VERSIONS)}")
+        if province not in PROVINCE_SEGMENTS:
+            raise bad_request(f"unknown province {province!r}; use one of {', '.join(PROVINCE_SEGMENTS)}")
+        params = QueryParams(request.query_params)
+        product_id: str | None = None
+        if version != "v1-sandbox":
+            product_id = self.product(key, (params.text("product_id") or "").strip(), version, province)
+        wait = self.limiter.retry_after(key.key_id)
+        if wait > 0:
+            raise ApiError(
+                429,
+                f"Too many requests: this key may make {self.settings.rate_limit:g} requests a second; "
+                f"retry in {math.ceil(wait)} s",
+                headers={"Retry-After": str(math.ceil(wait))},
+            )
+        return Call(
+            request=request,
+            params=params,
+            version=version,
+            province=None if province == "all" else province,
+            key=key,
+            store=self.sandbox if version == "v1-sandbox" else self.live,
+            media=MediaLinks(str(request.base_url)),
+            product_id=product_id,
+        )

@@ -1,0 +1,62 @@
+"""The shapes of every answer: JSON with an ``ETag``, the errors of docs/api.md, paged envelopes, facet counts."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+from fastapi import Request
+from starlette.responses import Response
+
+from precon.service.errors import ApiError
+from precon.service.params import pages
+
+CACHE_CONTROL = "private, max-age=60"
+
+
+def _etag(body: bytes) -> str:
+    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+
+
+def _etag_matches(header: str | None, etag: str) -> bool:
+    if not header:
+        return False
+    candidates = [part.strip() for part in header.split(",")]
+    return "*" in candidates or any(c.removeprefix("W/") == etag for c in candidates)
+
+
+def answer(request: Request, payload: Any, cache_control: str = CACHE_CONTROL) -> Response:
+    """A JSON answer with an ``ETag``; a matching ``If-None-Match`` gets 304 and no body."""
+    body = orjson.dumps(payload)
+    etag = _etag(body)
+    headers = {"ETag": etag, "Cache-Control": cache_control}
+    if request.method == "GET" and _etag_matches(request.headers.get("if-none-match"), etag):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+def error_response(request: Request, error: ApiError) -> Response:
+    request_id = request.scope.get("state", {}).get("request_id", "")
+    return Response(
+        orjson.dumps(error.payload(request_id)),
+        status_code=error.status,
+        media_type="application/json",
+        headers=error.headers,
+    )
+
+
+def envelope(results: list[Any], total: int, page: int, per_page: int) -> dict[str, Any]:
+    return {
+        "results": results,
+        "total": total,
+        "page": page,
+        "pages": pages(total, per_page),
+        "perPage": per_page,
+    }
+
+
+def facets_payload(facets: dict[str, list[tuple[str, int]]], as_list: bool = False) -> dict[str, Any]:
+    if as_list:
+        return {name: [{"value": v, "count": c} for v, c in values] for name, values in facets.items()}
+    return {name: dict(values) for name, values in facets.items()}

@@ -1,0 +1,1 @@
+"""The operations of the listings API, one router per resource; ``precon.service.app`` includes them."""

@@ -1,0 +1,170 @@
+"""The listing operations: search_listings, listing, similar_listings, trending_listings, multiple_listings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from precon.service import similar
+from precon.service.calls import Call
+from precon.service.errors import bad_request, not_found
+from precon.service.params import MAX_IDS
+from precon.service.responses import answer, envelope, facets_payload
+from precon.service.routes.common import UNIT_FILTER_HELP, Q, ServiceDep, facet_names, operation, requested_shape
+from precon.service.schema import SEARCHABLE_LISTING_FIELDS
+from precon.service.store import ListingQuery, SearchHits
+from precon.service.units import add_matched_floor_plans, unit_filter
+
+router = APIRouter()
+
+
+def route(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return operation(router, name, "GET")
+
+
+def listing_search(call: Call, *, order: str = "relevance", highlight: bool = False) -> dict[str, Any]:
+    p = call.params
+    page, per_page = p.page()
+    text = p.search() if order == "relevance" else None
+    shaper = requested_shape(call)
+    facets = facet_names(call, p.names("facets")) if order == "relevance" else ()
+    units = unit_filter(p, call.version)
+    hits: SearchHits = call.store.search_listings(
+        ListingQuery(
+            province=call.province,
+            text=text,
+            filter=p.filter_query(),
+            unit_filter=units,
+            circle=p.circle() if order == "relevance" else None,
+            facets=facets,
+            offset=page * per_page,
+            limit=per_page,
+            order="trending" if order == "trending" else "relevance",
+        )
+    )
+    results = shaper.shape(
+        hits.documents,
+        hits.scores if text is not None else None,
+        highlight=hits.text if highlight else False,
+        searchable=SEARCHABLE_LISTING_FIELDS,
+    )
+    add_matched_floor_plans(results, hits.documents, units)
+    body = envelope(results, hits.total, page, per_page)
+    if p.text("facets") is not None:
+        body["facets"] = facets_payload(hits.facets)
+    return body
+
+
+@route("search_listings")
+def search_listings(
+    request: Request,
+    version: str,
+    province: str,
+    service: ServiceDep,
+    product_id: str | None = Q(None, description="The data product (optional: the key's own by default)"),
+    search: str | None = Q(None, description="Words to match; the last also as a prefix"),
+    page: str | None = Q(None, description="Zero-based page"),
+    perPage: str | None = Q(None, description="Results per page, 0 to 1000 (default 20)"),
+    facets: str | None = Q(None, description="Comma-separated facets, or *"),
+    retrieveAttributes: str | None = Q(None, description="Comma-separated attributes to return"),
+    highlightResults: str | None = Q(None, description="true to add _highlightResult"),
+    nearby: str | None = Q(None, description="lat,lng"),
+    radius: str | None = Q(None, description="Metres around nearby (default 10000)"),
+    referrences: str | None = Q(None, description="Reference fields to expand"),
+    filterQuery: str | None = Q(None, description="Algolia filter syntax"),
+    unitFilter: str | None = Q(None, description=UNIT_FILTER_HELP),
+) -> Response:
+    call = service.call(request, version, province)
+    return answer(request, listing_search(call, highlight=call.params.boolean("highlightResults")))
+
+
+@route("listing")
+def get_listing(
+    request: Request,
+    version: str,
+    province: str,
+    service: ServiceDep,
+    id: str | None = Q(None, description="The listing id"),
+    retrieveAttributes: str | None = Q(None),
+    referrences: str | None = Q(None),
+) -> Response:
+    call = service.call(request, version, province)
+    listing_id = call.params.required("id")
+    shaper = requested_shape(call)
+    record = call.store.get_listings([listing_id], call.province).get(listing_id)
+    if record is None:
+        raise not_found(f"Listing {listing_id!r} not found")
+    call.store.record_view(listing_id)
+    return answer(request, shaper.shape([record])[0])
+
+
+@route("similar_listings")
+def similar_listings(
+    request: Request,
+    version: str,
+    province: str,
+    service: ServiceDep,
+    id: str | None = Q(None, description="The listing to find others like"),
+    retrieveAttributes: str | None = Q(None),
+    referrences: str | None = Q(None),
+    minScore: str | None = Q(None, description="Lowest score to return, 0 to 1"),
+    maxRecommendations: str | None = Q(None, description="At most this many (default 5, max 50)"),
+) -> Response:
+    call = service.call(request, version, province)
+    p = call.params
+    listing_id = p.required("id")
+    min_score = p.number("minScore", 0.0, 0.0, 1.0)
+    limit = p.integer("maxRecommendations", 5, 1, 50)
+    shaper = requested_shape(call)
+    target, candidates = call.store.similarity_features(
+        listing_id, call.province, similar.CANDIDATE_RADIUS_M, similar.CANDIDATE_LIMIT
+    )
+    if target is None:
+        raise not_found(f"Listing {listing_id!r} not found")
+    ranked = similar.rank(target, candidates, min_score, limit)
+    records = call.store.get_listings([i for i, _ in ranked], call.province)
+    kept = [(records[i], s) for i, s in ranked if i in records]
+    results = shaper.shape([r for r, _ in kept], [s for _, s in kept])
+    return answer(request, envelope(results, len(results), 0, limit))
+
+
+@route("trending_listings")
+def trending_listings(
+    request: Request,
+    version: str,
+    province: str,
+    service: ServiceDep,
+    page: str | None = Q(None),
+    perPage: str | None = Q(None),
+    filterQuery: str | None = Q(None),
+    unitFilter: str | None = Q(None, description=UNIT_FILTER_HELP),
+    retrieveAttributes: str | None = Q(None),
+    referrences: str | None = Q(None),
+) -> Response:
+    call = service.call(request, version, province)
+    return answer(request, listing_search(call, order="trending"))
+
+
+@route("multiple_listings")
+def multiple_listings(
+    request: Request,
+    version: str,
+    province: str,
+    service: ServiceDep,
+    ids: str | None = Q(None, description=f"Comma-separated listing ids, at most {MAX_IDS}"),
+    retrieveAttributes: str | None = Q(None),
+    referrences: str | None = Q(None),
+) -> Response:
+    call = service.call(request, version, province)
+    p = call.params
+    wanted = p.names("ids")
+    if not wanted:
+        raise bad_request("ids is required")
+    if len(wanted) > MAX_IDS:
+        raise bad_request(f"ids names {len(wanted)} listings; at most {MAX_IDS} are allowed")
+    shaper = requested_shape(call)
+    found = call.store.get_listings(wanted, call.province)
+    return answer(request, {"results": shaper.shape([found[i] for i in wanted if i in found])})

@@ -1,0 +1,170 @@
+"""The profile operations: search_profiles, profile, profiles_of_listing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from precon.models import COLLECTIONS
+from precon.service.calls import Call
+from precon.service.errors import bad_request, blank_profile_id, not_found
+from precon.service.params import QueryParams
+from precon.service.responses import answer, envelope, facets_payload
+from precon.service.routes.common import Q, ServiceDep, operation
+from precon.service.schema import LISTING_REFERENCE_FIELDS, PROFILES_OF_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
+from precon.service.search import highlight_record
+from precon.service.shaping import (
+    ListingShaper,
+    expand_references,
+    profile_object,
+    profile_search_object,
+    profiles_of_listing,
+    reference_fields,
+    retrieved_names,
+)
+from precon.service.store import ProfileQuery
+
+PROFILE_COLLECTIONS = (*COLLECTIONS, "Owners")
+
+router = APIRouter()
+
+
+def route(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return operation(router, name, "GET")
+
+
+def collection_param(p: QueryParams) -> str | None:
+    return p.choice("collection", PROFILE_COLLECTIONS)
+
+
+def expand_profile_listings(call: Call, records: list[dict[str, Any]]) -> None:
+    ids = {
+        path.split("/", 1)[1]
+        for record in records
+        for path in record.get("listings") or ()
+        if isinstance(path, str) and path.startswith("Listings/")
+    }
+    shaper = ListingShaper(version=call.version, store=call.store, media=call.media)
+    found = call.store.get_listings(sorted(ids), call.province)
+    shaped = dict(zip(found, shaper.shape(list(found.values())), strict=True))
+    for record in records:
+        if isinstance(record.get("listings"), list):
+            record["listings"] = [
+                shaped.get(path.split("/", 1)[1], path) if isinstance(path, str) and "/" in path else path
+                for path in record["listings"]
+            ]
+
+
+@route("search_profiles")
+def search_profiles(
+    request: Request,
+    version: str,
+    province: str,
+    service: ServiceDep,
+    product_id: str | None = Q(None),
+    collection: str | None = Q(None, description=", ".join(COLLECTIONS) + ", or empty for all"),
+    search: str | None = Q(None),
+    page: str | None = Q(None),
+    perPage: str | None = Q(None),
+    facets: str | None = Q(None),
+    filterQuery: str | None = Q(None),
+    retrieveAttributes: str | None = Q(None),
+    referrences: str | None = Q(None, description="listings"),
+    sortByName: str | None = Q(None, description="asc or dsc"),
+    highlightResults: str | None = Q(None),
+) -> Response:
+    call = service.call(request, version, province)
+    p = call.params
+    page_number, per_page = p.page()
+    collection = collection_param(p)
+    sort = p.choice("sortByName", ("asc", "dsc"))
+    references = reference_fields(p.names("referrences"), {"listings": "listings"})
+    retrieve = retrieved_names(p.names("retrieveAttributes"))
+    facets = tuple(p.names("facets"))
+    for name in facets:
+        if not all(part.isidentifier() for part in name.split(".")):
+            raise bad_request(f"facets: {name!r} is not an attribute name")
+    text = p.search()
+    highlight = p.boolean("highlightResults")
+    hits = call.store.search_profiles(
+        ProfileQuery(
+            province=call.province,
+            collection=collection,
+            text=text,
+            filter=p.filter_query(),
+            facets=facets,
+            offset=page_number * per_page,
+            limit=per_page,
+            sort_by_name=sort,  # type: ignore[arg-type]
+        )
+    )
+    results = []
+    for record, score in zip(hits.documents, hits.scores, strict=True):
+        out = profile_search_object(record, call.media)
+        if retrieve:
+            out = {k: v for k, v in out.items() if k == "objectID" or k in retrieve}
+        if text is not None and score is not None:
+            out["_score"] = score
+        if highlight:
+            out["_highlightResult"] = highlight_record(out, SEARCHABLE_PROFILE_FIELDS, hits.text)
+        results.append(out)
+    if references:
+        expand_profile_listings(call, results)
+    body = envelope(results, hits.total, page_number, per_page)
+    if p.text("facets") is not None:
+        body["facets"] = facets_payload(hits.facets)
+    return answer(request, body)
+
+
+@route("profile")
+def get_profile(
+    request: Request,
+    version: str,
+    province: str,
+    service: ServiceDep,
+    product_id: str | None = Q(None),
+    id: str | None = Q(None, description="The profile id"),
+    collection: str | None = Q(None),
+    referrences: str | None = Q(None, description="listings"),
+) -> Response:
+    call = service.call(request, version, province)
+    p = call.params
+    profile_id = (p.text("id") or "").strip()
+    if not profile_id:
+        raise blank_profile_id()
+    collection_name = collection_param(p)
+    references = reference_fields(p.names("referrences"), {"listings": "listings"})
+    record = call.store.find_profile(profile_id, collection_name, call.province)
+    if record is None:
+        where = f" in {collection_name}" if collection_name else ""
+        raise not_found(f"Profile {profile_id!r} not found{where}")
+    out = profile_object(record, call.media)
+    if references:
+        expand_profile_listings(call, [out])
+    return answer(request, out)
+
+
+@route("profiles_of_listing")
+def get_profiles_of_listing(
+    request: Request,
+    version: str,
+    province: str,
+    service: ServiceDep,
+    product_id: str | None = Q(None),
+    id: str | None = Q(None, description="The listing id"),
+    referrences: str | None = Q(None),
+) -> Response:
+    call = service.call(request, version, province)
+    p = call.params
+    listing_id = p.required("id")
+    allowed = {k: v for k, v in LISTING_REFERENCE_FIELDS.items() if v in PROFILES_OF_LISTING_FIELDS}
+    references = reference_fields(p.names("referrences"), allowed, strict=False)
+    record = call.store.get_listings([listing_id], call.province).get(listing_id)
+    if record is None:
+        raise not_found(f"Listing {listing_id!r} not found")
+    out = profiles_of_listing(record)
+    expand_references([out], references, call.store, call.media)
+    return answer(request, out)
