@@ -171,8 +171,10 @@ def test_a_row_opens_its_listing_in_this_tab_and_back_returns_to_the_results(das
 def test_open_a_listing_then_follow_its_builder(dashboard: Dashboard, page: Any) -> None:
     page.goto(f"{dashboard.url}/search?view=cards&sort=newest")
     settle(page, "results in")
-    name = page.locator(".precon-card-title").first.inner_text().strip()
-    page.get_by_role("button", name="Open listing").first.click()
+    titles, buttons = page.locator(".precon-card-title"), page.get_by_role("button", name="Open listing")
+    expect(buttons).to_have_count(titles.count())  # every card's button drawn, so the first is the first card's
+    name = titles.first.inner_text().strip()
+    buttons.first.click()
     expect(page).to_have_url(re.compile(r"/listing\?id="))
     settle(page, "Floor plans")
     assert page.get_by_role("heading", name=re.compile(re.escape(name[:20]))).count() >= 1
