@@ -74,6 +74,9 @@ def tick(page: Any, param: str, value: str | None = None) -> str:
         if box.locator("input").is_checked() or (value is not None and name != value):
             continue
         box.locator("label").click()
+        page.wait_for_function(  # the pick reached the address: the rerun it causes is under way or done
+            "([param, value]) => new URLSearchParams(location.search).get(param)?.includes(value)", arg=[param, name]
+        )
         return name
     raise AssertionError(f"nothing to tick under {param}: {seen}")
 
