@@ -45,7 +45,8 @@ def matches_words(query: str, text: str) -> bool:
     return all(any(word.startswith(w) for word in have) for w in wanted)
 
 
-def _counts_among(facet: FacetSpec, state: FilterState, values: list[str]) -> dict[str, int]:
+def counts_among(facet: FacetSpec, state: FilterState, values: list[str]) -> dict[str, int]:
+    """The counts of these values of ``facet`` under the other filters (values outside the top 100 included)."""
     scope = scope_of(state, without=facet.param)
     narrowed = filters.and_(scope.filter, filters.any_of(facet.attr, values))
     _, counts = listing_search.total_and_facets(
@@ -80,7 +81,7 @@ def _by_profiles(facet: FacetSpec, query: str, state: FilterState) -> FoundValue
         retrieve_attributes=["name", "path"],
     )
     names = {p.path: p.name for p in page.results if p.path and p.name}
-    counts = _counts_among(facet, state, list(names)) if names else {}
+    counts = counts_among(facet, state, list(names)) if names else {}
     ranked = sorted(counts.items(), key=lambda item: (-item[1], names.get(item[0], item[0]).casefold()))
     found = [FoundValue(value, count) for value, count in ranked if count > 0]
     return FoundValues(found[:MAX_HITS], len(found), names)

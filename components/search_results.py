@@ -17,14 +17,15 @@ import streamlit as st
 
 from components import api, filter_chips, shared_filters
 from components import filter_panel as panel
+from components.facet_search import counts_among
 from components.formatting import completion, markdown_text, number_range, price_text, size_range
 from components.listing_table import open_listing
 from components.search_scope import SearchScope, scope_of
-from precon import filters, listing_search
+from precon import listing_search
 from precon.filter_state import FACETS, FilterState
 from precon.listing_search import SearchOutcome
 from precon.models import PROVINCES, Listing, MatchedFloorPlans
-from precon.ordering import NEWEST_LIMIT, WINDOW, sort_rows
+from precon.ordering import NEWEST_LIMIT, sort_rows
 
 SORTS: dict[str, str] = {
     "relevance": "Relevance",
@@ -145,12 +146,8 @@ def facet_views(state: FilterState, outcome: SearchOutcome) -> list[panel.FacetV
             counts = dict(found.get(facet.attr, {}))
             missing = [v for v in chosen if v not in counts]
             if missing:
-                narrowed = filters.and_(others.filter, filters.any_of(facet.attr, missing))
-                _, extra = listing_search.total_and_facets(
-                    api.backend, others.text, narrowed, others.unit_filter, [facet.attr],
-                    unit_supported=others.unit_supported,
-                )  # fmt: skip
-                counts.update({v: c for v, c in extra.get(facet.attr, {}).items() if v in missing})
+                extra = counts_among(facet, state, missing)
+                counts.update({v: c for v, c in extra.items() if v in missing})
         if facet.collection:
             names_wanted += [*counts, *chosen]
         views.append(panel.FacetView(facet, counts, {}))
@@ -380,21 +377,10 @@ def app_base_url() -> str:
 
 def _all_rows(scope: SearchScope, sort: str, backend: Any) -> list[Listing]:
     """Every match with the CSV's fields, in the page's order."""
-    fields = list(CSV_FIELDS)
-    if scope.local:
-        matches, _ = listing_search.local_matches(backend, scope.text, scope.filter, scope.unit_filter, fields)
-        return sort_rows(matches, sort)
-    extra = {"unit_filter": scope.unit_filter} if scope.unit_filter is not None else {}
-    rows: list[Listing] = []
-    number = 0
-    while True:
-        page = backend.search_listings(
-            scope.text or None, page=number, per_page=WINDOW, filter=scope.filter, retrieve_attributes=fields, **extra
-        )
-        rows += page.results
-        number += 1
-        if len(page.results) < WINDOW or number >= page.pages:
-            return sort_rows(rows, sort)
+    rows, _ = listing_search.all_matching(
+        backend, scope.text, scope.filter, scope.unit_filter, CSV_FIELDS, unit_supported=scope.unit_supported
+    )
+    return sort_rows(rows, sort)
 
 
 class _ScopedClient:
