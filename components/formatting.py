@@ -9,6 +9,11 @@ from precon.models import Listing, Profile
 MISSING = "—"
 
 
+def plural(count: int, word: str) -> str:
+    """``1 listing``, ``2,500 listings``."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
 def cad(value: float | None) -> str:
     return MISSING if value is None else f"${value:,.0f}"
 

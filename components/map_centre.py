@@ -367,10 +367,6 @@ def set_centre(state: MutableMapping[str, Any], centre: tuple[float, float]) -> 
     state[CENTRE_ERROR] = None
 
 
-def plural(count: int, word: str) -> str:
-    return f"{count:,} {word}" + ("" if count == 1 else "s")
-
-
 # -- URL and session state -------------------------------------------------------------------------------------
 
 

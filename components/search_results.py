@@ -18,7 +18,7 @@ import streamlit as st
 from components import api, filter_chips, shared_filters
 from components import filter_panel as panel
 from components.facet_search import counts_among
-from components.formatting import completion, markdown_text, number_range, price_text, size_range
+from components.formatting import completion, markdown_text, number_range, plural, price_text, size_range
 from components.listing_table import open_listing
 from components.search_scope import SearchScope, scope_of
 from precon import listing_search
@@ -156,10 +156,6 @@ def facet_views(state: FilterState, outcome: SearchOutcome) -> list[panel.FacetV
 
 
 # -- what the page says -----------------------------------------------------------------------------------------
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 def nothing_found(state: FilterState) -> str:

@@ -12,7 +12,7 @@ import streamlit as st
 
 from components import api, filter_chips, search_scope, shared_filters
 from components import map_centre as mc
-from components.formatting import markdown_text
+from components.formatting import markdown_text, plural
 from precon.filter_state import SEARCH_MAX_CHARS
 
 state = st.session_state
@@ -144,7 +144,7 @@ with side_col:
         st.info("Click a listing on the map to see it here; click anywhere else to move the centre.", icon="👆")
 
 # -- the listings inside the circle ----------------------------------------------------------------------------
-st.subheader(f"{mc.plural(inside_total, 'listing')} within {mc.format_km(radius_km)} km of {place_md}")
+st.subheader(f"{plural(inside_total, 'listing')} within {mc.format_km(radius_km)} km of {place_md}")
 if not inside:
     st.info("No listing matching the filters is inside the circle: widen the radius or move the centre.")
 else:

@@ -13,6 +13,7 @@ import streamlit as st
 from components import api, filter_chips, shared_filters
 from components import filter_panel as panel
 from components import search_results as results
+from components.formatting import plural
 from components.listing_table import open_listing
 from components.result_cards import result_cards
 from components.search_scope import local_note, scope_of
@@ -70,7 +71,7 @@ filter_chips.render(state, prefix="search", links=(), names=names)
 timing = f" in {outcome.service_ms:,.0f} ms" if outcome.service_ms is not None else ""
 if outcome.ordering_ms is not None:
     timing += f" (ordered in {outcome.ordering_ms:,.0f} ms)"
-st.markdown(f"**{results.plural(outcome.total, 'result')}**{timing}")
+st.markdown(f"**{plural(outcome.total, 'result')}**{timing}")
 if scope.local:
     st.caption(local_note(outcome.candidates))
 
