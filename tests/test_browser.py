@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from precon.filter_state import PARAMS, FilterState
-from tests.browser_support import Dashboard, assert_no_exception, screenshot, settle
+from tests.browser_support import READY, Dashboard, assert_no_exception, screenshot, settle
 
 PAGES = [
     ("", "Home", "Listings by province"),
@@ -61,19 +61,35 @@ def check_step(page: Any, oracle: Any) -> FilterState:
     return state
 
 
+def refinement_labels(page: Any, param: str) -> list[tuple[str, bool]]:
+    """A facet's refinement list as (label, ticked), once the same list has been read twice in a row.
+
+    Streamlit draws the list a moment after a run ends, element by element, so a single read can catch
+    a half-drawn list (one label twice, another missing); two equal reads apart in time are a settled one.
+    """
+    boxes = page.locator(f".st-key-rf_list_{param}").locator('[data-testid="stCheckbox"]')
+    read = "els => els.map(el => [el.innerText.split(/\\s+/).join(' ').trim(), el.querySelector('input').checked])"
+    previous: list[tuple[str, bool]] | None = None
+    for _ in range(60):
+        page.wait_for_selector(READY)
+        current = [tuple(pair) for pair in boxes.evaluate_all(read)]
+        if current and current == previous and len({label for label, _ in current}) == len(current):
+            return current  # type: ignore[return-value]
+        previous = current  # type: ignore[assignment]
+        page.wait_for_timeout(250)
+    raise AssertionError(f"the refinement list of {param} never settled: {previous}")
+
+
 def tick(page: Any, param: str, value: str | None = None) -> str:
     """Ticks a value in a facet's refinement list (the first unticked one when ``value`` is None); its value."""
-    boxes = page.locator(f".st-key-rf_list_{param}").locator('[data-testid="stCheckbox"]')
-    boxes.first.wait_for()  # drawn a moment after the run ends
-    seen = []
-    for index in range(boxes.count()):
-        box = boxes.nth(index)
-        label = " ".join(box.inner_text().split())
+    seen = refinement_labels(page, param)
+    for index, (label, ticked) in enumerate(seen):
         name = label.rpartition(" · ")[0]
-        seen.append((label, box.locator("input").is_checked()))
-        if box.locator("input").is_checked() or (value is not None and name != value):
+        if ticked or (value is not None and name != value):
             continue
-        box.locator("label").click()
+        page.locator(f".st-key-rf_list_{param}").locator('[data-testid="stCheckbox"]').nth(index).locator(
+            "label"
+        ).click()
         page.wait_for_function(  # the pick reached the address: the rerun it causes is under way or done
             "([param, value]) => new URLSearchParams(location.search).get(param)?.includes(value)", arg=[param, name]
         )
