@@ -30,6 +30,7 @@ import httpcore
 import orjson
 from standardwebhooks import Webhook
 
+from precon.service.errors import ApiError
 from precon.service.sqlite import Connections
 from precon.service.webhook_targets import GuardedBackend, TargetPolicy
 
@@ -46,6 +47,8 @@ JITTER = 0.1
 SECRET_PREFIX = "whsec_"
 SENDERS = 4
 POLL_S = 0.5
+MAX_SUBSCRIPTIONS_PER_KEY = 100
+"""The most webhook subscriptions one key may hold: one event fans out to at most this many deliveries a key."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS subscriptions(
@@ -111,6 +114,14 @@ def now_iso() -> str:
 
 def new_secret() -> str:
     return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(24)).decode()
+
+
+class SubscriptionLimitReached(ApiError, ValueError):
+    """A key that already holds the most subscriptions allowed asked for another: a 400 saying so."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(400, f"this key already has {limit} webhook subscriptions, the most allowed; delete one first")
+        self.limit = limit
 
 
 @dataclass(frozen=True)
@@ -190,7 +201,14 @@ class WebhookStore:
 
     # -- subscriptions -------------------------------------------------------------------------------------
 
-    def subscribe(self, key_id: int, env: str, event: str, target_url: str) -> Subscription:
+    def subscribe(
+        self, key_id: int, env: str, event: str, target_url: str, limit: int = MAX_SUBSCRIPTIONS_PER_KEY
+    ) -> Subscription:
+        """A new subscription of the key; :class:`SubscriptionLimitReached` if it already holds ``limit``.
+
+        The count and the insert are one statement in one write transaction: creates at the same time, from
+        any thread or process, cannot take a key past the limit.
+        """
         subscription = Subscription(
             id="wh_" + uuid.uuid4().hex[:20],
             key_id=key_id,
@@ -201,10 +219,23 @@ class WebhookStore:
             created_at=now_iso(),
         )
         with self._transaction() as db:
-            db.execute(
-                "INSERT INTO subscriptions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (subscription.id, key_id, env, event, target_url, subscription.secret, subscription.created_at),
-            )
+            inserted = db.execute(
+                "INSERT INTO subscriptions SELECT ?, ?, ?, ?, ?, ?, ? "
+                "WHERE (SELECT count(*) FROM subscriptions WHERE key_id = ?) < ?",
+                (
+                    subscription.id,
+                    key_id,
+                    env,
+                    event,
+                    target_url,
+                    subscription.secret,
+                    subscription.created_at,
+                    key_id,
+                    limit,
+                ),
+            ).rowcount
+        if inserted != 1:
+            raise SubscriptionLimitReached(limit)
         return subscription
 
     def subscriptions(
