@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from precon.models import PROVINCES
 from precon.service.accounts import AccountStore
 from precon.service.store import CatalogueChange, SQLiteStore, province_of
 from precon.service.webhooks import Event, Subscription, WebhookStore
 
 LIVE_VERSIONS = {"v1", "v1-lite"}
+LISTING_PREFIX = "Listings/"
 
 
 @dataclass
 class CatalogueNotifier:
     """Listens to a store; each listing or profile written or removed becomes an event to its subscribers.
 
-    ``env`` is ``live`` for the catalogue and ``sandbox`` for the sandbox. A live listing event goes only to keys
-    granted the listing's province; sandbox events go to any key (any key may read the sandbox).
+    ``env`` is ``live`` for the catalogue and ``sandbox`` for the sandbox. A live event goes only to keys that may
+    read the record through one of their grants: a listing's province, or one of a profile's provinces (the
+    provinces of the listings naming it; a profile in none is read under ``all`` only). A live profile reaches
+    each key with only the listings of the provinces that key is granted. Sandbox events go to any key (any key
+    may read the sandbox). A deletion carries only the record's id and path, to every subscriber of the event:
+    what the deleted record was in can no longer be read.
     """
 
     webhooks: WebhookStore
@@ -32,7 +38,7 @@ class CatalogueNotifier:
         return self
 
     def __call__(self, changes: Sequence[CatalogueChange]) -> None:
-        events = [event for change in changes if (event := self._event(change)) is not None]
+        events = [event for change in changes for event in self._events(change)]
         if events:
             self.webhooks.publish(events, self.first_delay)
 
@@ -43,20 +49,84 @@ class CatalogueNotifier:
         allowed = self.accounts.key_ids_allowing(LIVE_VERSIONS, province)
         return [s for s in chosen if s.key_id in allowed]
 
-    def _event(self, change: CatalogueChange) -> Event | None:
+    def _events(self, change: CatalogueChange) -> list[Event]:
         event_type = f"{change.kind}.{change.action}"
-        data: dict[str, Any]
-        if change.kind == "listing":
-            record = self.store.get_listings([change.key], None).get(change.key)
-            province = province_of(record.get("state")) if record else None
-            subscribers = self._subscribers(event_type, province if change.action != "deleted" else None)
-            listing = record if record is not None else {"listingId": change.key, "path": f"Listings/{change.key}"}
-            data = {"listing": {**listing, "objectID": change.key}}
-        else:
-            collection, _, profile_id = change.key.partition("/")
-            subscribers = self._subscribers(event_type, None)
-            record = self.store.get_profiles([change.key]).get(change.key)
-            data = {"collection": collection, "profile": record or {"id": profile_id, "path": change.key}}
+        if change.kind == "profile":
+            return self._profile_events(change, event_type)
+        record = self.store.get_listings([change.key], None).get(change.key)
+        province = province_of(record.get("state")) if record else None
+        subscribers = self._subscribers(event_type, province if change.action != "deleted" else None)
         if not subscribers:
-            return None
-        return Event(event_type, self.env, data, subscribers)
+            return []
+        listing = record if record is not None else {"listingId": change.key, "path": f"Listings/{change.key}"}
+        return [Event(event_type, self.env, {"listing": {**listing, "objectID": change.key}}, subscribers)]
+
+    # -- profiles --------------------------------------------------------------------------------------------
+
+    def _profile_events(self, change: CatalogueChange, event_type: str) -> list[Event]:
+        collection, _, profile_id = change.key.partition("/")
+        chosen = self.webhooks.subscriptions(event=event_type, env=self.env)
+        if not chosen:
+            return []
+        record = self.store.get_profiles([change.key]).get(change.key)
+        if record is None or change.action == "deleted":
+            stub = {"id": profile_id, "path": change.key}
+            return [Event(event_type, self.env, {"collection": collection, "profile": stub}, self._any_reader(chosen))]
+        if self.env == "sandbox":
+            return [Event(event_type, self.env, {"collection": collection, "profile": record}, chosen)]
+        readers = self.profile_readers(profile_id, collection)
+        subscribers = [s for s in chosen if s.key_id in readers]
+        if not subscribers:
+            return []
+        granted = self.granted_provinces({s.key_id for s in subscribers})
+        listed = self._listing_provinces(record.get("listings"))
+        by_view: dict[tuple[Any, ...], list[Subscription]] = {}
+        for subscription in subscribers:
+            view = tuple(visible_listings(record.get("listings"), listed, granted[subscription.key_id]))
+            by_view.setdefault(view, []).append(subscription)
+        events = []
+        for view, group in by_view.items():
+            profile = {**record, "listings": list(view)} if isinstance(record.get("listings"), list) else record
+            events.append(Event(event_type, self.env, {"collection": collection, "profile": profile}, group))
+        return events
+
+    def _any_reader(self, chosen: list[Subscription]) -> list[Subscription]:
+        if self.env == "sandbox":
+            return chosen
+        allowed = self.accounts.key_ids_allowing(LIVE_VERSIONS, None)
+        return [s for s in chosen if s.key_id in allowed]
+
+    def profile_provinces(self, profile_id: str, collection: str) -> set[str]:
+        """The provinces a profile is read in: those of the listings naming it, as the profile operation sees."""
+        return {p for p in PROVINCES if self.store.find_profile(profile_id, collection, p) is not None}
+
+    def profile_readers(self, profile_id: str, collection: str) -> set[int]:
+        """The keys that may read the profile in a live version: in one of its provinces, or in ``all``."""
+        readers = self.accounts.key_ids_allowing(LIVE_VERSIONS, "all")
+        for province in self.profile_provinces(profile_id, collection):
+            readers |= self.accounts.key_ids_allowing(LIVE_VERSIONS, province)
+        return readers
+
+    def granted_provinces(self, key_ids: set[int]) -> dict[int, frozenset[str]]:
+        """The provinces each key may read in a live version."""
+        granted: dict[int, set[str]] = {key_id: set() for key_id in key_ids}
+        for province in PROVINCES:
+            for key_id in self.accounts.key_ids_allowing(LIVE_VERSIONS, province) & key_ids:
+                granted[key_id].add(province)
+        return {key_id: frozenset(provinces) for key_id, provinces in granted.items()}
+
+    def _listing_provinces(self, paths: Any) -> dict[str, str | None]:
+        """The province of each listing a profile names, by path (None: not found, or in no province)."""
+        if not isinstance(paths, list):
+            return {}
+        ids = [p[len(LISTING_PREFIX) :] for p in paths if isinstance(p, str) and p.startswith(LISTING_PREFIX)]
+        found = self.store.get_listings(ids, None)
+        return {LISTING_PREFIX + i: province_of(found[i].get("state")) if i in found else None for i in ids}
+
+
+def visible_listings(paths: Any, provinces: dict[str, str | None], granted: Iterable[str]) -> list[Any]:
+    """The listing paths of a profile that a key granted ``granted`` may read: those in a granted province."""
+    if not isinstance(paths, list):
+        return []
+    allowed = set(granted)
+    return [p for p in paths if isinstance(p, str) and provinces.get(p) in allowed]
