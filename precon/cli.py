@@ -69,6 +69,7 @@ def serve(host: str, port: int, data_dir: Path, dev: bool, rate_limit: float | N
     """Serve the listings API over the catalogue in the data directory (made on first use)."""
     import uvicorn
 
+    from precon.service.protocol import JsonErrorsProtocol
     from precon.service.runtime import DataDirectory
 
     if dev and host not in ("127.0.0.1", "localhost", "::1"):
@@ -82,7 +83,7 @@ def serve(host: str, port: int, data_dir: Path, dev: bool, rate_limit: float | N
     directory = DataDirectory.open(settings)
     if dev:
         click.echo(f"Development key: {DEV_API_KEY}  product: {DEV_PRODUCT_ID}", err=True)
-    uvicorn.run(directory.app(), host=host, port=port, log_level="info", access_log=False)
+    uvicorn.run(directory.app(), host=host, port=port, log_level="info", access_log=False, http=JsonErrorsProtocol)
 
 
 def _fewer_malloc_arenas() -> None:
@@ -185,10 +186,10 @@ def import_catalogue(file: Path, sandbox: bool, data_dir: Path) -> None:
     from precon.service.store import SQLiteStore
 
     settings = ServiceSettings(data_dir=data_dir)
-    report = read_file(file)
+    store = SQLiteStore(settings.sandbox_path if sandbox else settings.catalogue_path)
+    report = read_file(file, plan_holders=store.listings_holding_plans)
     for line, problem in report.problems:
         click.echo(f"{file}:{line}: skipped: {problem}", err=True)
-    store = SQLiteStore(settings.sandbox_path if sandbox else settings.catalogue_path)
     _notify_subscribers(store, settings, "sandbox" if sandbox else "live")
     load(store, report.listings, report.profiles)
     store.close()

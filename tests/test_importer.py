@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from click.testing import CliRunner
 
+from precon.cli import main
 from precon.models import COLLECTIONS
 from precon.service.importer import PROFILE_COLLECTIONS, ImportReport, classify, read_file
+from precon.service.runtime import load
+from precon.service.store import SQLiteStore
 
 NEITHER = "neither a listing (no listingId) nor a profile (no '<Collection>/<id>' path)"
 
@@ -263,3 +268,149 @@ def test_read_ndjson_of_profiles_with_listings(tmp_path: Path) -> None:
     other = {**PROFILE_WITH_LISTINGS, "id": "b2", "path": "Builders/b2"}
     text = json.dumps(PROFILE_WITH_LISTINGS) + "\n" + json.dumps(other) + "\n"
     assert read_file(write(tmp_path, "profiles.ndjson", text)) == ImportReport(profiles=[PROFILE_WITH_LISTINGS, other])
+
+
+# ----------------------------------------------------------------------------------------------------------
+# floor-plan ids: unique within a listing and across listings (the file's and the store's)
+# ----------------------------------------------------------------------------------------------------------
+
+
+def plan(plan_id: str | None, name: str) -> dict[str, Any]:
+    return {"name": name, "squareFeet": "700"} if plan_id is None else {"id": plan_id, "name": name}
+
+
+def listing_with_plans(listing_id: str, *plan_ids: str | None) -> dict[str, Any]:
+    plans = [plan(plan_id, f"Plan {n}") for n, plan_id in enumerate(plan_ids, start=1)]
+    return {
+        "listingId": listing_id,
+        "path": f"Listings/{listing_id}",
+        "name": f"Tower {listing_id}",
+        "floorPlans": plans,
+    }
+
+
+def ndjson(tmp_path: Path, name: str, *records: dict[str, Any]) -> Path:
+    return write(tmp_path, name, "".join(json.dumps(record) + "\n" for record in records))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    opened = SQLiteStore(tmp_path / "catalogue.sqlite3")
+    yield opened
+    opened.close()
+
+
+def import_into(store: SQLiteStore, path: Path) -> ImportReport:
+    """What ``precon catalogue import`` does: read the file against the store, then load what passed."""
+    report = read_file(path, plan_holders=store.listings_holding_plans)
+    load(store, report.listings, report.profiles)
+    return report
+
+
+def stored_plan_ids(store: SQLiteStore, *listing_ids: str) -> dict[str, list[str]]:
+    found = store.get_listings(list(listing_ids), None)
+    return {lid: [p["id"] for p in record["floorPlans"]] for lid, record in found.items()}
+
+
+def test_a_listing_repeating_a_plan_id_is_refused_and_the_others_import(tmp_path: Path, store: SQLiteStore) -> None:
+    builder = {"id": "b1", "path": "Builders/b1", "name": "Brick Builders"}
+    path = ndjson(
+        tmp_path,
+        "records.ndjson",
+        builder,
+        listing_with_plans("AAA111", "p1", "p2", "p1", None),
+        listing_with_plans("BBB222", "q1", "q2"),
+    )
+    report = import_into(store, path)
+    assert report.problems == [
+        (2, "listing AAA111: floor plan id 'p1' is repeated (floorPlans positions 1, 3); plan ids must be unique")
+    ]
+    assert [record["listingId"] for record in report.listings] == ["BBB222"]
+    assert store.counts() == {"listings": 1, "profiles": 1}
+    assert stored_plan_ids(store, "AAA111", "BBB222") == {"BBB222": ["q1", "q2"]}
+
+
+def test_ids_given_as_number_and_text_are_the_same_id(tmp_path: Path, store: SQLiteStore) -> None:
+    record = listing_with_plans("AAA111", "7")
+    record["floorPlans"].append({"id": 7, "name": "Plan 7 again"})
+    report = import_into(store, ndjson(tmp_path, "records.ndjson", record))
+    assert report.problems == [
+        (1, "listing AAA111: floor plan id '7' is repeated (floorPlans positions 1, 2); plan ids must be unique")
+    ]
+
+
+def test_a_plan_id_of_an_earlier_listing_of_the_file_is_refused(tmp_path: Path, store: SQLiteStore) -> None:
+    path = ndjson(
+        tmp_path,
+        "records.ndjson",
+        listing_with_plans("AAA111", "p1", "p2"),
+        listing_with_plans("BBB222", "q1", "p2"),
+        listing_with_plans("CCC333", "r1"),
+    )
+    report = import_into(store, path)
+    assert report.problems == [
+        (
+            2,
+            "listing BBB222: floor plan id 'p2' (floorPlans position 2) is already used by listing AAA111; "
+            "plan ids must be unique across listings",
+        )
+    ]
+    assert stored_plan_ids(store, "AAA111", "BBB222", "CCC333") == {"AAA111": ["p1", "p2"], "CCC333": ["r1"]}
+
+
+def test_a_plan_id_a_stored_listing_holds_is_refused(tmp_path: Path, store: SQLiteStore) -> None:
+    import_into(store, ndjson(tmp_path, "first.ndjson", listing_with_plans("AAA111", "p1", "p2")))
+    report = import_into(
+        store,
+        ndjson(tmp_path, "second.ndjson", listing_with_plans("CCC333", "r1"), listing_with_plans("BBB222", "p2")),
+    )
+    assert report.problems == [
+        (
+            2,
+            "listing BBB222: floor plan id 'p2' (floorPlans position 1) is already used by listing AAA111; "
+            "plan ids must be unique across listings",
+        )
+    ]
+    assert stored_plan_ids(store, "AAA111", "BBB222", "CCC333") == {"AAA111": ["p1", "p2"], "CCC333": ["r1"]}
+
+
+def test_reimporting_a_listing_with_its_own_ids_is_fine(tmp_path: Path, store: SQLiteStore) -> None:
+    records = (listing_with_plans("AAA111", "p1", "p2"), listing_with_plans("BBB222", "q1", None))
+    first = import_into(store, ndjson(tmp_path, "first.ndjson", *records))
+    again = import_into(store, ndjson(tmp_path, "again.ndjson", *records, records[0]))
+    assert first.problems == again.problems == []
+    ids = stored_plan_ids(store, "AAA111", "BBB222")
+    assert ids["AAA111"] == ["p1", "p2"] and ids["BBB222"][0] == "q1"
+    assert ids == stored_plan_ids(store, "AAA111", "BBB222")  # the generated id is stable across re-imports
+    assert first.listings[1]["floorPlans"][1]["id"] == ids["BBB222"][1]
+
+
+def test_an_id_released_earlier_in_the_file_may_be_taken_but_not_before(tmp_path: Path, store: SQLiteStore) -> None:
+    import_into(store, ndjson(tmp_path, "first.ndjson", listing_with_plans("AAA111", "p1")))
+    # BBB222 comes before AAA111 gives up p1: refused; DDD444 comes after: accepted.
+    report = import_into(
+        store,
+        ndjson(
+            tmp_path,
+            "second.ndjson",
+            listing_with_plans("BBB222", "p1"),
+            listing_with_plans("AAA111", "p9"),
+            listing_with_plans("DDD444", "p1"),
+        ),
+    )
+    assert [line for line, _ in report.problems] == [1]
+    assert "is already used by listing AAA111" in report.problems[0][1]
+    assert stored_plan_ids(store, "AAA111", "BBB222", "DDD444") == {"AAA111": ["p9"], "DDD444": ["p1"]}
+    assert store.listings_holding_plans(["p1", "p9", "nope"]) == {"p1": ["DDD444"], "p9": ["AAA111"]}
+
+
+def test_the_import_command_refuses_a_taken_plan_id(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    first = ndjson(tmp_path, "first.ndjson", listing_with_plans("AAA111", "p1"))
+    second = ndjson(tmp_path, "second.ndjson", listing_with_plans("BBB222", "p1"), listing_with_plans("CCC333", "r1"))
+    runner = CliRunner()
+    assert runner.invoke(main, ["catalogue", "import", str(first), "--data", str(data)]).exit_code == 0
+    result = runner.invoke(main, ["catalogue", "import", str(second), "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    assert f"{second}:1: skipped: listing BBB222: floor plan id 'p1'" in result.stderr
+    assert "imported 1 listings and 0 profiles; skipped 1" in result.stderr

@@ -2,12 +2,15 @@
 
 Each record is classified as a listing or a profile and checked; a bad one is reported with its line and
 skipped, and the rest still load.
+
+Floor-plan ids are unique across the catalogue (clients name files after them): a listing whose plans repeat an
+id, or that carries an id another listing holds (in the store, or earlier in the same file), is refused.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,36 @@ class ImportReport:
     listings: list[dict[str, Any]] = field(default_factory=list)
     profiles: list[dict[str, Any]] = field(default_factory=list)
     problems: list[tuple[int, str]] = field(default_factory=list)
-    """(line, what is wrong) for every record skipped."""
+    """(line, what is wrong) for every record skipped, in line order."""
+
+
+PlanHolders = Callable[[Iterable[str]], dict[str, list[str]]]
+"""For some floor-plan ids, the ids of the stored listings holding each (``SQLiteStore.listings_holding_plans``)."""
+
+
+def _plan_ids(listing: dict[str, Any]) -> list[tuple[int, str]]:
+    """(position from 1, id) of every plan of a checked listing that carries a text id."""
+    plans = listing.get("floorPlans")
+    if not isinstance(plans, list):
+        return []
+    return [
+        (position, plan["id"])
+        for position, plan in enumerate(plans, start=1)
+        if isinstance(plan, dict) and isinstance(plan.get("id"), str)
+    ]
+
+
+def _refuse_repeated_plan_ids(listing: dict[str, Any]) -> None:
+    """Raises ValueError naming the first id two plans of the listing share, and their positions."""
+    positions: dict[str, list[int]] = {}
+    for position, plan_id in _plan_ids(listing):
+        positions.setdefault(plan_id, []).append(position)
+    for plan_id, where in positions.items():
+        if len(where) > 1:
+            raise ValueError(
+                f"listing {listing['listingId']}: floor plan id {plan_id!r} is repeated "
+                f"(floorPlans positions {', '.join(map(str, where))}); plan ids must be unique"
+            )
 
 
 def classify(record: Any) -> tuple[str, dict[str, Any]]:
@@ -44,6 +76,7 @@ def classify(record: Any) -> tuple[str, dict[str, Any]]:
         checked = {**record, "listingId": listing_id.strip()}
         if "floorPlans" in checked:
             checked["floorPlans"] = with_plan_ids(checked["listingId"], checked["floorPlans"])
+            _refuse_repeated_plan_ids(checked)
         return "listing", checked
     if isinstance(path, str) and "/" in path:
         collection, profile_id = path.split("/", 1)
@@ -143,9 +176,59 @@ def _skip(text: str, position: int) -> int:
     return position
 
 
-def read_file(path: str | Path) -> ImportReport:
+def _refuse_plan_ids_of_other_listings(
+    listings: list[tuple[int, dict[str, Any]]], holders: PlanHolders | None, report: ImportReport
+) -> None:
+    """Adds to ``report`` the listings whose plan ids no other listing holds, in file order; reports the others.
+
+    A plan id belongs to the last listing given it: one earlier in this file, else one in the store (unless that
+    listing comes again earlier in this file, its stored plans replaced). A listing may keep its own ids.
+    """
+    stored = holders({plan_id for _, listing in listings for _, plan_id in _plan_ids(listing)}) if holders else {}
+    claimed: dict[str, str] = {}
+    """Plan id -> the listing of this file that holds it now."""
+    replaced: set[str] = set()
+    for line, listing in listings:
+        listing_id = listing["listingId"]
+        conflict = _plan_id_taken(listing, claimed, stored, replaced)
+        if conflict is not None:
+            position, plan_id, other = conflict
+            report.problems.append(
+                (
+                    line,
+                    f"listing {listing_id}: floor plan id {plan_id!r} (floorPlans position {position}) is already "
+                    f"used by listing {other}; plan ids must be unique across listings",
+                )
+            )
+            continue
+        if listing_id in replaced:
+            claimed = {plan_id: owner for plan_id, owner in claimed.items() if owner != listing_id}
+        replaced.add(listing_id)
+        claimed.update((plan_id, listing_id) for _, plan_id in _plan_ids(listing))
+        report.listings.append(listing)
+
+
+def _plan_id_taken(
+    listing: dict[str, Any], claimed: dict[str, str], stored: dict[str, list[str]], replaced: set[str]
+) -> tuple[int, str, str] | None:
+    """(position, id, other listing) of the listing's first plan id that another listing holds, or None."""
+    listing_id = listing["listingId"]
+    for position, plan_id in _plan_ids(listing):
+        owner = claimed.get(plan_id)
+        if owner is None:
+            others = [held for held in stored.get(plan_id, ()) if held != listing_id and held not in replaced]
+            owner = others[0] if others else None
+        if owner is not None and owner != listing_id:
+            return position, plan_id, owner
+    return None
+
+
+def read_file(path: str | Path, plan_holders: PlanHolders | None = None) -> ImportReport:
+    """The records of a file, checked; ``plan_holders`` (the target store's) lets a listing be refused for a
+    floor-plan id a stored listing holds."""
     report = ImportReport()
     text = Path(path).read_text(encoding="utf-8")
+    listings: list[tuple[int, dict[str, Any]]] = []
     for line, record in _records(text):
         if isinstance(record, ValueError):
             report.problems.append((line, str(record)))
@@ -155,5 +238,10 @@ def read_file(path: str | Path) -> ImportReport:
         except ValueError as error:
             report.problems.append((line, str(error)))
             continue
-        (report.listings if kind == "listing" else report.profiles).append(checked)
+        if kind == "listing":
+            listings.append((line, checked))
+        else:
+            report.profiles.append(checked)
+    _refuse_plan_ids_of_other_listings(listings, plan_holders, report)
+    report.problems.sort(key=lambda problem: problem[0])
     return report

@@ -29,7 +29,15 @@ from precon.filters import Expr, fold_text
 from precon.models import PROVINCES
 from precon.service.columns import ColumnIndex, FloatArray, Mask, format_number
 from precon.service.derived import complete_listing
-from precon.service.plans import PLAN_SCHEMA, PLAN_TABLES, PlanIndex, UnitFilterCompiler, delete_plan_rows, plan_rows
+from precon.service.plans import (
+    PLAN_SCHEMA,
+    PLAN_TABLES,
+    PlanIndex,
+    UnitFilterCompiler,
+    delete_plan_rows,
+    floor_plans,
+    plan_rows,
+)
 from precon.service.schema import (
     LISTING_ATTRIBUTES,
     LISTING_REFERENCE_FIELDS,
@@ -253,14 +261,18 @@ CREATE INDEX IF NOT EXISTS profile_provinces_by_profile ON profile_provinces(pro
 CREATE VIRTUAL TABLE IF NOT EXISTS profile_fts USING fts5(
   {profile_fts}, tokenize='unicode61 remove_diacritics 2', prefix='2 3');
 CREATE VIRTUAL TABLE IF NOT EXISTS profile_vocab USING fts5vocab(profile_fts, 'row');
+CREATE TABLE IF NOT EXISTS plan_ids(
+  plan_id TEXT NOT NULL, listing INTEGER NOT NULL, PRIMARY KEY(plan_id, listing)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS plan_ids_by_listing ON plan_ids(listing);
 {PLAN_SCHEMA}"""
 
 
 TEXT_CACHE_ENTRIES = 16
 """Text questions whose relevance arrays are kept: 16 × 8 bytes × listings (6.4 MB at 50,000)."""
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The layout of the derived tables; a file of another layout has them rebuilt from its records on open.
-4: sellingStatusUpdateTimestamp is an indexed number (and records written before get it and floor-plan ids)."""
+4: sellingStatusUpdateTimestamp is an indexed number (and records written before get it and floor-plan ids).
+5: plan_ids finds the listings holding a floor-plan id (the importer keeps ids unique across listings)."""
 _DERIVED_TABLES = [
     "listing_vocab",
     "listing_fts",
@@ -272,6 +284,7 @@ _DERIVED_TABLES = [
     "listings",
     "listing_docs",
     *PLAN_TABLES,
+    "plan_ids",
     "profile_vocab",
     "profile_fts",
     "profile_provinces",
@@ -526,6 +539,7 @@ class SQLiteStore:
             geo_rows: list[tuple[int, float, float, float, float]] = []
             plans: list[tuple[int, int]] = []
             plan_values: list[tuple[int, int, int, int, str | None, float | None]] = []
+            plan_ids: set[tuple[str, int]] = set()
             for record in records:
                 listing_id = str(record.get("listingId") or record.get("objectID") or "").strip()
                 if not listing_id:
@@ -568,6 +582,7 @@ class SQLiteStore:
                 record_plans, record_plan_values = plan_rows(record, rowid)
                 plans += record_plans
                 plan_values += record_plan_values
+                plan_ids.update((plan["id"], rowid) for plan in floor_plans(record) if isinstance(plan.get("id"), str))
                 if lat is not None and lng is not None:
                     geo_rows.append((rowid, lat, lat, lng, lng))
                 attribute_names.update(record)
@@ -580,6 +595,7 @@ class SQLiteStore:
             db.executemany("INSERT INTO listing_geo VALUES (?, ?, ?, ?, ?)", geo_rows)
             db.executemany("INSERT INTO listing_plans VALUES (?, ?)", plans)
             db.executemany("INSERT INTO listing_plan_values VALUES (?, ?, ?, ?, ?, ?)", plan_values)
+            db.executemany("INSERT INTO plan_ids VALUES (?, ?)", sorted(plan_ids))
             db.executemany(
                 "INSERT OR IGNORE INTO labels VALUES (?, ?, ?)",
                 [(a, t, lbl) for (a, t), lbl in labels.items()],
@@ -652,7 +668,24 @@ class SQLiteStore:
         db.execute("DELETE FROM listing_numbers WHERE listing = ?", (rowid,))
         db.execute("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
         db.execute("DELETE FROM listing_geo WHERE id = ?", (rowid,))
+        db.execute("DELETE FROM plan_ids WHERE listing = ?", (rowid,))
         delete_plan_rows(db, rowid)
+
+    def listings_holding_plans(self, plan_ids: Iterable[str]) -> dict[str, list[str]]:
+        """For each of ``plan_ids`` that a stored floor plan carries, the ids of the listings holding it."""
+        wanted = sorted(set(plan_ids))
+        holders: dict[str, list[str]] = {}
+        db = self._db()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            rows = db.execute(
+                "SELECT p.plan_id, l.listing_id FROM plan_ids p JOIN listings l ON l.id = p.listing "
+                f"WHERE p.plan_id IN ({', '.join('?' * len(chunk))}) ORDER BY p.plan_id, l.listing_id",
+                chunk,
+            )
+            for plan_id, listing_id in rows:
+                holders.setdefault(plan_id, []).append(listing_id)
+        return holders
 
     def _notify(self, changes: list[CatalogueChange]) -> list[CatalogueChange]:
         for listener in self.listeners:
