@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from components.images import safe_image_source
 from precon.models import FloorPlan
 
 COLUMNS = {
@@ -31,7 +32,7 @@ def plan_frame(plans: Sequence[FloorPlan]) -> pd.DataFrame:
     """One row per floor plan, in the table's columns."""
     rows = [
         {
-            "image": plan.image.url if plan.image and plan.image.url else None,
+            "image": safe_image_source(plan.image.url) if plan.image else None,
             "name": plan.name or "—",
             "type": ", ".join(plan.floorPlanType) or None,
             "beds": plan.numberOfBedrooms,

@@ -19,6 +19,7 @@ import streamlit as st
 
 from components import maps
 from components.formatting import MISSING, cad, completion, markdown_text, number_range, profile_url
+from components.images import safe_image_source
 from precon.models import Listing, Profile
 
 REFERENCE_ROLES: tuple[tuple[str, str, str], ...] = (
@@ -251,20 +252,21 @@ def render_header_metrics(listing: Listing) -> None:
 
 
 def render_photos(listing: Listing) -> None:
-    """The cover photo large, and the other photos in a gallery below, each captioned with its tags."""
-    cover = listing.coverPhoto.url if listing.coverPhoto and listing.coverPhoto.url else None
-    photos = [p for p in listing.photos if p.url and p.url != cover]
+    """The cover photo large, and the other photos in a gallery below, each captioned with its tags. Only
+    addresses :func:`safe_image_source` accepts are drawn: a file path or ``javascript:`` one is left out."""
+    cover = safe_image_source(listing.coverPhoto.url) if listing.coverPhoto else None
+    photos = [(source, p) for p in listing.photos if (source := safe_image_source(p.url)) and source != cover]
     if cover is None and photos:
-        cover, photos = photos[0].url, photos[1:]
+        (cover, _), photos = photos[0], photos[1:]
     if cover is None:
         st.info("No photos of this listing yet.", icon="🖼️")
         return
     st.image(cover, caption="Cover", width="stretch")
     for start in range(0, len(photos), GALLERY_COLUMNS):
         columns = st.columns(GALLERY_COLUMNS)
-        for column, photo in zip(columns, photos[start : start + GALLERY_COLUMNS], strict=False):
+        for column, (source, photo) in zip(columns, photos[start : start + GALLERY_COLUMNS], strict=False):
             caption = ", ".join(photo.tags) or photo.name or ""
-            column.image(photo.url, caption=caption, width="stretch")
+            column.image(source, caption=caption, width="stretch")
 
 
 def render_key_facts(listing: Listing) -> None:

@@ -10,6 +10,7 @@ import streamlit as st
 
 from components import shared_filters
 from components.formatting import completion, listing_link_value, number_range, price_text
+from components.images import safe_image_source
 from precon.models import Listing
 
 COLUMNS = {
@@ -35,7 +36,7 @@ def listing_frame(
     as a link to the listing page (``./listing?id=…#Name``), else the name alone."""
     rows = [
         {
-            "cover": listing.coverPhoto.url if listing.coverPhoto else None,
+            "cover": safe_image_source(listing.coverPhoto.url) if listing.coverPhoto else None,
             "name": listing_link_value(listing) if links else (listing.name or listing.id),
             "city": listing.cityOrDistrict,
             "status": listing.sellingStatus,

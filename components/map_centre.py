@@ -25,6 +25,7 @@ import streamlit as st
 
 from components import api, shared_filters
 from components.formatting import cad, markdown_text
+from components.images import draw_image
 from components.listing_table import COLUMNS, listing_frame
 from components.maps import (
     BASEMAP_STYLE,
@@ -560,8 +561,7 @@ def legend(counts: Mapping[str, int]) -> str:
 def listing_card(listing: Listing, centre: tuple[float, float]) -> None:
     """The clicked listing: picture, name, place, status, price, distance; and the way to its page."""
     with st.container(border=True):
-        if listing.coverPhoto is not None and listing.coverPhoto.url:
-            st.image(listing.coverPhoto.url, width="stretch")
+        draw_image(listing.coverPhoto.url if listing.coverPhoto else None, placeholder=None)
         st.markdown(f"**{markdown_text(listing.name or listing.id)}**")
         where = " · ".join(markdown_text(part) for part in (listing.cityOrDistrict, listing.sellingStatus) if part)
         st.caption(where or "—")

@@ -17,6 +17,7 @@ from typing import Any
 import streamlit as st
 
 from components.formatting import MISSING, completion, listing_url, number_range, price_range, size_range
+from components.images import draw_image
 from precon.models import Listing
 
 Run = tuple[str, bool]
@@ -182,10 +183,7 @@ def result_cards(
             with column, st.container(border=True):
                 picture, text = st.columns([1, 2.2], vertical_alignment="top")
                 with picture:
-                    if listing.coverPhoto and listing.coverPhoto.url:
-                        st.image(listing.coverPhoto.url, width="stretch")
-                    else:
-                        st.caption("No image")
+                    draw_image(listing.coverPhoto.url if listing.coverPhoto else None)
                 with text:
                     said = matched(listing.matched_floor_plans) if matched else ""
                     st.markdown(card_html(listing, builder_names, said, on_open is None), unsafe_allow_html=True)

@@ -9,6 +9,7 @@ import streamlit as st
 
 from components import api, maps, shared_filters
 from components.formatting import markdown_text
+from components.images import safe_image_source
 from components.listing_facts import email_address, link, web_address
 from components.listing_table import listing_table
 from precon.errors import NotFound, PreconError
@@ -73,7 +74,7 @@ def render_not_found(profile_id: str, collection: str | None) -> None:
 
 
 def render_header(profile: Profile) -> None:
-    logo = web_address(profile.logo)
+    logo = safe_image_source(profile.logo)
     if logo:
         picture, heading = st.columns([1, 7], vertical_alignment="center")
         picture.image(logo, width=96)

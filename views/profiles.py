@@ -14,6 +14,7 @@ import streamlit as st
 
 from components import api
 from components.formatting import profile_url
+from components.images import safe_image_source
 from components.listing_facts import web_address
 from precon.models import COLLECTIONS, Page, Profile
 
@@ -96,7 +97,7 @@ def profile_link_value(profile: Profile) -> str:
 def profile_frame(profiles: list[Profile]) -> pd.DataFrame:
     rows = [
         {
-            "logo": web_address(profile.logo),
+            "logo": safe_image_source(profile.logo),
             "name": profile_link_value(profile),
             "collection": COLLECTION_LABELS.get(profile.collection or "", profile.collection),
             "address": profile.address,
