@@ -509,7 +509,7 @@ class SQLiteStore:
                 db.executescript("BEGIN IMMEDIATE;" + _schema() + "COMMIT;")
             with self._transaction() as db:
                 keys = {row[0] for row in db.execute("SELECT path_key FROM profiles")}
-                self._refresh_profile_provinces(db, keys, force=True)
+                self._refresh_profile_provinces(db, keys)
                 self._bump_generation(db)
             db.execute("ANALYZE")
 
@@ -530,6 +530,8 @@ class SQLiteStore:
         now = time.time()
         with self._transaction() as db:
             existing = {}
+            province_pairs: set[tuple[str, str]] = set()
+            replaced = False
             labels: dict[tuple[str, str], str] = {}
             attribute_names: set[str] = set()
             terms: set[tuple[str, str, int]] = set()
@@ -557,6 +559,7 @@ class SQLiteStore:
                     old = decode_document(row[1])
                     touched_profiles.update(self._reference_keys(old))
                     self._delete_listing_rows(db, row[0])
+                    replaced = True
                 record = complete_listing(record, old, now)
                 lat, lng = _geo_point(record)
                 values = [
@@ -587,6 +590,7 @@ class SQLiteStore:
                     geo_rows.append((rowid, lat, lat, lng, lng))
                 attribute_names.update(record)
                 touched_profiles.update(self._reference_keys(record))
+                province_pairs.update(self._province_pairs(record))
                 changes.append(CatalogueChange("listing", "updated" if row else "created", listing_id))
             db.executemany("INSERT INTO listing_docs VALUES (?, ?)", docs)
             db.executemany("INSERT INTO listing_terms VALUES (?, ?, ?)", sorted(terms))
@@ -601,7 +605,15 @@ class SQLiteStore:
                 [(a, t, lbl) for (a, t), lbl in labels.items()],
             )
             db.executemany("INSERT OR IGNORE INTO listing_attributes VALUES (?)", [(n,) for n in attribute_names])
-            self._refresh_profile_provinces(db, touched_profiles)
+            if self._bulk and not replaced:
+                # Only listings added: their provinces are added to their profiles' without the dropped indexes.
+                db.executemany(
+                    "INSERT OR IGNORE INTO profile_provinces(province, profile) SELECT ?, id FROM profiles "
+                    "WHERE path_key = ?",
+                    sorted(province_pairs),
+                )
+            else:
+                self._refresh_profile_provinces(db, touched_profiles)
             self._bump_generation(db)
         self._notify(changes)
         return changes
@@ -661,6 +673,20 @@ class SQLiteStore:
         return keys
 
     @staticmethod
+    def _province_pairs(record: dict[str, Any]) -> set[tuple[str, str]]:
+        """(province, profile path key) for every profile the listing refers to, as listing_terms indexes them."""
+        province = province_of(record.get("state"))
+        if province is None:
+            return set()
+        pairs = set()
+        for name in set(LISTING_REFERENCE_FIELDS.values()):
+            values = record.get(name)
+            for path in values if isinstance(values, list) else [values]:
+                if isinstance(path, str):
+                    pairs.add((province, fold_text(path)))
+        return pairs
+
+    @staticmethod
     def _delete_listing_rows(db: sqlite3.Connection, rowid: int) -> None:
         db.execute("DELETE FROM listings WHERE id = ?", (rowid,))
         db.execute("DELETE FROM listing_docs WHERE id = ?", (rowid,))
@@ -712,6 +738,7 @@ class SQLiteStore:
         fts_columns = ", ".join(SEARCHABLE_PROFILE_FIELDS)
         insert_fts = f"INSERT INTO profile_fts(rowid, {fts_columns}) VALUES (?{', ?' * len(SEARCHABLE_PROFILE_FIELDS)})"
         touched: set[str] = set()
+        added: set[str] = set()
         records = _last_of_each(records, lambda r: str(r.get("path") or "").strip())
         with self._transaction() as db:
             fts_rows = []
@@ -726,11 +753,16 @@ class SQLiteStore:
                 if row is not None:
                     db.execute("DELETE FROM profiles WHERE id = ?", (row[0],))
                     db.execute("DELETE FROM profile_fts WHERE rowid = ?", (row[0],))
+                else:
+                    added.add(fold_text(path))
                 name = record.get("name")
+                # A rewrite keeps the profile's rowid: its profile_provinces rows stay its own (and are replaced
+                # below), never orphans beside a new row.
                 rowid = db.execute(
-                    "INSERT INTO profiles(profile_id, collection, path, path_key, name_key, doc) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO profiles(id, profile_id, collection, path, path_key, name_key, doc) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (
+                        row[0] if row is not None else None,
                         profile_id,
                         collection,
                         path,
@@ -743,7 +775,12 @@ class SQLiteStore:
                 touched.add(fold_text(path))
                 changes.append(CatalogueChange("profile", "updated" if row else "created", path))
             db.executemany(insert_fts, fts_rows)
-            self._refresh_profile_provinces(db, touched)
+            if not self._bulk:
+                self._refresh_profile_provinces(db, touched)
+            elif added and db.execute("SELECT 1 FROM listings LIMIT 1").fetchone():
+                # A bulk load keeps a rewritten profile's rows (its listings did not change); a new profile gets
+                # the provinces of listings loaded before it, in this same transaction.
+                self._refresh_profile_provinces(db, added)
             self._bump_generation(db)
         self._notify(changes)
         return changes
@@ -759,10 +796,13 @@ class SQLiteStore:
             self._bump_generation(db)
         return self._notify([CatalogueChange("profile", "deleted", path)])
 
-    def _refresh_profile_provinces(self, db: sqlite3.Connection, path_keys: set[str], force: bool = False) -> None:
-        """A profile is in a province when one of the listings referring to it is."""
-        if not path_keys or (self._bulk and not force):
-            return  # a bulk load refreshes every profile once, at its end
+    def _refresh_profile_provinces(self, db: sqlite3.Connection, path_keys: set[str]) -> None:
+        """A profile is in a province when one of the listings referring to it is: its rows, recomputed.
+
+        Called inside the transaction that writes the listings or profiles, so a profile is never committed
+        without its provinces."""
+        if not path_keys:
+            return
         reference_attrs = sorted(set(LISTING_REFERENCE_FIELDS.values()))
         attr_marks = ", ".join("?" * len(reference_attrs))
         db.execute("CREATE TEMP TABLE IF NOT EXISTS touched_profiles(path_key TEXT PRIMARY KEY)")
