@@ -77,6 +77,7 @@ class Timeline:
 
 
 def draw_timeline(rng: Random) -> Timeline:
+    """A creation time, a last update after it, and the floor plans' creation within three days of the first."""
     rand = rng.random
     created_ms = int(rand() * (SPAN_MS - 1))
     updated_ms = created_ms + int((SPAN_MS - 1 - created_ms) * rand() ** 0.6)

@@ -1,5 +1,5 @@
-"""What a development is called and how it is described: its building types, its name (unique within the
-catalogue), its amenities and the prose summary of the listing."""
+"""What a development is and is called: its building types, its name (unique within the catalogue), its size,
+amenities, finishes, ceilings and metering, and the prose summary of the listing."""
 
 from __future__ import annotations
 
@@ -137,6 +137,33 @@ _DEV_WORDS_FR = (
 )  # fmt: skip
 """French names of Quebec developments: article and word."""
 
+_FINISHES = (
+    "Quartz countertops, integrated appliances, wide-plank laminate flooring",
+    "Custom Italian cabinetry, porcelain tile backsplash, engineered hardwood floors",
+    "Stainless-steel appliances, stone countertops, frameless glass showers",
+    "Designer kitchens with quartz islands, matte black fixtures, vinyl plank flooring",
+    "Miele appliance package, marble-look porcelain, 9 ft smooth ceilings",
+    "Hardwood on main floor, oak staircase, granite kitchen counters, 200 amp service",
+    "Energy Star windows, high-efficiency furnace, quartz vanities, ceramic tile baths",
+    "Premium laminate throughout, soft-close cabinetry, undermount sinks",
+)
+_CEILINGS_CONDO = ("9 ft", "9 ft", "9 ft", "9 ft - 10 ft", "10 ft", "8.5 ft", "9 ft (10 ft in penthouses)")
+_CEILINGS_GROUND = ("9 ft main floor", "10 ft main, 9 ft second floor", "9 ft", "9 ft - 10 ft")
+_METERING_CONDO = ("Hydro, Water", "Hydro", "Hydro, Water, Heat", "Hydro, Water, Heat, Cooling", "")
+_METERING_GROUND = ("Hydro, Water, Gas", "Hydro, Water, Gas", "Hydro, Water")
+_UNITS_BY_KIND: dict[str, tuple[int, int]] = {
+    "core": (150, 900),
+    "urban": (80, 600),
+    "suburb": (40, 400),
+    "town": (20, 250),
+}
+_FLOORS_BY_KIND: dict[str, tuple[int, int]] = {
+    "core": (18, 75),
+    "urban": (8, 48),
+    "suburb": (4, 30),
+    "town": (4, 16),
+}
+
 
 def draw_types(rng: Random, table: CityTable) -> list[str]:
     """The building types of a development: one by the city's mix, sometimes a second that goes with it."""
@@ -263,34 +290,6 @@ def summary(
     chosen = sorted(distinct_indices(rng.random, len(extra), keep))
     sentences.extend(extra[k] for k in chosen)
     return " ".join(sentences)
-
-
-_FINISHES = (
-    "Quartz countertops, integrated appliances, wide-plank laminate flooring",
-    "Custom Italian cabinetry, porcelain tile backsplash, engineered hardwood floors",
-    "Stainless-steel appliances, stone countertops, frameless glass showers",
-    "Designer kitchens with quartz islands, matte black fixtures, vinyl plank flooring",
-    "Miele appliance package, marble-look porcelain, 9 ft smooth ceilings",
-    "Hardwood on main floor, oak staircase, granite kitchen counters, 200 amp service",
-    "Energy Star windows, high-efficiency furnace, quartz vanities, ceramic tile baths",
-    "Premium laminate throughout, soft-close cabinetry, undermount sinks",
-)
-_CEILINGS_CONDO = ("9 ft", "9 ft", "9 ft", "9 ft - 10 ft", "10 ft", "8.5 ft", "9 ft (10 ft in penthouses)")
-_CEILINGS_GROUND = ("9 ft main floor", "10 ft main, 9 ft second floor", "9 ft", "9 ft - 10 ft")
-_METERING_CONDO = ("Hydro, Water", "Hydro", "Hydro, Water, Heat", "Hydro, Water, Heat, Cooling", "")
-_METERING_GROUND = ("Hydro, Water, Gas", "Hydro, Water, Gas", "Hydro, Water")
-_UNITS_BY_KIND: dict[str, tuple[int, int]] = {
-    "core": (150, 900),
-    "urban": (80, 600),
-    "suburb": (40, 400),
-    "town": (20, 250),
-}
-_FLOORS_BY_KIND: dict[str, tuple[int, int]] = {
-    "core": (18, 75),
-    "urban": (8, 48),
-    "suburb": (4, 30),
-    "town": (4, 16),
-}
 
 
 def draw_building_size(rand: Callable[[], float], city_kind: str, primary: str, plan_count: int) -> tuple[int, int]:

@@ -48,7 +48,7 @@ _TYPE_WEIGHTS: dict[str, tuple[float, ...]] = {
     "suburb": (38, 26, 17, 6, 9, 3, 1),
     "town": (25, 30, 28, 9, 6, 1, 1),
 }
-"""Per kind of city, the weights of the building types, in ``listings.BUILDING_TYPES`` order."""
+"""Per kind of city, the weights of the building types, in ``developments.BUILDING_TYPES`` order."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,6 +118,8 @@ class Charges:
 
 
 def draw_charges(rng: Random, city: City, primary: str, selling: str) -> Charges:
+    """Incentives (more as sales slow down), an assignment fee unless assignment is free, a maintenance fee per
+    square foot for suites and most townhomes, and development levies."""
     rand = rng.random
     count: int = weighted(rng, (0, 1, 2, 3, 4), _INCENTIVE_ODDS[selling])
     incentives = [
