@@ -9,6 +9,8 @@ from types import TracebackType
 import uvicorn
 from fastapi import FastAPI
 
+from precon.service.protocol import JsonErrorsProtocol
+
 STARTUP_TIMEOUT_S = 30.0
 
 
@@ -16,7 +18,15 @@ class ServerThread:
     """``with ServerThread(app) as server: server.url`` — uvicorn on an ephemeral port, stopped on exit."""
 
     def __init__(self, app: FastAPI, host: str = "127.0.0.1", port: int = 0) -> None:
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            http=JsonErrorsProtocol,
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="precon-service", daemon=True)
         self.url = ""
