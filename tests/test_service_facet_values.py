@@ -192,8 +192,8 @@ def error(api: Api, key: str = KEY_ALL, path: str = PATH, **params: Any) -> tupl
 
 def test_errors(api: Api) -> None:
     assert error(api) == (400, "facet is required")
-    assert error(api, facet="*") == (400, "facet: name one facetable attribute, got '*'")
-    assert error(api, facet="type,amenities") == (400, "facet: name one facetable attribute, got 'type,amenities'")
+    assert error(api, facet="*") == (400, "facet must name one facetable attribute, got '*'")
+    assert error(api, facet="type,amenities") == (400, "facet must name one facetable attribute, got 'type,amenities'")
     status, message = error(api, facet="colour")
     assert status == 400 and message.startswith("facets: 'colour' is not a facetable attribute")
     assert error(api, facet="type", facetQuery="x" * 513) == (

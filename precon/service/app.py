@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
 import orjson
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from precon.service.accounts import AccountStore
@@ -21,6 +23,8 @@ from precon.service.calls import Service
 from precon.service.config import ServiceSettings
 from precon.service.errors import ApiError, server_error_body
 from precon.service.media import placeholder_svg
+from precon.service.openapi import truthful_openapi
+from precon.service.request_errors import request_error
 from precon.service.responses import error_response
 from precon.service.routes import facets, listings, profiles
 from precon.service.routes import webhooks as webhook_routes
@@ -107,6 +111,24 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             worker.stop()
 
 
+def _every_route(routes: list[BaseRoute]) -> Iterator[BaseRoute]:
+    """The routes, with those of included routers in their place (none of them has a prefix here)."""
+    for route in routes:
+        included = getattr(route, "original_router", None)
+        yield from _every_route(included.routes) if included is not None else (route,)
+
+
+def allowed_methods(app: FastAPI, scope: Scope) -> list[str]:
+    """Every method some route answers at this request's path (one route per method here, so one route's
+    own 405 would name only its method)."""
+    allowed: set[str] = set()
+    for route in _every_route(app.router.routes):
+        match, _ = route.matches(scope)
+        if match != Match.NONE:
+            allowed |= getattr(route, "methods", None) or set()
+    return sorted(allowed)
+
+
 def create_app(
     settings: ServiceSettings,
     *,
@@ -127,6 +149,7 @@ def create_app(
         redirect_slashes=False,
         lifespan=_lifespan,
     )
+    app.openapi = lambda: truthful_openapi(app)  # type: ignore[method-assign]
     app.state.service = service
     app.add_middleware(RequestIdMiddleware)
 
@@ -134,10 +157,18 @@ def create_app(
     async def on_api_error(request: Request, error: ApiError) -> Response:
         return error_response(request, error)
 
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid_request(request: Request, error: RequestValidationError) -> Response:
+        return error_response(request, request_error(error.errors(), request.url.path))
+
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, error: StarletteHTTPException) -> Response:
+        if error.status_code == 405:
+            allowed = allowed_methods(app, request.scope)
+            message = f"{request.method} is not allowed here; use {', '.join(allowed)}"
+            return error_response(request, ApiError(405, message, headers={"Allow": ", ".join(allowed)}))
         message = "Not Found" if error.status_code == 404 else str(error.detail)
-        return error_response(request, ApiError(error.status_code, message))
+        return error_response(request, ApiError(error.status_code, message, headers=dict(error.headers or {})))
 
     app.include_router(listings.router)
     app.include_router(facets.router)

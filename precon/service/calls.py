@@ -90,19 +90,15 @@ class Service:
             raise forbidden()
         return granting[0].product_id
 
-    def call(self, request: Request, version: str, province: str) -> Call:
-        """Authenticates and authorises a call; ``product_id`` is optional on every operation."""
+    def authenticate(self, request: Request) -> ApiKey:
+        """The caller's key, or 403; then 429 when the key is over its rate. Runs before any parameter is read,
+        so that a caller without a key learns nothing from the service, and bad requests count against the rate."""
+        cached: ApiKey | None = getattr(request.state, "api_key", None)
+        if cached is not None:
+            return cached
         key = self.accounts.authenticate(request.headers.get("x-api-key"))
         if key is None:
             raise forbidden()
-        if version not in VERSIONS:
-            raise bad_request(f"unknown API version {version!r}; use one of {', '.join(VERSIONS)}")
-        if province not in PROVINCE_SEGMENTS:
-            raise bad_request(f"unknown province {province!r}; use one of {', '.join(PROVINCE_SEGMENTS)}")
-        params = QueryParams(request.query_params)
-        product_id: str | None = None
-        if version != "v1-sandbox":
-            product_id = self.product(key, (params.text("product_id") or "").strip(), version, province)
         wait = self.limiter.retry_after(key.key_id)
         if wait > 0:
             raise ApiError(
@@ -111,6 +107,20 @@ class Service:
                 f"retry in {math.ceil(wait)} s",
                 headers={"Retry-After": str(math.ceil(wait))},
             )
+        request.state.api_key = key
+        return key
+
+    def call(self, request: Request, version: str, province: str) -> Call:
+        """Authenticates and authorises a call; ``product_id`` is optional on every operation."""
+        key = self.authenticate(request)
+        if version not in VERSIONS:
+            raise bad_request(f"unknown API version {version!r}; use one of {', '.join(VERSIONS)}")
+        if province not in PROVINCE_SEGMENTS:
+            raise bad_request(f"unknown province {province!r}; use one of {', '.join(PROVINCE_SEGMENTS)}")
+        params = QueryParams(request.query_params)
+        product_id: str | None = None
+        if version != "v1-sandbox":
+            product_id = self.product(key, (params.text("product_id") or "").strip(), version, province)
         return Call(
             request=request,
             params=params,

@@ -31,7 +31,7 @@ def answer(request: Request, payload: Any, cache_control: str = CACHE_CONTROL) -
     body = orjson.dumps(payload)
     etag = _etag(body)
     headers = {"ETag": etag, "Cache-Control": cache_control}
-    if request.method == "GET" and _etag_matches(request.headers.get("if-none-match"), etag):
+    if request.method in ("GET", "HEAD") and _etag_matches(request.headers.get("if-none-match"), etag):
         return Response(status_code=304, headers=headers)
     return Response(body, media_type="application/json", headers=headers)
 

@@ -65,20 +65,10 @@ def profile_search_object(record: dict[str, Any], media: MediaLinks) -> dict[str
     return out
 
 
-def reference_fields(names: Sequence[str], allowed: dict[str, str], *, strict: bool = True) -> list[str]:
-    """The fields ``referrences`` expands; an unknown name is a 400 when ``strict``, else ignored.
-
-    On listings it is ignored: real clients send ``referrences=neighbourhood,cityOrDistrict,...`` on every page
-    load and read the results.
-    """
-    fields = []
-    for name in names:
-        field = allowed.get(name)
-        if field is None:
-            if not strict:
-                continue
-            raise bad_request(f"referrences: unknown field {name!r}; use {', '.join(sorted(set(allowed)))}")
-        fields.append(field)
+def reference_fields(names: Sequence[str], allowed: dict[str, str]) -> list[str]:
+    """The fields ``referrences`` expands; other names are ignored, on every operation: real clients send
+    ``referrences=neighbourhood,cityOrDistrict,...`` on every page load and read the results."""
+    fields = [allowed[name] for name in names if name in allowed]
     return list(dict.fromkeys(fields))
 
 
@@ -135,7 +125,7 @@ class ListingShaper:
             )
         retrieve = retrieved_names(retrieve)
         self.retrieve = frozenset(retrieve) if retrieve else None
-        self.references = reference_fields(references, LISTING_REFERENCE_FIELDS, strict=False)
+        self.references = reference_fields(references, LISTING_REFERENCE_FIELDS)
 
     def _project(self, record: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}

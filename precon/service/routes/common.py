@@ -5,16 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request, Security
+from fastapi.security import APIKeyHeader
+from pydantic import BaseModel
 
+from precon.service import wire
+from precon.service.accounts import ApiKey
 from precon.service.calls import Call, Service
 from precon.service.errors import bad_request
 from precon.service.schema import ATTRIBUTE_ALIASES, DEFAULT_FACETS, LISTING_ATTRIBUTES
 from precon.service.shaping import ListingShaper
 
 API = "/{version}/{province}/"
-Q = Query  # documented parameters are declared as text; the service reads and validates them itself
-UNIT_FILTER_HELP = "(ours) filterQuery syntax over one floor plan: listings with a plan for which it all holds"
+
+api_key_header = APIKeyHeader(name="x-api-key", auto_error=False, description="The API key of an account")
 
 
 async def get_service(request: Request) -> Service:
@@ -26,19 +30,68 @@ async def get_service(request: Request) -> Service:
 ServiceDep = Annotated[Service, Depends(get_service)]
 
 
+def authenticated(
+    request: Request, service: ServiceDep, api_key: Annotated[str | None, Security(api_key_header)]
+) -> ApiKey:
+    """The caller's key (403 without one, 429 over its rate): checked before any parameter is."""
+    return service.authenticate(request)
+
+
+def _error(description: str, model: type[BaseModel] | object = wire.Error) -> dict[str, Any]:
+    return {"model": model, "description": description}
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: _error("A bad parameter or body: the message says which and what is wrong"),
+    403: _error("No key, an unknown key, or a version or province the key's products do not grant"),
+    413: _error("A request body over 64 KiB"),
+    429: _error("Over the key's rate: retry after `Retry-After` seconds"),
+    500: _error("An unexpected failure (no detail leaves the service)", wire.ServerError),
+}
+NOT_FOUND = {404: _error("No such record in this version and province")}
+
+
 def operation(
     router: APIRouter,
     name: str,
     method: str,
+    answer_model: Any,
     *,
+    summary: str,
     route_name: str | None = None,
     openapi_extra: dict[str, Any] | None = None,
+    errors: dict[int | str, dict[str, Any]] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Registers an operation under every version and province, with and without a trailing slash."""
+    """Registers an operation under every version and province, with and without a trailing slash; a GET answers
+    HEAD too. ``answer_model`` is the schema of its 200 answer (the operation builds the bytes itself)."""
+    responses: dict[int | str, dict[str, Any]] = {
+        200: {"model": answer_model, "description": "OK"},
+        **ERRORS,
+        **(errors or {}),
+    }
+    if method == "GET":
+        responses[304] = {"description": "Not Modified: the `If-None-Match` ETag is still current"}
+    route_name = route_name or name
+    common: dict[str, Any] = {
+        "dependencies": [Depends(authenticated)],
+        "response_model": None,
+        "responses": responses,
+    }
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        router.add_api_route(API + name, fn, methods=[method], name=route_name or name, openapi_extra=openapi_extra)
-        router.add_api_route(API + name + "/", fn, methods=[method], include_in_schema=False)
+        router.add_api_route(
+            API + name, fn, methods=[method], name=route_name, summary=summary, openapi_extra=openapi_extra, **common
+        )
+        router.add_api_route(API + name + "/", fn, methods=[method], include_in_schema=False, **common)
+        if method == "GET":
+            head = {
+                **common,
+                "responses": {status: {"description": r["description"]} for status, r in responses.items()},
+            }
+            router.add_api_route(
+                API + name, fn, methods=["HEAD"], name=f"{route_name}_head", summary=f"{summary} (headers only)", **head
+            )
+            router.add_api_route(API + name + "/", fn, methods=["HEAD"], include_in_schema=False, **head)
         return fn
 
     return register

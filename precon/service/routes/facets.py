@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from precon.service import wire
 from precon.service.calls import Call
 from precon.service.errors import bad_request
 from precon.service.facet_values import (
@@ -15,7 +16,20 @@ from precon.service.facet_values import (
     facet_hits,
 )
 from precon.service.responses import answer, facets_payload
-from precon.service.routes.common import UNIT_FILTER_HELP, Q, ServiceDep, facet_names, operation
+from precon.service.routes.common import ServiceDep, facet_names, operation
+from precon.service.routes.parameters import (
+    Facet,
+    FacetQuery,
+    FilterQuery,
+    Format,
+    MaxFacetHits,
+    ProductId,
+    Province,
+    RequiredFacets,
+    Search,
+    UnitFilter,
+    Version,
+)
 from precon.service.schema import ATTRIBUTE_ALIASES, LITE_FIELDS
 from precon.service.store import ListingQuery
 from precon.service.units import LITE_VERSION, unit_filter
@@ -23,20 +37,20 @@ from precon.service.units import LITE_VERSION, unit_filter
 router = APIRouter()
 
 
-@operation(router, "facet_counts", "GET")
+@operation(router, "facet_counts", "GET", wire.FacetCountsAnswer, summary="Count listings by facet value")
 def facet_counts(
     request: Request,
-    version: str,
-    province: str,
+    version: Version,
+    province: Province,
     service: ServiceDep,
-    product_id: str | None = Q(None),
-    facets: str | None = Q(None, description="Comma-separated facets, or * (required)"),
-    format: str | None = Q(None, description="object (default) or list"),
-    filterQuery: str | None = Q(None),
-    search: str | None = Q(None),
-    unitFilter: str | None = Q(None, description=UNIT_FILTER_HELP),
+    facets: RequiredFacets,
+    product_id: ProductId = None,
+    format: Format = None,
+    filterQuery: FilterQuery = None,
+    search: Search = None,
+    unitFilter: UnitFilter = None,
 ) -> Response:
-    call = service.call(request, version, province)
+    call = service.call(request, version.value, province.value)
     p = call.params
     names = p.names("facets")
     if not names:
@@ -75,21 +89,21 @@ def _facet_labels(call: Call, counts: list[tuple[str, int]]) -> dict[str, str | 
     return labels
 
 
-@operation(router, "search_facet_values", "GET")
+@operation(router, "search_facet_values", "GET", wire.FacetValuesAnswer, summary="(ours) Find values of one facet")
 def search_facet_values(
     request: Request,
-    version: str,
-    province: str,
+    version: Version,
+    province: Province,
     service: ServiceDep,
-    product_id: str | None = Q(None),
-    facet: str | None = Q(None, description="One facetable attribute (required)"),
-    facetQuery: str | None = Q(None, description="Words that start words of the values; empty for all"),
-    search: str | None = Q(None),
-    filterQuery: str | None = Q(None),
-    unitFilter: str | None = Q(None),
-    maxFacetHits: str | None = Q(None, description="At most this many hits (default 10, max 1000)"),
+    facet: Facet,
+    product_id: ProductId = None,
+    facetQuery: FacetQuery = None,
+    search: Search = None,
+    filterQuery: FilterQuery = None,
+    unitFilter: UnitFilter = None,
+    maxFacetHits: MaxFacetHits = None,
 ) -> Response:
-    call = service.call(request, version, province)
+    call = service.call(request, version.value, province.value)
     p = call.params
     name = _facet_param(call)
     facet_query = p.text("facetQuery") or ""

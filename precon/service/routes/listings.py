@@ -8,12 +8,32 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from precon.service import similar
+from precon.service import similar, wire
 from precon.service.calls import Call
 from precon.service.errors import bad_request, not_found
 from precon.service.params import MAX_IDS
 from precon.service.responses import answer, envelope, facets_payload
-from precon.service.routes.common import UNIT_FILTER_HELP, Q, ServiceDep, facet_names, operation, requested_shape
+from precon.service.routes.common import NOT_FOUND, ServiceDep, facet_names, operation, requested_shape
+from precon.service.routes.parameters import (
+    Facets,
+    FilterQuery,
+    HighlightResults,
+    Ids,
+    ListingId,
+    MaxRecommendations,
+    MinScore,
+    Nearby,
+    Page,
+    PerPage,
+    ProductId,
+    Province,
+    Radius,
+    Referrences,
+    RetrieveAttributes,
+    Search,
+    UnitFilter,
+    Version,
+)
 from precon.service.schema import SEARCHABLE_LISTING_FIELDS
 from precon.service.store import ListingQuery, SearchHits
 from precon.service.units import add_matched_floor_plans, unit_filter
@@ -21,8 +41,10 @@ from precon.service.units import add_matched_floor_plans, unit_filter
 router = APIRouter()
 
 
-def route(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    return operation(router, name, "GET")
+def route(
+    name: str, answer_model: Any, summary: str, **options: Any
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return operation(router, name, "GET", answer_model, summary=summary, **options)
 
 
 def listing_search(call: Call, *, order: str = "relevance", highlight: bool = False) -> dict[str, Any]:
@@ -58,40 +80,41 @@ def listing_search(call: Call, *, order: str = "relevance", highlight: bool = Fa
     return body
 
 
-@route("search_listings")
+@route("search_listings", wire.ListingsPage, "Search listings")
 def search_listings(
     request: Request,
-    version: str,
-    province: str,
+    version: Version,
+    province: Province,
     service: ServiceDep,
-    product_id: str | None = Q(None, description="The data product (optional: the key's own by default)"),
-    search: str | None = Q(None, description="Words to match; the last also as a prefix"),
-    page: str | None = Q(None, description="Zero-based page"),
-    perPage: str | None = Q(None, description="Results per page, 0 to 1000 (default 20)"),
-    facets: str | None = Q(None, description="Comma-separated facets, or *"),
-    retrieveAttributes: str | None = Q(None, description="Comma-separated attributes to return"),
-    highlightResults: str | None = Q(None, description="true to add _highlightResult"),
-    nearby: str | None = Q(None, description="lat,lng"),
-    radius: str | None = Q(None, description="Metres around nearby (default 10000)"),
-    referrences: str | None = Q(None, description="Reference fields to expand"),
-    filterQuery: str | None = Q(None, description="Algolia filter syntax"),
-    unitFilter: str | None = Q(None, description=UNIT_FILTER_HELP),
+    product_id: ProductId = None,
+    search: Search = None,
+    page: Page = None,
+    perPage: PerPage = None,
+    facets: Facets = None,
+    retrieveAttributes: RetrieveAttributes = None,
+    highlightResults: HighlightResults = None,
+    nearby: Nearby = None,
+    radius: Radius = None,
+    referrences: Referrences = None,
+    filterQuery: FilterQuery = None,
+    unitFilter: UnitFilter = None,
 ) -> Response:
-    call = service.call(request, version, province)
+    call = service.call(request, version.value, province.value)
     return answer(request, listing_search(call, highlight=call.params.boolean("highlightResults")))
 
 
-@route("listing")
+@route("listing", wire.Listing, "Get a listing", errors=NOT_FOUND)
 def get_listing(
     request: Request,
-    version: str,
-    province: str,
+    version: Version,
+    province: Province,
     service: ServiceDep,
-    id: str | None = Q(None, description="The listing id"),
-    retrieveAttributes: str | None = Q(None),
-    referrences: str | None = Q(None),
+    id: ListingId,
+    product_id: ProductId = None,
+    retrieveAttributes: RetrieveAttributes = None,
+    referrences: Referrences = None,
 ) -> Response:
-    call = service.call(request, version, province)
+    call = service.call(request, version.value, province.value)
     listing_id = call.params.required("id")
     shaper = requested_shape(call)
     record = call.store.get_listings([listing_id], call.province).get(listing_id)
@@ -101,19 +124,20 @@ def get_listing(
     return answer(request, shaper.shape([record])[0])
 
 
-@route("similar_listings")
+@route("similar_listings", wire.ListingsPage, "Listings like one", errors=NOT_FOUND)
 def similar_listings(
     request: Request,
-    version: str,
-    province: str,
+    version: Version,
+    province: Province,
     service: ServiceDep,
-    id: str | None = Q(None, description="The listing to find others like"),
-    retrieveAttributes: str | None = Q(None),
-    referrences: str | None = Q(None),
-    minScore: str | None = Q(None, description="Lowest score to return, 0 to 1"),
-    maxRecommendations: str | None = Q(None, description="At most this many (default 5, max 50)"),
+    id: ListingId,
+    product_id: ProductId = None,
+    retrieveAttributes: RetrieveAttributes = None,
+    referrences: Referrences = None,
+    minScore: MinScore = None,
+    maxRecommendations: MaxRecommendations = None,
 ) -> Response:
-    call = service.call(request, version, province)
+    call = service.call(request, version.value, province.value)
     p = call.params
     listing_id = p.required("id")
     min_score = p.number("minScore", 0.0, 0.0, 1.0)
@@ -131,34 +155,36 @@ def similar_listings(
     return answer(request, envelope(results, len(results), 0, limit))
 
 
-@route("trending_listings")
+@route("trending_listings", wire.ListingsPage, "Trending listings")
 def trending_listings(
     request: Request,
-    version: str,
-    province: str,
+    version: Version,
+    province: Province,
     service: ServiceDep,
-    page: str | None = Q(None),
-    perPage: str | None = Q(None),
-    filterQuery: str | None = Q(None),
-    unitFilter: str | None = Q(None, description=UNIT_FILTER_HELP),
-    retrieveAttributes: str | None = Q(None),
-    referrences: str | None = Q(None),
+    product_id: ProductId = None,
+    page: Page = None,
+    perPage: PerPage = None,
+    filterQuery: FilterQuery = None,
+    unitFilter: UnitFilter = None,
+    retrieveAttributes: RetrieveAttributes = None,
+    referrences: Referrences = None,
 ) -> Response:
-    call = service.call(request, version, province)
+    call = service.call(request, version.value, province.value)
     return answer(request, listing_search(call, order="trending"))
 
 
-@route("multiple_listings")
+@route("multiple_listings", wire.ListingsByIds, "Several listings by id")
 def multiple_listings(
     request: Request,
-    version: str,
-    province: str,
+    version: Version,
+    province: Province,
     service: ServiceDep,
-    ids: str | None = Q(None, description=f"Comma-separated listing ids, at most {MAX_IDS}"),
-    retrieveAttributes: str | None = Q(None),
-    referrences: str | None = Q(None),
+    ids: Ids,
+    product_id: ProductId = None,
+    retrieveAttributes: RetrieveAttributes = None,
+    referrences: Referrences = None,
 ) -> Response:
-    call = service.call(request, version, province)
+    call = service.call(request, version.value, province.value)
     p = call.params
     wanted = p.names("ids")
     if not wanted:

@@ -9,11 +9,29 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from precon.models import COLLECTIONS
+from precon.service import wire
 from precon.service.calls import Call
 from precon.service.errors import bad_request, blank_profile_id, not_found
 from precon.service.params import QueryParams
 from precon.service.responses import answer, envelope, facets_payload
-from precon.service.routes.common import Q, ServiceDep, operation
+from precon.service.routes.common import ERRORS, NOT_FOUND, ServiceDep, operation
+from precon.service.routes.parameters import (
+    CollectionParam,
+    Facets,
+    FilterQuery,
+    HighlightResults,
+    ListingId,
+    Page,
+    PerPage,
+    ProductId,
+    ProfileId,
+    Province,
+    Referrences,
+    RetrieveAttributes,
+    Search,
+    SortByName,
+    Version,
+)
 from precon.service.schema import LISTING_REFERENCE_FIELDS, PROFILES_OF_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
 from precon.service.search import highlight_record
 from precon.service.shaping import (
@@ -29,11 +47,21 @@ from precon.service.store import ProfileQuery
 
 PROFILE_COLLECTIONS = (*COLLECTIONS, "Owners")
 
+PROFILE_ERRORS = {
+    **NOT_FOUND,
+    400: {
+        "model": wire.Error | wire.BlankProfileId,
+        "description": ERRORS[400]["description"] + '; without an id, `{"error": "Id cannnot be blank"}`',
+    },
+}
+
 router = APIRouter()
 
 
-def route(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    return operation(router, name, "GET")
+def route(
+    name: str, answer_model: Any, summary: str, **options: Any
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return operation(router, name, "GET", answer_model, summary=summary, **options)
 
 
 def collection_param(p: QueryParams) -> str | None:
@@ -58,25 +86,25 @@ def expand_profile_listings(call: Call, records: list[dict[str, Any]]) -> None:
             ]
 
 
-@route("search_profiles")
+@route("search_profiles", wire.ProfilesPage, "Search profiles")
 def search_profiles(
     request: Request,
-    version: str,
-    province: str,
+    version: Version,
+    province: Province,
     service: ServiceDep,
-    product_id: str | None = Q(None),
-    collection: str | None = Q(None, description=", ".join(COLLECTIONS) + ", or empty for all"),
-    search: str | None = Q(None),
-    page: str | None = Q(None),
-    perPage: str | None = Q(None),
-    facets: str | None = Q(None),
-    filterQuery: str | None = Q(None),
-    retrieveAttributes: str | None = Q(None),
-    referrences: str | None = Q(None, description="listings"),
-    sortByName: str | None = Q(None, description="asc or dsc"),
-    highlightResults: str | None = Q(None),
+    product_id: ProductId = None,
+    collection: CollectionParam = None,
+    search: Search = None,
+    page: Page = None,
+    perPage: PerPage = None,
+    facets: Facets = None,
+    filterQuery: FilterQuery = None,
+    retrieveAttributes: RetrieveAttributes = None,
+    referrences: Referrences = None,
+    sortByName: SortByName = None,
+    highlightResults: HighlightResults = None,
 ) -> Response:
-    call = service.call(request, version, province)
+    call = service.call(request, version.value, province.value)
     p = call.params
     page_number, per_page = p.page()
     collection = collection_param(p)
@@ -119,18 +147,18 @@ def search_profiles(
     return answer(request, body)
 
 
-@route("profile")
+@route("profile", wire.Profile, "Get a profile", errors=PROFILE_ERRORS)
 def get_profile(
     request: Request,
-    version: str,
-    province: str,
+    version: Version,
+    province: Province,
     service: ServiceDep,
-    product_id: str | None = Q(None),
-    id: str | None = Q(None, description="The profile id"),
-    collection: str | None = Q(None),
-    referrences: str | None = Q(None, description="listings"),
+    id: ProfileId,
+    product_id: ProductId = None,
+    collection: CollectionParam = None,
+    referrences: Referrences = None,
 ) -> Response:
-    call = service.call(request, version, province)
+    call = service.call(request, version.value, province.value)
     p = call.params
     profile_id = (p.text("id") or "").strip()
     if not profile_id:
@@ -147,21 +175,21 @@ def get_profile(
     return answer(request, out)
 
 
-@route("profiles_of_listing")
+@route("profiles_of_listing", wire.ProfilesOfListing, "The companies of a listing", errors=NOT_FOUND)
 def get_profiles_of_listing(
     request: Request,
-    version: str,
-    province: str,
+    version: Version,
+    province: Province,
     service: ServiceDep,
-    product_id: str | None = Q(None),
-    id: str | None = Q(None, description="The listing id"),
-    referrences: str | None = Q(None),
+    id: ListingId,
+    product_id: ProductId = None,
+    referrences: Referrences = None,
 ) -> Response:
-    call = service.call(request, version, province)
+    call = service.call(request, version.value, province.value)
     p = call.params
     listing_id = p.required("id")
     allowed = {k: v for k, v in LISTING_REFERENCE_FIELDS.items() if v in PROFILES_OF_LISTING_FIELDS}
-    references = reference_fields(p.names("referrences"), allowed, strict=False)
+    references = reference_fields(p.names("referrences"), allowed)
     record = call.store.get_listings([listing_id], call.province).get(listing_id)
     if record is None:
         raise not_found(f"Listing {listing_id!r} not found")

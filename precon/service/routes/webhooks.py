@@ -3,24 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from enum import Enum
+from typing import Annotated, Any, Literal
 
-import orjson
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, Field
 from starlette.responses import Response
 
-from precon.models import COLLECTIONS, WEBHOOK_EVENTS
+from precon.models import WEBHOOK_EVENTS
+from precon.service import wire
 from precon.service.errors import bad_request, not_found
 from precon.service.responses import answer, envelope
-from precon.service.routes.common import ServiceDep, operation
+from precon.service.routes.common import NOT_FOUND, ServiceDep, operation
+from precon.service.routes.parameters import (
+    Collection,
+    DeliveriesOf,
+    Page,
+    PerPage,
+    Province,
+    SubscriptionId,
+    Version,
+)
 from precon.service.shaping import profile_object
 from precon.service.webhook_targets import TargetPolicy, TargetRefused
 from precon.service.webhooks import DeliveryWorker, Event, WebhookStore
 
-ENVS = ("live", "sandbox")
+WebhookEvent = Enum("WebhookEvent", {name.replace(".", "_"): name for name in WEBHOOK_EVENTS}, type=str)  # type: ignore[misc]
 NO_STORE = "no-store"
 """Subscriptions and deliveries change with every action: their answers are never kept by a cache (ours)."""
-MAX_BODY_BYTES = 64 * 1024
+MAX_URL_LENGTH = 2048
 
 router = APIRouter()
 
@@ -46,94 +57,94 @@ PolicyDep = Annotated[TargetPolicy, Depends(get_policy)]
 WorkerDep = Annotated[DeliveryWorker | None, Depends(get_worker)]
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise bad_request(f"the request body is over {MAX_BODY_BYTES} bytes")
-    try:
-        body = orjson.loads(raw or b"null")
-    except orjson.JSONDecodeError as error:
-        raise bad_request(f"the request body is not valid JSON: {error}") from None
-    if not isinstance(body, dict):
-        raise bad_request("the request body must be a JSON object")
-    return body
+class NewSubscriptionBody(BaseModel):
+    env: Literal["live", "sandbox"] = Field(description="Which catalogue's events: `live` or `sandbox`")
+    targetUrl: str = Field(max_length=MAX_URL_LENGTH, description="An https URL at a public address")
+    event: WebhookEvent
+
+    model_config = {
+        "json_schema_extra": {
+            "examples": [{"env": "live", "targetUrl": "https://example.com/hooks", "event": "profile.updated"}]
+        }
+    }
 
 
-def _required_text(body: dict[str, Any], name: str, allowed: tuple[str, ...] | None = None) -> str:
-    value = body.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise bad_request(f"{name} is required" + (f": one of {', '.join(allowed)}" if allowed else ""))
-    value = value.strip()
-    if allowed is not None and value not in allowed:
-        raise bad_request(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
-    return value
+class TriggerBody(BaseModel):
+    id: str = Field(pattern=r"\S", description="The profile's id")
+    collection: Collection
+
+    model_config = {"json_schema_extra": {"examples": [{"id": "5fH9CC8jgOxPuxqyMk70", "collection": "Builders"}]}}
+
+
+class ReplayBody(BaseModel):
+    id: str = Field(pattern=r"\S", description="A delivery's id, from the delivery log")
 
 
 def route(
-    name: str, method: str, example: dict[str, Any] | None = None
+    name: str, method: str, answer_model: Any, summary: str, errors: dict[int | str, dict[str, Any]] | None = None
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Registers a webhook operation under every version and province, as the read operations are."""
-    # Bodies are read and checked by the operations themselves (a clear 400, not a 422): documented here.
-    extra = None
-    if example is not None:
-        extra = {
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": {"type": "object"}, "example": example}},
-            }
-        }
-    return operation(router, name, method, route_name=f"{name}_{method.lower()}", openapi_extra=extra)
+    return operation(
+        router, name, method, answer_model, summary=summary, route_name=f"{name}_{method.lower()}", errors=errors
+    )
 
 
-@route("webhooks", "POST", {"env": "live", "targetUrl": "https://example.com/hooks", "event": "profile.updated"})
+@route("webhooks", "POST", wire.NewSubscription, "Subscribe a URL to an event")
 async def create_subscription(
-    request: Request, version: str, province: str, service: ServiceDep, webhooks: WebhooksDep, policy: PolicyDep
+    request: Request,
+    version: Version,
+    province: Province,
+    body: NewSubscriptionBody,
+    service: ServiceDep,
+    webhooks: WebhooksDep,
+    policy: PolicyDep,
 ) -> Response:
-    call = service.call(request, version, province)
-    body = await _json_body(request)
-    env = _required_text(body, "env", ENVS)
-    event = _required_text(body, "event", WEBHOOK_EVENTS)
+    call = service.call(request, version.value, province.value)
     try:
-        target = policy.check_url(body.get("targetUrl"))  # type: ignore[arg-type]
+        target = await policy.check_url_async(body.targetUrl)
     except TargetRefused as refused:
         raise bad_request(f"targetUrl: {refused}") from None
-    subscription = webhooks.subscribe(call.key.key_id, env, event, target)
+    subscription = webhooks.subscribe(call.key.key_id, body.env, body.event.value, target)
     return answer(request, subscription.public(with_secret=True), NO_STORE)
 
 
-@route("webhooks", "GET")
+@route("webhooks", "GET", wire.Subscriptions, "The key's subscriptions")
 def list_subscriptions(
-    request: Request, version: str, province: str, service: ServiceDep, webhooks: WebhooksDep
+    request: Request, version: Version, province: Province, service: ServiceDep, webhooks: WebhooksDep
 ) -> Response:
-    call = service.call(request, version, province)
+    call = service.call(request, version.value, province.value)
     subscriptions = webhooks.subscriptions(key_id=call.key.key_id)
     return answer(request, {"results": [s.public() for s in subscriptions]}, NO_STORE)
 
 
-@route("webhooks", "DELETE")
+@route("webhooks", "DELETE", wire.Deleted, "Delete a subscription", NOT_FOUND)
 def delete_subscription(
     request: Request,
-    version: str,
-    province: str,
+    version: Version,
+    province: Province,
     service: ServiceDep,
     webhooks: WebhooksDep,
-    id: str | None = Query(None, description="The subscription"),
+    id: SubscriptionId,
 ) -> Response:
-    call = service.call(request, version, province)
-    subscription_id = call.params.required("id")
+    call = service.call(request, version.value, province.value)
+    subscription_id = id.strip()
     if not webhooks.unsubscribe(call.key.key_id, subscription_id):
         raise not_found(f"Subscription {subscription_id!r} not found")
     return answer(request, {"id": subscription_id, "deleted": True}, NO_STORE)
 
 
-@route("trigger_profile_webhook", "POST", {"id": "5fH9CC8jgOxPuxqyMk70", "collection": "Builders"})
+@route("trigger_profile_webhook", "POST", wire.Triggered, "Send profile.updated for a profile", NOT_FOUND)
 async def trigger_profile_webhook(
-    request: Request, version: str, province: str, service: ServiceDep, webhooks: WebhooksDep, worker: WorkerDep
+    request: Request,
+    version: Version,
+    province: Province,
+    body: TriggerBody,
+    service: ServiceDep,
+    webhooks: WebhooksDep,
+    worker: WorkerDep,
 ) -> Response:
-    call = service.call(request, version, province)
-    body = await _json_body(request)
-    profile_id = _required_text(body, "id")
-    collection = _required_text(body, "collection", (*COLLECTIONS, "Owners"))
+    call = service.call(request, version.value, province.value)
+    profile_id, collection = body.id.strip(), body.collection.value
     record = call.store.find_profile(profile_id, collection, call.province)
     if record is None:
         raise not_found(f"Profile {profile_id!r} not found in {collection}")
@@ -148,18 +159,18 @@ async def trigger_profile_webhook(
     return answer(request, {"eventId": event_id, "deliveries": count}, NO_STORE)
 
 
-@route("webhooks/deliveries", "GET")
+@route("webhooks/deliveries", "GET", wire.Deliveries, "(ours) The delivery log, newest first")
 def delivery_log(
     request: Request,
-    version: str,
-    province: str,
+    version: Version,
+    province: Province,
     service: ServiceDep,
     webhooks: WebhooksDep,
-    subscription: str | None = Query(None, description="Only this subscription's deliveries"),
-    page: str | None = Query(None),
-    perPage: str | None = Query(None),
+    subscription: DeliveriesOf = None,
+    page: Page = None,
+    perPage: PerPage = None,
 ) -> Response:
-    call = service.call(request, version, province)
+    call = service.call(request, version.value, province.value)
     page_number, per_page = call.params.page()
     total, results = webhooks.deliveries(
         call.key.key_id, call.params.text("subscription"), page_number * per_page, per_page
@@ -167,13 +178,18 @@ def delivery_log(
     return answer(request, envelope(results, total, page_number, per_page), NO_STORE)
 
 
-@route("webhooks/deliveries/replay", "POST", {"id": "msg_…"})
+@route("webhooks/deliveries/replay", "POST", wire.Delivery, "(ours) Send a delivery again", NOT_FOUND)
 async def replay_delivery(
-    request: Request, version: str, province: str, service: ServiceDep, webhooks: WebhooksDep, worker: WorkerDep
+    request: Request,
+    version: Version,
+    province: Province,
+    body: ReplayBody,
+    service: ServiceDep,
+    webhooks: WebhooksDep,
+    worker: WorkerDep,
 ) -> Response:
-    call = service.call(request, version, province)
-    body = await _json_body(request)
-    delivery_id = _required_text(body, "id")
+    call = service.call(request, version.value, province.value)
+    delivery_id = body.id.strip()
     if not webhooks.replay(call.key.key_id, delivery_id):
         raise not_found(
             f"Delivery {delivery_id!r} not found, already waiting to be sent, or its subscription was deleted"
