@@ -4,7 +4,10 @@ status and none that never happens, the key's security scheme; and the service b
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -188,3 +191,13 @@ def test_a_request_line_over_64_kib_gets_a_json_400(api: Api) -> None:
     assert head.startswith(b"HTTP/1.1 400")
     assert b"content-type: application/json" in head and b"x-request-id: " in head
     assert b"longer than 64 KiB" in body
+
+
+def test_docs_openapi_json_is_the_document_the_service_serves(spec: dict[str, Any]) -> None:
+    """docs/openapi.json, beside docs/api.md, for readers without a running service; `UPDATE_OPENAPI=1 make test`
+    writes it anew after a change to the API."""
+    kept = Path(__file__).parent.parent / "docs" / "openapi.json"
+    served = json.dumps(spec, indent=2, sort_keys=True) + "\n"
+    if os.environ.get("UPDATE_OPENAPI") == "1":
+        kept.write_text(served)
+    assert kept.exists() and kept.read_text() == served, "run UPDATE_OPENAPI=1 make test to refresh docs/openapi.json"
