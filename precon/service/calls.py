@@ -56,6 +56,9 @@ class Call:
     media: MediaLinks
     product_id: str | None = None
     """The product the call reads through (None on the sandbox, which any key may read)."""
+    provinces: frozenset[str] | None = None
+    """The provinces whose listings the call may see: the path's province, else those the key is granted for the
+    version; None for every listing (``all`` on a key granted every province, or the sandbox)."""
 
 
 class Service:
@@ -110,6 +113,16 @@ class Service:
         request.state.api_key = key
         return key
 
+    @staticmethod
+    def readable_provinces(key: ApiKey, version: str, province: str) -> frozenset[str] | None:
+        """What :attr:`Call.provinces` holds for an authorised call: None when nothing needs trimming."""
+        if province != "all":
+            return frozenset([province])
+        if version == "v1-sandbox":
+            return None
+        granted = frozenset(code for code in PROVINCES if key.allows(version, code))
+        return None if granted == frozenset(PROVINCES) else granted
+
     def call(self, request: Request, version: str, province: str) -> Call:
         """Authenticates and authorises a call; ``product_id`` is optional on every operation."""
         key = self.authenticate(request)
@@ -130,4 +143,5 @@ class Service:
             store=self.sandbox if version == "v1-sandbox" else self.live,
             media=MediaLinks(str(request.base_url)),
             product_id=product_id,
+            provinces=self.readable_provinces(key, version, province),
         )

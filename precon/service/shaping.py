@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from precon.service.errors import bad_request
@@ -12,10 +12,14 @@ from precon.service.schema import (
     LITE_FIELDS,
     PROFILES_OF_LISTING_FIELDS,
 )
+from precon.service.scope import visible_attribute
 from precon.service.search import TextQuery, highlight_record
 from precon.service.store import CatalogueStore
 
 MEDIA_PREFIX = "/media/"
+
+ProfileTrim = Callable[[list[dict[str, Any]]], object]
+"""Trims the ``listings`` of expanded profiles to the listings a call may see (see :mod:`precon.service.scope`)."""
 
 
 class MediaLinks:
@@ -78,22 +82,28 @@ def retrieved_names(names: Sequence[str]) -> list[str]:
 
 
 def expand_references(
-    records: Iterable[dict[str, Any]], fields: Sequence[str], store: CatalogueStore, media: MediaLinks
+    records: Iterable[dict[str, Any]],
+    fields: Sequence[str],
+    store: CatalogueStore,
+    media: MediaLinks,
+    trim_profiles: ProfileTrim | None = None,
 ) -> None:
-    """Replaces each reference path in ``fields`` with the profile it names (a dangling path stays a path)."""
+    """Replaces each reference path in ``fields`` with the profile it names (a dangling path stays a path);
+    ``trim_profiles``, when given, trims the ``listings`` of the profiles put in."""
     records = list(records)
     if not fields:
         return
     paths = {
         path for record in records for field in fields for path in record.get(field) or () if isinstance(path, str)
     }
-    profiles = store.get_profiles(sorted(paths))
+    profiles = {path: profile_object(record, media) for path, record in store.get_profiles(sorted(paths)).items()}
+    if trim_profiles is not None:
+        trim_profiles(list(profiles.values()))
     for record in records:
         for field in fields:
             if isinstance(record.get(field), list):
                 record[field] = [
-                    profile_object(profiles[p], media) if isinstance(p, str) and p in profiles else p
-                    for p in record[field]
+                    dict(profiles[p]) if isinstance(p, str) and p in profiles else p for p in record[field]
                 ]
 
 
@@ -108,13 +118,17 @@ class ListingShaper:
         media: MediaLinks,
         retrieve: Sequence[str] = (),
         references: Sequence[str] = (),
+        trim_profiles: ProfileTrim | None = None,
     ) -> None:
         self.lite = version == "v1-lite"
+        self.trim_profiles = trim_profiles
+        """Trims the ``listings`` of the profiles ``references`` expand (see ``scope.listing_shaper``)."""
         self.store = store
         self.media = media
+        for name in retrieve:
+            if name != "*":
+                visible_attribute(version, name, "retrieveAttributes")
         known = set(LISTING_FIELDS) | store.listing_attribute_names()
-        if self.lite:
-            known &= LITE_FIELDS
         known.add("*")
         unknown = [name for name in retrieve if name not in known]
         if unknown:
@@ -151,7 +165,7 @@ class ListingShaper:
         searchable: Sequence[str] = (),
     ) -> list[dict[str, Any]]:
         shaped = [self._project(record) for record in records]
-        expand_references(shaped, self.references, self.store, self.media)
+        expand_references(shaped, self.references, self.store, self.media, self.trim_profiles)
         for index, out in enumerate(shaped):
             if scores is not None and scores[index] is not None:
                 out["_score"] = scores[index]

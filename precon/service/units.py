@@ -10,13 +10,13 @@ from precon.filters import UNIT_FIELDS, Expr
 from precon.service.errors import bad_request
 from precon.service.params import QueryParams
 from precon.service.plans import floor_plans
+from precon.service.scope import is_visible
 from precon.service.sql_filter import as_number
-
-LITE_VERSION = "v1-lite"
 
 
 def unit_filter(params: QueryParams, version: str) -> Expr | None:
-    """The request's ``unitFilter``, parsed and checked: a 400 that names what is wrong and where."""
+    """The request's ``unitFilter``, parsed and checked: a 400 that names what is wrong and where. It filters
+    floor plans, so a version that hides them (``v1-lite``) refuses it: a filter would reveal them."""
     raw = params.text("unitFilter")
     try:
         expr = filters.parse(raw)
@@ -24,7 +24,7 @@ def unit_filter(params: QueryParams, version: str) -> Expr | None:
         raise bad_request(f"unitFilter: {error.message}") from None
     if expr is None:
         return None
-    if version == LITE_VERSION:
+    if not is_visible(version, "floorPlans"):
         raise bad_request(
             "unitFilter: v1-lite has no floor plans; a filter on them would reveal them (use v1 for unitFilter)"
         )

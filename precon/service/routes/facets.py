@@ -16,7 +16,7 @@ from precon.service.facet_values import (
     facet_hits,
 )
 from precon.service.responses import answer, facets_payload
-from precon.service.routes.common import ServiceDep, facet_names, operation
+from precon.service.routes.common import ServiceDep, operation
 from precon.service.routes.parameters import (
     Facet,
     FacetQuery,
@@ -30,9 +30,10 @@ from precon.service.routes.parameters import (
     UnitFilter,
     Version,
 )
-from precon.service.schema import ATTRIBUTE_ALIASES, LITE_FIELDS
+from precon.service.schema import ATTRIBUTE_ALIASES
+from precon.service.scope import listing_facets, listing_filter
 from precon.service.store import ListingQuery
-from precon.service.units import LITE_VERSION, unit_filter
+from precon.service.units import unit_filter
 
 router = APIRouter()
 
@@ -60,9 +61,9 @@ def facet_counts(
         ListingQuery(
             province=call.province,
             text=p.search(),
-            filter=p.filter_query(),
+            filter=listing_filter(call),
             unit_filter=unit_filter(p, call.version),
-            facets=facet_names(call, names),
+            facets=listing_facets(call, names),
             limit=0,
         )
     )
@@ -73,9 +74,7 @@ def _facet_param(call: Call) -> str:
     name = call.params.required("facet")
     if name == "*" or "," in name:
         raise bad_request(f"facet: name one facetable attribute, got {name!r}")
-    (name,) = facet_names(call, [name])
-    if call.version == LITE_VERSION and ATTRIBUTE_ALIASES.get(name, name).split(".", 1)[0] not in LITE_FIELDS:
-        raise bad_request(f"facet: {name!r} is not an attribute of a v1-lite listing")
+    (name,) = listing_facets(call, [name], "facet")
     return name
 
 
@@ -116,7 +115,7 @@ def search_facet_values(
         ListingQuery(
             province=call.province,
             text=p.search(),
-            filter=p.filter_query(),
+            filter=listing_filter(call),
             unit_filter=unit_filter(p, call.version),
             facets=(name,),
             max_facet_values=None,

@@ -13,7 +13,7 @@ from precon.service.calls import Call
 from precon.service.errors import bad_request, not_found
 from precon.service.params import MAX_IDS
 from precon.service.responses import answer, envelope, facets_payload
-from precon.service.routes.common import NOT_FOUND, ServiceDep, facet_names, operation, requested_shape
+from precon.service.routes.common import NOT_FOUND, ServiceDep, operation
 from precon.service.routes.parameters import (
     Facets,
     FilterQuery,
@@ -35,6 +35,7 @@ from precon.service.routes.parameters import (
     Version,
 )
 from precon.service.schema import SEARCHABLE_LISTING_FIELDS
+from precon.service.scope import listing_facets, listing_filter, listing_shaper
 from precon.service.store import ListingQuery, SearchHits
 from precon.service.units import add_matched_floor_plans, unit_filter
 
@@ -51,14 +52,14 @@ def listing_search(call: Call, *, order: str = "relevance", highlight: bool = Fa
     p = call.params
     page, per_page = p.page()
     text = p.search() if order == "relevance" else None
-    shaper = requested_shape(call)
-    facets = facet_names(call, p.names("facets")) if order == "relevance" else ()
+    shaper = listing_shaper(call)
+    facets = listing_facets(call, p.names("facets")) if order == "relevance" else ()
     units = unit_filter(p, call.version)
     hits: SearchHits = call.store.search_listings(
         ListingQuery(
             province=call.province,
             text=text,
-            filter=p.filter_query(),
+            filter=listing_filter(call),
             unit_filter=units,
             circle=p.circle() if order == "relevance" else None,
             facets=facets,
@@ -116,7 +117,7 @@ def get_listing(
 ) -> Response:
     call = service.call(request, version.value, province.value)
     listing_id = call.params.required("id")
-    shaper = requested_shape(call)
+    shaper = listing_shaper(call)
     record = call.store.get_listings([listing_id], call.province).get(listing_id)
     if record is None:
         raise not_found(f"Listing {listing_id!r} not found")
@@ -142,7 +143,7 @@ def similar_listings(
     listing_id = p.required("id")
     min_score = p.number("minScore", 0.0, 0.0, 1.0)
     limit = p.integer("maxRecommendations", 5, 1, 50)
-    shaper = requested_shape(call)
+    shaper = listing_shaper(call)
     target, candidates = call.store.similarity_features(
         listing_id, call.province, similar.CANDIDATE_RADIUS_M, similar.CANDIDATE_LIMIT
     )
@@ -191,6 +192,6 @@ def multiple_listings(
         raise bad_request("ids is required")
     if len(wanted) > MAX_IDS:
         raise bad_request(f"ids names {len(wanted)} listings; at most {MAX_IDS} are allowed")
-    shaper = requested_shape(call)
+    shaper = listing_shaper(call)
     found = call.store.get_listings(wanted, call.province)
     return answer(request, {"results": shaper.shape([found[i] for i in wanted if i in found])})

@@ -33,6 +33,7 @@ from precon.service.routes.parameters import (
     Version,
 )
 from precon.service.schema import LISTING_REFERENCE_FIELDS, PROFILES_OF_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
+from precon.service.scope import listing_id_of, trim_listing_facet, trim_profile_listings, visible_listings
 from precon.service.search import highlight_record
 from precon.service.shaping import (
     ListingShaper,
@@ -68,15 +69,16 @@ def collection_param(p: QueryParams) -> str | None:
     return p.choice("collection", PROFILE_COLLECTIONS)
 
 
-def expand_profile_listings(call: Call, records: list[dict[str, Any]]) -> None:
-    ids = {
-        path.split("/", 1)[1]
-        for record in records
-        for path in record.get("listings") or ()
-        if isinstance(path, str) and path.startswith("Listings/")
-    }
+def scoped_profile_listings(call: Call, records: list[dict[str, Any]], expand: bool) -> None:
+    """Trims each profile's ``listings`` to the listings the call may see and, with ``expand``
+    (``referrences=listings``), replaces each path with the listing, shaped for the version."""
+    found = trim_profile_listings(call, records)
+    if not expand:
+        return
+    if found is None:
+        ids = {i for record in records for i in map(listing_id_of, record.get("listings") or ()) if i is not None}
+        found = visible_listings(call, ids)
     shaper = ListingShaper(version=call.version, store=call.store, media=call.media)
-    found = call.store.get_listings(sorted(ids), call.province)
     shaped = dict(zip(found, shaper.shape(list(found.values())), strict=True))
     for record in records:
         if isinstance(record.get("listings"), list):
@@ -139,11 +141,10 @@ def search_profiles(
         if highlight:
             out["_highlightResult"] = highlight_record(out, SEARCHABLE_PROFILE_FIELDS, hits.text)
         results.append(out)
-    if references:
-        expand_profile_listings(call, results)
+    scoped_profile_listings(call, results, bool(references))
     body = envelope(results, hits.total, page_number, per_page)
     if p.text("facets") is not None:
-        body["facets"] = facets_payload(hits.facets)
+        body["facets"] = facets_payload({name: trim_listing_facet(call, c) for name, c in hits.facets.items()})
     return answer(request, body)
 
 
@@ -170,8 +171,7 @@ def get_profile(
         where = f" in {collection_name}" if collection_name else ""
         raise not_found(f"Profile {profile_id!r} not found{where}")
     out = profile_object(record, call.media)
-    if references:
-        expand_profile_listings(call, [out])
+    scoped_profile_listings(call, [out], bool(references))
     return answer(request, out)
 
 
@@ -194,5 +194,5 @@ def get_profiles_of_listing(
     if record is None:
         raise not_found(f"Listing {listing_id!r} not found")
     out = profiles_of_listing(record)
-    expand_references([out], references, call.store, call.media)
+    expand_references([out], references, call.store, call.media, lambda profiles: trim_profile_listings(call, profiles))
     return answer(request, out)

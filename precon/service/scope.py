@@ -1,0 +1,127 @@
+"""Version and province scoping, in one place: what a call may name and which listings it may see.
+
+Every listing operation reads the attributes a request names through :func:`visible_attribute`: ``filterQuery``
+(each attribute path of the expression, see :func:`listing_filter`), ``unitFilter`` (the floor plans it filters,
+see :func:`precon.service.units.unit_filter`), ``facets`` and ``facet`` (:func:`listing_facets`) and
+``retrieveAttributes`` (:func:`listing_shaper`). Under ``v1-lite`` a name whose top-level field is not a lite
+field is a 400 that names the parameter and the name: a filter or a facet on a hidden field would reveal it.
+
+Every answer that lists listings by id (a profile's ``listings``, inline or expanded, and the profiles a listing's
+``referrences`` expand) is trimmed by :func:`trim_profile_listings` to the listings the call may see: those in the
+path's province, and in the provinces the key is granted for the version (:attr:`Call.provinces`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from precon import filters
+from precon.filters import Expr
+from precon.service.errors import bad_request
+from precon.service.schema import LITE_FIELDS
+from precon.service.sql_filter import PATH_ALIASES
+
+if TYPE_CHECKING:
+    from precon.service.calls import Call
+    from precon.service.shaping import ListingShaper
+
+LITE_VERSION = "v1-lite"
+LISTING_PREFIX = "Listings/"
+LOOKUP_CHUNK = 900
+"""Listing ids per look-up (SQLite's historical limit on bound parameters is 999)."""
+
+
+def is_visible(version: str, name: str) -> bool:
+    """Whether a listing attribute path may be named under ``version``: under ``v1-lite`` its top-level field
+    (``floorPlans`` of ``floorPlans.startPrice``, after aliases such as ``marketers``) must be a lite field."""
+    if version != LITE_VERSION:
+        return True
+    top = name.split(".", 1)[0]
+    return PATH_ALIASES.get(top, top) in LITE_FIELDS
+
+
+def visible_attribute(version: str, name: str, where: str) -> str:
+    """``name``, when ``version`` may name it; else a 400 that names the parameter ``where`` and the name.
+
+    The one check of what a listing request may name: filters, unit filters, facets and retrieved attributes."""
+    if not is_visible(version, name):
+        raise bad_request(f"{where}: {name!r} is not an attribute of a v1-lite listing")
+    return name
+
+
+def check_expression(version: str, expr: Expr | None, where: str) -> Expr | None:
+    """``expr``, when every attribute path it names is visible under ``version`` (the first hidden one, in
+    sorted order, is the 400)."""
+    for name in sorted(filters.attributes(expr)):
+        visible_attribute(version, name, where)
+    return expr
+
+
+def listing_filter(call: Call) -> Expr | None:
+    """The call's ``filterQuery`` over listings, parsed and scoped."""
+    return check_expression(call.version, call.params.filter_query(), "filterQuery")
+
+
+def listing_facets(call: Call, names: Sequence[str], where: str = "facets") -> tuple[str, ...]:
+    """The facets asked for, validated and scoped: a hidden name is a 400; ``*`` is every default facet the
+    version shows."""
+    from precon.service.routes.common import facet_names  # the routes import this module
+
+    for name in names:
+        if name != "*":
+            visible_attribute(call.version, name, where)
+    chosen = facet_names(call, list(names))
+    return tuple(name for name in chosen if is_visible(call.version, name))
+
+
+def listing_shaper(call: Call) -> ListingShaper:
+    """How this call's listings are shaped (its version, ``retrieveAttributes`` and ``referrences``), with
+    ``retrieveAttributes`` scoped (by the shaper, through :func:`visible_attribute`) and the profiles that
+    references expand trimmed to the call's listings."""
+    from precon.service.routes.common import requested_shape  # the routes import this module
+
+    shaper = requested_shape(call)
+    shaper.trim_profiles = lambda records: trim_profile_listings(call, records)
+    return shaper
+
+
+def listing_id_of(path: Any) -> str | None:
+    """The id of a ``Listings/<id>`` path, else None."""
+    if isinstance(path, str) and path.startswith(LISTING_PREFIX) and len(path) > len(LISTING_PREFIX):
+        return path[len(LISTING_PREFIX) :]
+    return None
+
+
+def visible_listings(call: Call, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The stored records of those of ``ids`` the call may see, by id."""
+    wanted = sorted(set(ids))
+    provinces: Sequence[str | None] = [None] if call.provinces is None else sorted(call.provinces)
+    found: dict[str, dict[str, Any]] = {}
+    for province in provinces:
+        for start in range(0, len(wanted), LOOKUP_CHUNK):
+            found.update(call.store.get_listings(wanted[start : start + LOOKUP_CHUNK], province))
+    return found
+
+
+def trim_profile_listings(call: Call, records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]] | None:
+    """Drops from each profile's ``listings`` the paths of listings the call may not see (a path to no stored
+    listing too); None, and nothing dropped, when the call sees every listing. Else the records of the
+    listings kept, by id."""
+    if call.provinces is None:
+        return None
+    records = [r for r in records if isinstance(r.get("listings"), list)]
+    ids = {i for record in records for i in map(listing_id_of, record["listings"]) if i is not None}
+    found = visible_listings(call, ids)
+    for record in records:
+        record["listings"] = [path for path in record["listings"] if listing_id_of(path) in found]
+    return found
+
+
+def trim_listing_facet(call: Call, counts: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """A profile facet's counted values without the paths of listings the call may not see."""
+    ids = {i for i in (listing_id_of(value) for value, _ in counts) if i is not None}
+    if call.provinces is None or not ids:
+        return counts
+    kept: set[str | None] = {None, *visible_listings(call, ids)}
+    return [(value, count) for value, count in counts if listing_id_of(value) in kept]
