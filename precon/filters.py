@@ -295,13 +295,19 @@ def _unescape(quoted: str) -> str:
 
 def _parse_number(text: str) -> int | float | None:
     """A number written as the grammar allows (sign, decimals, exponent): int when written without ``.`` or
-    exponent, else float. None if not a number or not finite."""
+    exponent, else float. None if not a number, or beyond what a float holds (a 310-digit integer): the stores
+    compare numbers as floats, and such a value cannot be one."""
     if not _NUMBER_RE.fullmatch(text):
         return None
-    if any(c in text for c in ".eE"):
-        f = float(text)
-        return f if math.isfinite(f) else None
-    return int(text)
+    try:
+        if any(c in text for c in ".eE"):
+            f = float(text)
+            return f if math.isfinite(f) else None
+        whole = int(text)
+        float(whole)
+    except OverflowError:
+        return None
+    return whole
 
 
 def _describe(token: Token) -> str:
@@ -405,7 +411,8 @@ def _number_token(token: Token, what: str) -> int | float:
     value = _parse_number(token.value) if token.type != "QUOTED" else None
     if value is None:
         if token.type != "QUOTED" and _NUMBER_RE.fullmatch(token.value):
-            raise FilterSyntaxError(f"{what} {token.value} is out of range at position {pos}", pos)
+            shown = token.value if len(token.value) <= 24 else f"{token.value[:20]}… ({len(token.value)} characters)"
+            raise FilterSyntaxError(f"{what} {shown} is out of range at position {pos}", pos)
         raise FilterSyntaxError(f"{what} must be a number, found {_describe(token)} at position {pos}", pos)
     return value
 
