@@ -4,7 +4,6 @@ request ids, body limits, error answers, the delivery worker's lifespan, and the
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
@@ -16,13 +15,14 @@ from fastapi.responses import RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from precon.service.accounts import AccountStore
 from precon.service.calls import Service
 from precon.service.config import ServiceSettings
-from precon.service.errors import ApiError, server_error_body
+from precon.service.errors import ApiError
 from precon.service.media import placeholder_svg
+from precon.service.middleware import RequestIdMiddleware
 from precon.service.openapi import truthful_openapi
 from precon.service.request_errors import request_error
 from precon.service.responses import error_response
@@ -34,64 +34,7 @@ from precon.service.webhooks import DeliveryWorker, RetrySchedule, WebhookStore
 
 log = logging.getLogger("precon.service")
 
-MAX_BODY_BYTES = 64 * 1024
 WORKER_THREADS = 4
-
-# -- request ids and body limits -----------------------------------------------------------------------------
-
-
-class RequestIdMiddleware:
-    """Gives every request an id, sent back as ``x-request-id`` on every answer, error or not."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        request_id = uuid.uuid4().hex
-        scope.setdefault("state", {})["request_id"] = request_id
-
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
-                headers.append((b"x-request-id", request_id.encode()))
-                message["headers"] = headers
-            await send(message)
-
-        for name, value in scope.get("headers", []):
-            if name == b"content-length" and value.isdigit() and int(value) > MAX_BODY_BYTES:
-                body = orjson.dumps({"requestId": request_id, "message": f"request body over {MAX_BODY_BYTES} bytes"})
-                await send_with_id(
-                    {
-                        "type": "http.response.start",
-                        "status": 413,
-                        "headers": [(b"content-type", b"application/json")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
-        started = False
-
-        async def send_tracked(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send_with_id(message)
-
-        try:
-            await self.app(scope, receive, send_tracked)
-        except Exception:
-            # Answered here rather than re-raised, so the connection stays usable and no trace leaves.
-            log.exception("unexpected failure on %s", scope.get("path"))
-            if started:
-                return
-            body = orjson.dumps(server_error_body(scope.get("path", "")))
-            await send_with_id(
-                {"type": "http.response.start", "status": 500, "headers": [(b"content-type", b"application/json")]}
-            )
-            await send({"type": "http.response.body", "body": body})
-
 
 # -- the application -----------------------------------------------------------------------------------------
 

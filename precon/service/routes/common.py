@@ -71,6 +71,8 @@ def operation(
     }
     if method == "GET":
         responses[304] = {"description": "Not Modified: the `If-None-Match` ETag is still current"}
+    if method == "POST":
+        responses[408] = _error("The request body did not arrive within 15 s")
     route_name = route_name or name
     common: dict[str, Any] = {
         "dependencies": [Depends(authenticated)],
