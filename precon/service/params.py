@@ -8,16 +8,21 @@ from collections.abc import Mapping
 from precon import filters
 from precon.filters import Expr
 from precon.service.errors import bad_request
+from precon.service.schema import LISTING_REFERENCE_FIELDS
 from precon.service.search import TextQuery
 from precon.service.store import GeoCircle
 
 MAX_PER_PAGE = 1000
+MAX_PER_PAGE_EXPANDED = 100
 DEFAULT_PER_PAGE = 20
 MAX_SEARCH_LENGTH = 512
 MAX_IDS = 100
 DEFAULT_RADIUS_M = 10_000
 MAX_RADIUS_M = 1_000_000
 MAX_PAGE = 1_000_000
+
+EXPANDABLE_REFERENCES = frozenset({*LISTING_REFERENCE_FIELDS, "listings"})
+"""``referrences`` names that replace paths by records: a listing's companies, a profile's listings."""
 
 ALIASES = {"product_id": ("product_id", "product_Id"), "perPage": ("perPage", "perpage")}
 """Documented misspellings the production service accepts."""
@@ -88,9 +93,17 @@ class QueryParams:
             raise bad_request(f"{name} must be one of {', '.join(allowed)}, got {raw!r}")
         return raw
 
+    def expands_objects(self) -> bool:
+        """Whether ``referrences`` names a field whose paths become whole records (profiles, or listings)."""
+        return any(name in EXPANDABLE_REFERENCES for name in self.names("referrences"))
+
     def page(self) -> tuple[int, int]:
+        """The page and its size. With objects expanded, a size over 100 is reduced to 100 (the answer's
+        ``perPage`` and ``pages`` say so): real clients ask for 1000 with ``referrences`` and page on."""
         page = self.integer("page", 0, 0, MAX_PAGE)
         per_page = self.integer("perPage", DEFAULT_PER_PAGE, 0, MAX_PER_PAGE)
+        if self.expands_objects():
+            per_page = min(per_page, MAX_PER_PAGE_EXPANDED)
         return page, per_page
 
     def search(self) -> TextQuery | None:
@@ -108,6 +121,8 @@ class QueryParams:
     def circle(self) -> GeoCircle | None:
         raw = (self.text("nearby") or "").strip()
         if not raw:
+            if (self.text("radius") or "").strip():
+                raise bad_request("radius needs nearby: give the centre as nearby=latitude,longitude")
             return None
         parts = raw.split(",")
         try:

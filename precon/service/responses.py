@@ -13,6 +13,8 @@ from precon.service.errors import ApiError
 from precon.service.params import pages
 
 CACHE_CONTROL = "private, max-age=60"
+MAX_ANSWER_BYTES = 24 * 1024 * 1024
+"""The largest answer sent: a page of 1000 whole listings is about 10 MB; past this, ask for less."""
 
 
 def _etag(body: bytes) -> str:
@@ -29,6 +31,12 @@ def _etag_matches(header: str | None, etag: str) -> bool:
 def answer(request: Request, payload: Any, cache_control: str = CACHE_CONTROL) -> Response:
     """A JSON answer with an ``ETag``; a matching ``If-None-Match`` gets 304 and no body."""
     body = orjson.dumps(payload)
+    if len(body) > MAX_ANSWER_BYTES:
+        raise ApiError(
+            400,
+            f"the answer would be {len(body) / 2**20:.0f} MiB, over the {MAX_ANSWER_BYTES // 2**20} MiB limit: "
+            "ask for fewer results (perPage), fewer attributes (retrieveAttributes) or no referrences",
+        )
     etag = _etag(body)
     headers = {"ETag": etag, "Cache-Control": cache_control}
     if request.method in ("GET", "HEAD") and _etag_matches(request.headers.get("if-none-match"), etag):
