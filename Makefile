@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 API_PORT ?= 8000
 
-.PHONY: run serve test lint bench bench-dashboard lock install clean
+.PHONY: run serve test lint bench bench-soak bench-dashboard lock install clean
 
 install: $(STAMP)
 
@@ -39,6 +39,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/service.py
+
+# Bursts of load separated by idle pauses, 10 minutes (MINUTES=2 for a quick run): errors, memory, SQLite descriptors.
+bench-soak: $(STAMP)
+	$(BIN)/python bench/soak.py $(if $(MINUTES),--minutes $(MINUTES))
 
 # How quickly the Search page answers in a real browser (needs Debian's chromium).
 bench-dashboard: $(STAMP)
