@@ -3,6 +3,7 @@ each over real HTTP, with property tests that try many more shapes than the find
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import socket
 import time
@@ -160,3 +161,55 @@ def test_the_service_stays_responsive_during_a_slow_body(api: Api, monkeypatch: 
         started = time.monotonic()
         answers: list[Any] = [api.get("/v1/all/search_listings", perPage="1").status_code for _ in range(5)]
         assert answers == [200] * 5 and time.monotonic() - started < 2.5
+
+
+# -- webhook targets, over HTTP -------------------------------------------------------------------------------
+
+
+def subscribe(api: Api, target: str) -> Any:
+    body = {"env": "live", "targetUrl": target, "event": "profile.updated"}
+    return api.http.post(api.url + WEBHOOKS, json=body, headers={"x-api-key": KEY_ALL})
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "https://[2002:7f00:1::1]/h",  # 6to4 around 127.0.0.1
+        "https://[2002:a9fe:a9fe::1]/h",  # 6to4 around the metadata address
+        "https://[::ffff:169.254.169.254]/h",
+        "https://[64:ff9b::a9fe:a9fe]/h",  # NAT64 around the metadata address
+        "https://1.1.1.1/h\r\nx-injected: 1",
+        "https://1.1.1.1/h\x00",
+        "https://1.1.1.1/a b",
+    ],
+)
+def test_hostile_webhook_targets_are_refused_over_http(api: Api, target: str) -> None:
+    response = subscribe(api, target)
+    assert response.status_code == 400, response.text
+    assert response.json()["message"].startswith("targetUrl: ")
+
+
+def test_a_slow_name_lookup_does_not_stall_other_requests(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    from precon.service import webhook_targets
+
+    real_lookup = socket.getaddrinfo
+
+    def slow_lookup(host: str, port: Any, *args: Any, **kwargs: Any) -> Any:
+        """Slow for the subscription's host alone (answering loopback, which this development service allows);
+        every other name, the tests' own connections included, resolves as ever."""
+        if host != "hooks.slow.example.test":
+            return real_lookup(host, port, *args, **kwargs)
+        time.sleep(2.0)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", int(port)))]
+
+    monkeypatch.setattr(webhook_targets.socket, "getaddrinfo", slow_lookup)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as other:
+        pending = other.submit(subscribe, api, "https://hooks.slow.example.test/h")
+        time.sleep(0.2)
+        started = time.monotonic()
+        assert api.get("/healthz", key=None).status_code == 200
+        assert api.get("/v1/all/search_listings", perPage="1").status_code == 200
+        assert time.monotonic() - started < 1.0, "answered while the look-up waits"
+        created = pending.result(timeout=10)
+    assert created.status_code == 200, created.text
+    api.http.request("DELETE", api.url + WEBHOOKS, params={"id": created.json()["id"]}, headers={"x-api-key": KEY_ALL})
