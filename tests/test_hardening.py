@@ -11,11 +11,15 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlparse
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precon.service import middleware, responses
+from precon.service.config import ServiceSettings
+from precon.service.runtime import DataDirectory
+from precon.service.server import ServerThread
 from tests.conftest import KEY_ALL, Api
 
 WEBHOOKS = "/v1/all/webhooks"
@@ -213,3 +217,30 @@ def test_a_slow_name_lookup_does_not_stall_other_requests(api: Api, monkeypatch:
         created = pending.result(timeout=10)
     assert created.status_code == 200, created.text
     api.http.request("DELETE", api.url + WEBHOOKS, params={"id": created.json()["id"]}, headers={"x-api-key": KEY_ALL})
+
+
+# -- failed authentication ----------------------------------------------------------------------------------------
+
+
+def test_guessing_keys_is_rate_limited_per_address(tmp_path_factory: pytest.TempPathFactory) -> None:
+    settings = ServiceSettings(
+        data_dir=tmp_path_factory.mktemp("guessing"),
+        default_listings=30,
+        failed_auth_rate=1.0,
+        failed_auth_burst=10,
+        webhook_worker=False,
+    )
+    directory = DataDirectory.open(settings)
+    directory.accounts.create_key("everything", key="the-real-key-0123456789")
+    with ServerThread(directory.app()) as server, httpx.Client(base_url=server.url, timeout=10) as http:
+        statuses = [
+            http.get("/v1/all/search_listings", headers={"x-api-key": f"guess-{n}"}).status_code for n in range(40)
+        ]
+        assert statuses[:10] == [403] * 10, "a few mistakes are only Forbidden"
+        assert statuses[-20:] == [429] * 20, "then the address must slow down"
+        refused = http.get("/v1/all/search_listings")
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+        assert "without a valid key" in refused.json()["message"]
+        good = http.get("/v1/all/search_listings", headers={"x-api-key": "the-real-key-0123456789"})
+        assert good.status_code == 200, "a caller with a valid key is not held back"
+    directory.close()

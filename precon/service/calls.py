@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from fastapi import Request
@@ -21,27 +22,45 @@ PROVINCE_SEGMENTS = ("all", *PROVINCES)
 
 
 class RateLimiter:
-    """A token bucket per key: ``rate`` requests a second on average, ``burst`` at once."""
+    """A token bucket per caller (a key, or an address): ``rate`` requests a second on average, ``burst`` at once.
+
+    Buckets that have refilled are forgotten once there are more than :data:`MAX_BUCKETS`, so callers with ever
+    new names (addresses) cannot grow it without bound."""
+
+    MAX_BUCKETS = 10_000
 
     def __init__(self, rate: float, burst: int) -> None:
         self.rate = rate
         self.burst = burst
-        self._buckets: dict[int, tuple[float, float]] = {}
+        self._buckets: dict[Hashable, tuple[float, float]] = {}
         self._lock = threading.Lock()
 
-    def retry_after(self, key_id: int) -> float:
+    def retry_after(self, caller: Hashable) -> float:
         """0 when the request may go ahead, else the seconds until it may."""
         if self.rate <= 0:
             return 0.0
         now = time.monotonic()
         with self._lock:
-            tokens, stamp = self._buckets.get(key_id, (float(self.burst), now))
+            if len(self._buckets) >= self.MAX_BUCKETS:
+                self._forget_full(now)
+            tokens, stamp = self._buckets.get(caller, (float(self.burst), now))
             tokens = min(float(self.burst), tokens + (now - stamp) * self.rate)
             if tokens >= 1:
-                self._buckets[key_id] = (tokens - 1, now)
+                self._buckets[caller] = (tokens - 1, now)
                 return 0.0
-            self._buckets[key_id] = (tokens, now)
+            self._buckets[caller] = (tokens, now)
             return (1 - tokens) / self.rate
+
+    def _forget_full(self, now: float) -> None:
+        refill_s = self.burst / self.rate
+        self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < refill_s}
+        if len(self._buckets) >= self.MAX_BUCKETS:  # all busy: keep the most recent half
+            recent = sorted(self._buckets.items(), key=lambda item: item[1][1])[len(self._buckets) // 2 :]
+            self._buckets = dict(recent)
+
+
+def too_many(message: str, wait: float) -> ApiError:
+    return ApiError(429, f"{message}; retry in {math.ceil(wait)} s", headers={"Retry-After": str(math.ceil(wait))})
 
 
 @dataclass
@@ -74,6 +93,8 @@ class Service:
         self.sandbox = sandbox
         self.accounts = accounts
         self.limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
+        self.guessing = RateLimiter(settings.failed_auth_rate, settings.failed_auth_burst)
+        """Requests without a valid key, per client address: keys cannot be guessed at speed."""
 
     @staticmethod
     def product(key: ApiKey, product_id: str, version: str, province: str) -> str:
@@ -101,15 +122,14 @@ class Service:
             return cached
         key = self.accounts.authenticate(request.headers.get("x-api-key"))
         if key is None:
+            address = request.client.host if request.client else ""
+            wait = self.guessing.retry_after(address)
+            if wait > 0:
+                raise too_many("Too many requests without a valid key from this address", wait)
             raise forbidden()
         wait = self.limiter.retry_after(key.key_id)
         if wait > 0:
-            raise ApiError(
-                429,
-                f"Too many requests: this key may make {self.settings.rate_limit:g} requests a second; "
-                f"retry in {math.ceil(wait)} s",
-                headers={"Retry-After": str(math.ceil(wait))},
-            )
+            raise too_many(f"Too many requests: this key may make {self.settings.rate_limit:g} requests a second", wait)
         request.state.api_key = key
         return key
 

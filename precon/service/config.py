@@ -23,6 +23,10 @@ class ServiceSettings(BaseSettings):
     """Requests per second a key may make on average; 0 turns the limit off."""
     rate_burst: int = 200
     """Requests a key may make at once before the average applies."""
+    failed_auth_rate: float = 2.0
+    """Requests per second without a valid key that one client address may make on average; 0 turns it off."""
+    failed_auth_burst: int = 30
+    """Requests without a valid key one address may make at once before the average applies."""
     default_listings: int = 2500
     """Listings generated into a new data directory's catalogue."""
     default_seed: int = 0
