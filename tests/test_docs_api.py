@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from precon.service.config import ServiceSettings
 from tests.conftest import Api
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "api.md"
@@ -47,3 +48,9 @@ def test_the_docs_point_nowhere_outside_the_project(documented: str) -> None:
         resolved = (DOCS.parent / target.split("#", 1)[0]).resolve()
         assert resolved.is_relative_to(root) and resolved.exists(), target
     assert "contract.md" not in documented and "interface.md" not in documented
+
+
+def test_every_service_setting_is_in_the_readme_table() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for name in ServiceSettings.model_fields:
+        assert f"| `PRECON_SERVICE_{name.upper()}` |" in readme, name
