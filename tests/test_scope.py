@@ -18,9 +18,13 @@ from hypothesis import strategies as st
 from precon import filters
 from precon.filters import Compare, Expr, Match, Range
 from precon.models import PROVINCES
-from precon.service.schema import LISTING_ATTRIBUTES, LITE_FIELDS, LITE_LEFT_OUT
+from precon.service.schema import LISTING_ATTRIBUTES, LITE_FIELDS, LITE_LEFT_OUT, SEARCHABLE_LISTING_FIELDS
+from precon.service.search import within_one_typo
+from precon.service.search import words as search_words
 from precon.service.store import province_of
 from tests.conftest import KEY_ALL, KEY_LITE, KEY_ONTARIO, Api
+
+LITE_SEARCHABLE = [name for name in SEARCHABLE_LISTING_FIELDS if name in LITE_FIELDS]
 
 LITE = "/v1-lite/all/"
 FULL = "/v1/all/"
@@ -352,3 +356,22 @@ def test_property_no_answer_lists_a_listing_the_key_may_not_read(api: Api, data:
             leaked = [p for p in listing_paths(body) if not sees(p)]
             leaked += [p for p in (body.get("facets") or {}).get("listings", {}) if not sees(p)]
             assert not leaked, (key, version, province, leaked[:3])
+
+
+def test_search_on_v1_lite_matches_only_the_fields_it_shows(api: Api) -> None:
+    """A word found only in a hidden field (summary, amenities) finds nothing under v1-lite: search is no oracle
+    for a hidden value. On v1 the same word finds the listing."""
+
+    def text_of(value: Any) -> str:
+        return " ".join(map(str, value)) if isinstance(value, list) else str(value or "")
+
+    every = api.all_listings()
+    shown = {w for r in every for name in LITE_SEARCHABLE for w in search_words(text_of(r.get(name)))}
+    hidden = {w for r in every for w in search_words(text_of(r.get("summary"))) if len(w) > 5}
+    hidden_only = sorted(w for w in hidden if not any(s.startswith(w) or within_one_typo(w, s) for s in shown))
+    assert hidden_only, "the catalogue's summaries have words of their own"
+    for word in hidden_only[:5]:
+        assert api.ok("/v1/all/search_listings", search=word, perPage="0")["total"] > 0, word
+        assert api.ok("/v1-lite/all/search_listings", KEY_LITE, search=word, perPage="0")["total"] == 0, word
+    name_word = search_words(every[0]["name"])[0]
+    assert api.ok("/v1-lite/all/search_listings", KEY_LITE, search=name_word, perPage="0")["total"] > 0

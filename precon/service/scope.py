@@ -14,12 +14,14 @@ path's province, and in the provinces the key is granted for the version (:attr:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from precon import filters
 from precon.filters import Expr
 from precon.service.errors import bad_request
-from precon.service.schema import LITE_FIELDS
+from precon.service.schema import LITE_FIELDS, SEARCHABLE_LISTING_FIELDS
+from precon.service.search import TextQuery
 from precon.service.sql_filter import PATH_ALIASES
 
 if TYPE_CHECKING:
@@ -61,6 +63,15 @@ def check_expression(version: str, expr: Expr | None, where: str) -> Expr | None
 def listing_filter(call: Call) -> Expr | None:
     """The call's ``filterQuery`` over listings, parsed and scoped."""
     return check_expression(call.version, call.params.filter_query(), "filterQuery")
+
+
+def listing_text(call: Call) -> TextQuery | None:
+    """The call's ``search``, matched only in the searchable fields its version shows: under ``v1-lite`` a word
+    of a hidden ``summary`` or ``amenities`` finds nothing, as the field itself is not there to see."""
+    text = call.params.search()
+    if text is None or all(is_visible(call.version, name) for name in SEARCHABLE_LISTING_FIELDS):
+        return text
+    return replace(text, columns=tuple(name for name in SEARCHABLE_LISTING_FIELDS if is_visible(call.version, name)))
 
 
 def listing_facets(call: Call, names: Sequence[str], where: str = "facets") -> tuple[str, ...]:

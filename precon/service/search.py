@@ -10,7 +10,7 @@ import html
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -39,6 +39,9 @@ class TextQuery:
     words: list[str]
     typo_variants: dict[str, frozenset[str]] = field(default_factory=dict)
     """Per query word, indexed words one typo away from it (filled only for the typo-tolerant pass)."""
+    columns: tuple[str, ...] = ()
+    """The searchable fields to match in; all of them when empty (``v1-lite`` matches only the fields it shows,
+    so a search cannot test the value of a hidden one)."""
 
     @classmethod
     def parse(cls, text: str | None) -> TextQuery | None:
@@ -58,7 +61,8 @@ class TextQuery:
             alternatives = [f'"{word}"*' if prefix else f'"{word}"']
             alternatives += [f'"{variant}"' for variant in sorted(self.typo_variants.get(word, ()))]
             terms.append(alternatives[0] if len(alternatives) == 1 else "(" + " OR ".join(alternatives) + ")")
-        return " AND ".join(terms)
+        expression = " AND ".join(terms)
+        return "{" + " ".join(self.columns) + "} : (" + expression + ")" if self.columns else expression
 
     def matches(self, word: str) -> str | None:
         """The query word that an indexed word matches, if any."""
@@ -118,7 +122,7 @@ class TypoIndex:
         return frozenset(found)
 
     def expand(self, query: TextQuery) -> TextQuery:
-        return TextQuery(query.words, {word: self.variants(word) for word in query.words})
+        return replace(query, typo_variants={word: self.variants(word) for word in query.words})
 
 
 def highlight_text(text: str, query: TextQuery | None) -> dict[str, Any]:

@@ -896,8 +896,11 @@ class SQLiteStore:
         return clauses, params
 
     def search_listings(self, query: ListingQuery) -> SearchHits:
-        search = self._search_columns if self.engine == "columns" else self._search_sql
         text = query.text
+        # Text matched in some fields only (v1-lite) is FTS5's column filter: the in-memory postings weigh every
+        # field together, so such a question goes to SQL.
+        in_memory = self.engine == "columns" and not (text is not None and text.columns)
+        search = self._search_columns if in_memory else self._search_sql
         hits = search(query, text)
         if text is not None and hits.total == 0:
             listing_typos, _ = self._typo_indexes()

@@ -31,7 +31,7 @@ from precon.service.routes.parameters import (
     Version,
 )
 from precon.service.schema import ATTRIBUTE_ALIASES
-from precon.service.scope import listing_facets, listing_filter
+from precon.service.scope import listing_facets, listing_filter, listing_text
 from precon.service.store import ListingQuery
 from precon.service.units import unit_filter
 
@@ -60,7 +60,7 @@ def facet_counts(
     hits = call.store.search_listings(
         ListingQuery(
             province=call.province,
-            text=p.search(),
+            text=listing_text(call),
             filter=listing_filter(call),
             unit_filter=unit_filter(p, call.version),
             facets=listing_facets(call, names),
@@ -114,7 +114,7 @@ def search_facet_values(
     found = call.store.search_listings(
         ListingQuery(
             province=call.province,
-            text=p.search(),
+            text=listing_text(call),
             filter=listing_filter(call),
             unit_filter=unit_filter(p, call.version),
             facets=(name,),

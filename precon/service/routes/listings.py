@@ -35,7 +35,7 @@ from precon.service.routes.parameters import (
     Version,
 )
 from precon.service.schema import SEARCHABLE_LISTING_FIELDS
-from precon.service.scope import listing_facets, listing_filter, listing_shaper
+from precon.service.scope import listing_facets, listing_filter, listing_shaper, listing_text
 from precon.service.store import ListingQuery, SearchHits
 from precon.service.units import add_matched_floor_plans, unit_filter
 
@@ -51,7 +51,7 @@ def route(
 def listing_search(call: Call, *, order: str = "relevance", highlight: bool = False) -> dict[str, Any]:
     p = call.params
     page, per_page = p.page()
-    text = p.search() if order == "relevance" else None
+    text = listing_text(call) if order == "relevance" else None
     shaper = listing_shaper(call)
     facets = listing_facets(call, p.names("facets")) if order == "relevance" else ()
     units = unit_filter(p, call.version)
