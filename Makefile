@@ -40,7 +40,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/service.py
 
-# Bursts of load separated by idle pauses, 10 minutes (MINUTES=2 for a quick run): errors, memory, SQLite descriptors.
+# Bursts of load separated by idle pauses, 10 minutes (MINUTES=2 for a quick run): errors, memory, SQLite connections.
 bench-soak: $(STAMP)
 	$(BIN)/python bench/soak.py $(if $(MINUTES),--minutes $(MINUTES))
 

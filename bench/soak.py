@@ -13,14 +13,15 @@ show whether connections, and the memory behind them, are given back when thread
    ``profile``; ``trending_listings``. Short runs get shorter bursts, never shorter pauses, and at least 3 bursts.
 4. After each burst prints the throughput, errors by status (anything but 2xx and 304; transport errors by
    kind), p50 and p99 latency, the resident memory of the service's process tree (``VmRSS`` from
-   ``/proc``) and the descriptors it holds open on each SQLite file of the data directory; the same two again
-   at the end of the pause, once idle threads have retired.
+   ``/proc``) and its open SQLite connections per file of the data directory (its descriptors on each
+   ``-wal``: every connection holds one, closed with it); the same again at the end of the pause.
 5. Prints the targets and whether each is MET: no errors; memory after the last burst within 10% of after the
-   first; open database descriptors not growing (last burst <= first).
+   first; open database connections not growing (last burst <= first).
 
-SQLite keeps the descriptor of a closed connection open for reuse by the next connection to the same file while
-another connection of the process holds a lock on it (every open connection does, in WAL), so the descriptor
-count is bounded by the most connections ever open at once, not by those open now; what it shows is growth.
+The descriptors on the database files themselves are printed too, but they are not the connections: SQLite keeps
+the descriptor of a closed connection open, for reuse by the next connection to the same file, while another
+connection of the process holds a lock on it (every open connection does, in WAL); so they are bounded by the
+most connections ever open at once, not by those open now.
 
 All traffic stays on 127.0.0.1. The exit code is 0 whatever the figures (a bench reports, it does not fail);
 only a service that does not start gives 1.
@@ -157,9 +158,9 @@ class Service:
         return total_kb / 1024
 
     def database_fds(self) -> dict[str, int]:
-        """Descriptors the process tree holds on each SQLite file of the data directory (not -wal or -shm)."""
+        """Descriptors the process tree holds on each SQLite file of the data directory and on its ``-wal``."""
         names = sorted(path.name for path in self.data_dir.iterdir() if path.suffix in (".sqlite3", ".db"))
-        counts = dict.fromkeys(names, 0)
+        counts = dict.fromkeys([*names, *(name + "-wal" for name in names)], 0)
         for pid in self.tree():
             try:
                 fds = os.listdir(f"/proc/{pid}/fd")
@@ -369,8 +370,20 @@ class Reading:
     rss_mb: float
     fds: dict[str, int]
 
+    def connections(self) -> int:
+        """Open connections: each holds its own descriptor on the ``-wal``, closed with it (no lock keeps it)."""
+        return sum(n for name, n in self.fds.items() if name.endswith("-wal"))
+
+    def descriptors(self) -> int:
+        return sum(n for name, n in self.fds.items() if not name.endswith("-wal"))
+
     def fds_text(self) -> str:
-        return ", ".join(f"{name} {n}" for name, n in self.fds.items()) + f" (total {sum(self.fds.values())})"
+        names = [name for name in self.fds if not name.endswith("-wal")]
+        return (
+            f"connections {self.connections()} ("
+            + ", ".join(f"{name} {self.fds[name + '-wal']}" for name in names)
+            + f"), database-file descriptors {self.descriptors()}"
+        )
 
 
 def main() -> int:
@@ -403,7 +416,7 @@ def main() -> int:
             material = gather(client)
         start = Reading(service.rss_mb(), service.database_fds())
         print(f"started: pid {service.process.pid}, {service.base_url}, rss {start.rss_mb:.0f} MB")
-        print(f"  database descriptors: {start.fds_text()}")
+        print(f"  database: {start.fds_text()}")
         print(f"  {len(material.listing_ids)} listing ids, {len(material.profile_ids)} profile ids from a first search")
         for number in range(1, bursts + 1):
             result = asyncio.run(
@@ -420,11 +433,11 @@ def main() -> int:
                 f"p99 {percentile(result.latencies_ms, 0.99):.1f} ms, "
                 f"errors {sum(errors.values())} {errors or ''}".rstrip()
             )
-            print(f"  after the burst: rss {after.rss_mb:.0f} MB; database descriptors: {after.fds_text()}")
+            print(f"  after the burst: rss {after.rss_mb:.0f} MB; database: {after.fds_text()}")
             time.sleep(pause_s)
             idle = Reading(service.rss_mb(), service.database_fds())
             readings_idle.append(idle)
-            print(f"  after {pause_s:.0f} s idle: rss {idle.rss_mb:.0f} MB; database descriptors: {idle.fds_text()}")
+            print(f"  after {pause_s:.0f} s idle: rss {idle.rss_mb:.0f} MB; database: {idle.fds_text()}")
     finally:
         service.stop()
         if temporary:
@@ -442,7 +455,7 @@ def main() -> int:
     for result in results:
         kinds.update(result.kinds)
     first, last = readings_after[0], readings_after[-1]
-    first_fds, last_fds = sum(first.fds.values()), sum(last.fds.values())
+    first_connections, last_connections = first.connections(), last.connections()
     grown = (last.rss_mb - first.rss_mb) / first.rss_mb
     print()
     print(
@@ -452,8 +465,10 @@ def main() -> int:
     print("  mix: " + ", ".join(f"{kind} {n}" for kind, n in kinds.most_common()))
     print("  rss after each burst (MB): " + " ".join(f"{r.rss_mb:.0f}" for r in readings_after))
     print("  rss after each pause (MB): " + " ".join(f"{r.rss_mb:.0f}" for r in readings_idle))
-    print("  database descriptors after each burst: " + " ".join(str(sum(r.fds.values())) for r in readings_after))
-    print("  database descriptors after each pause: " + " ".join(str(sum(r.fds.values())) for r in readings_idle))
+    print("  open connections after each burst: " + " ".join(str(r.connections()) for r in readings_after))
+    print("  open connections after each pause: " + " ".join(str(r.connections()) for r in readings_idle))
+    print("  database-file descriptors after each burst: " + " ".join(str(r.descriptors()) for r in readings_after))
+    print("  database-file descriptors after each pause: " + " ".join(str(r.descriptors()) for r in readings_idle))
     print()
     print("targets:")
     targets = [
@@ -464,9 +479,9 @@ def main() -> int:
             f"{first.rss_mb:.0f} MB -> {last.rss_mb:.0f} MB ({grown:+.1%})",
         ),
         (
-            "open database descriptors not growing (last burst <= first)",
-            last_fds <= first_fds,
-            f"{first_fds} -> {last_fds}",
+            "open database connections not growing (last burst <= first)",
+            last_connections <= first_connections,
+            f"{first_connections} -> {last_connections}",
         ),
     ]
     for name, met, figures in targets:
