@@ -22,7 +22,7 @@ from components.formatting import completion, markdown_text, number_range, plura
 from components.listing_table import open_listing
 from components.search_scope import SearchScope, scope_of
 from precon import listing_search
-from precon.filter_state import FACETS, FilterState
+from precon.filter_state import FilterState, facets_in
 from precon.listing_search import SearchOutcome
 from precon.models import PROVINCES, Listing, MatchedFloorPlans
 from precon.ordering import NEWEST_LIMIT, sort_rows
@@ -134,7 +134,8 @@ def facet_views(state: FilterState, outcome: SearchOutcome) -> list[panel.FacetV
     (what each of its values would give if added). A chosen value outside the top 100 is counted too."""
     views = []
     names_wanted: list[str] = []
-    for facet in FACETS:
+    version, _ = api.scope()
+    for facet in facets_in(version):
         counts = dict(outcome.facets.get(facet.attr, {}))
         chosen = state.facets.get(facet.param, ())
         if chosen:

@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from precon.filter_state import PARAMS, FilterState
+from components import api
+from precon.filter_state import FACETS, PARAMS, FilterState, facets_in
 
 RESET_ON_CHANGE = ("page",)
 """Parameters a change of filters removes: a paged view goes back to its first page."""
@@ -33,6 +34,11 @@ def current(page: str) -> tuple[FilterState, list[str]]:
         write(remembered)
         return remembered, []
     state, problems = FilterState.from_params(address)
+    version, _ = api.scope()
+    for spec in (f for f in FACETS if f not in facets_in(version)):
+        if state.facets.get(spec.param):
+            state = state.without(spec.param)
+            problems.append(f"{spec.label} are not part of {version}, so that filter was left out.")
     if problems:
         write(state)  # the address then holds only what is in use, and the message says what was left out
     st.session_state[SESSION_KEY] = state

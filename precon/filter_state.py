@@ -44,6 +44,7 @@ from typing import Literal
 
 from precon import filters
 from precon.filters import Expr
+from precon.service.schema import LITE_LEFT_OUT
 
 Range = tuple[float | None, float | None]
 RANGE_SEPARATOR = ".."
@@ -103,6 +104,15 @@ RANGES: tuple[RangeSpec, ...] = (
     RangeSpec("price", "Price", "endPrice", "startPrice", "price", "startPrice"),
     RangeSpec("year", "Completion year", "completionYear", "completionYear", "year"),
 )
+LITE_VERSION = "v1-lite"
+
+
+def facets_in(version: str) -> tuple[FacetSpec, ...]:
+    """The refinement lists a version can count and filter: ``v1-lite`` hides some attributes (amenities), and
+    the service refuses a filter or a facet on a hidden one."""
+    return tuple(f for f in FACETS if version != LITE_VERSION or f.attr not in LITE_LEFT_OUT)
+
+
 FACET_BY_PARAM = {f.param: f for f in FACETS}
 RANGE_BY_PARAM = {r.param: r for r in RANGES}
 UNIT_RANGES = tuple(r for r in RANGES if r.unit_attr)

@@ -339,6 +339,17 @@ def test_lite_version_matches_the_listing_ranges() -> None:
     assert app.toggle(key="rf_available").disabled
 
 
+def test_lite_version_leaves_out_what_it_hides_and_says_so() -> None:
+    app = healthy(open_page(SEARCH, {"version": "v1-lite", "amenity": "Gym", "type": "Condo"}))
+    assert any("Amenities are not part of v1-lite" in w.value for w in app.warning), [w.value for w in app.warning]
+    assert "amenity" not in app.query_params and app.query_params["type"] == "Condo"
+    assert not [key for key in app.session_state if str(key).startswith("rf_amenity_")], "no Amenities list"
+    expected = client().search_listings(
+        None, per_page=0, filter=shown_state(app).listing_expression(), version="v1-lite"
+    )
+    assert shown_total(app) == expected.total
+
+
 @pytest.mark.parametrize(
     ("status", "shown"),
     [(403, "req-forbidden-1"), (500, "req-failing-42"), (None, "cannot be reached")],

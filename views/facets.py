@@ -31,8 +31,9 @@ from components.search_scope import SearchScope
 from components.sidebar import PROVINCE_LABELS
 from precon import filters, listing_search
 from precon.errors import PreconError
-from precon.filter_state import FACET_BY_PARAM, FilterState
+from precon.filter_state import FACET_BY_PARAM, LITE_VERSION, FilterState
 from precon.models import REFERENCE_FIELDS, Listing
+from precon.service.schema import LITE_LEFT_OUT
 
 FACETS: dict[str, str] = {
     "type": "Type",
@@ -347,6 +348,8 @@ def price_per_square_foot(data: pd.DataFrame) -> None:
 
 state, problems = shared_filters.current("facets")
 version, province = api.scope()
+offered_facets = [f for f in FACETS if version != LITE_VERSION or f not in LITE_LEFT_OUT]
+"""What this version can count: v1-lite refuses a facet on an attribute it leaves out."""
 where = PROVINCE_LABELS.get(province, province)
 anywhere = "any province" if province == "all" else where
 st.title("Facets")
@@ -389,7 +392,7 @@ st.subheader("Counts per facet")
 left, right = st.columns([3, 1])
 facets = left.multiselect(
     "Facets",
-    list(FACETS),
+    offered_facets,
     default=DEFAULT_FACETS,
     format_func=label_of,
     key="facet",
@@ -409,7 +412,7 @@ else:
 
 st.subheader("Cross-tab")
 left, right = st.columns(2)
-names = list(FACETS)
+names = offered_facets
 row_facet = left.selectbox(
     "Rows", names, index=names.index("cityOrDistrict"), format_func=label_of, key="rows", bind="query-params"
 )

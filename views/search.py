@@ -18,7 +18,7 @@ from components.listing_table import open_listing
 from components.result_cards import result_cards
 from components.search_scope import local_note, scope_of
 from precon import listing_search
-from precon.filter_state import FACET_ATTRS, SEARCH_MAX_CHARS
+from precon.filter_state import SEARCH_MAX_CHARS, facets_in
 from precon.ordering import NUMERIC_SORTS
 
 st.title("Search listings")
@@ -49,7 +49,7 @@ with api.guarded(), st.spinner("Searching…"):
         sort=view.sort,
         page=view.page,
         per_page=view.per_page,
-        facets=FACET_ATTRS,
+        facets=tuple(f.attr for f in facets_in(api.scope()[0])),
         attributes=tuple(results.list_fields()),
         high_values={attr: bounds[attr][1] for attr, _ in NUMERIC_SORTS.values() if attr in bounds},
     )
