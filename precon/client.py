@@ -440,10 +440,12 @@ class Client:
         retrieve_attributes: str | Iterable[str] | None = None,
         references: str | Iterable[str] | None = None,
         sort_by_name: Literal["asc", "dsc"] | None = None,
+        sort_by_listings: Literal["desc", "asc"] | None = None,
         product_id: str | None = None,
         version: str | None = None,
         province: str | None = None,
     ) -> ProfilePage:
+        """``sort_by_listings`` (this project's service only): most (``desc``) or fewest listings first."""
         params = {
             "product_id": self._product(product_id),
             "collection": collection or None,
@@ -455,6 +457,7 @@ class Client:
             "retrieveAttributes": _csv(retrieve_attributes),
             "referrences": _csv(references),
             "sortByName": sort_by_name,
+            "sortByListings": sort_by_listings,
         }
         return self._get("search_profiles", params, ProfilePage, version=version, province=province)
 

@@ -102,6 +102,15 @@ def test_single_listing_similar_trending_multiple(api: Api, client: Client) -> N
     assert [r.id for r in client.multiple_listings(ids, retrieve_attributes="name")] == ids
 
 
+def test_profiles_sorted_by_listings(api: Api, client: Client) -> None:
+    most = client.search_profiles(collection="Builders", sort_by_listings="desc", per_page=50)
+    counts = [len(p.listings) for p in most.results]
+    assert counts == sorted(counts, reverse=True) and counts[0] > 0
+    fewest = client.search_profiles(collection="Builders", sort_by_listings="asc", per_page=50)
+    assert [len(p.listings) for p in fewest.results] == sorted(len(p.listings) for p in fewest.results)
+    assert fewest.total == most.total
+
+
 def test_profiles_and_facets(api: Api, client: Client) -> None:
     builders = client.search_profiles(collection="Builders", sort_by_name="dsc", per_page=3)
     assert [p.collection for p in builders.results] == ["Builders"] * 3

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import httpx
+import pytest
+
+from precon.service.config import ServiceSettings
+from precon.service.runtime import DataDirectory
+from precon.service.search import fold
+from precon.service.server import ServerThread
 from tests.conftest import Api
 
 SEARCH = "/v1/all/search_profiles"
@@ -14,7 +22,7 @@ def paths(body: dict[str, Any]) -> list[str]:
 
 
 def name_order(profiles: list[dict[str, Any]], reverse: bool = False) -> list[str]:
-    ordered = sorted(profiles, key=lambda p: (p["name"].casefold(), p["path"]), reverse=reverse)
+    ordered = sorted(profiles, key=lambda p: (fold(p["name"]), p["path"]), reverse=reverse)
     return [p["path"] for p in ordered]
 
 
@@ -116,3 +124,81 @@ def test_references_are_consistent_both_ways(api: Api) -> None:
         for field in ("builders", "architects", "interiorDesigners", "marketingCompanies", "salesCompanies", "owners"):
             for path in record.get(field) or []:
                 assert record["path"] in profiles[path]["listings"]
+
+
+# -- the order of names, and sorting by listings (ours) --------------------------------------------------------
+
+ACCENTED = ("Bélanger Homes", "brightwater Communities", "Baker Group", "Émile Design", "ELM Developments")
+
+
+@pytest.fixture(scope="module")
+def accented_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, httpx.Client]]:
+    """A small catalogue of its own, with builders whose names start with accents and capitals."""
+    settings = ServiceSettings(
+        data_dir=tmp_path_factory.mktemp("accents"), default_listings=30, rate_limit=0, webhook_worker=False
+    )
+    directory = DataDirectory.open(settings)
+    directory.live.upsert_profiles(
+        [{"path": f"Builders/accent-{n}", "name": name, "listings": []} for n, name in enumerate(ACCENTED)]
+    )
+    directory.accounts.create_key("everything", key="accents-key-0123456789")
+    headers = {"x-api-key": "accents-key-0123456789"}
+    with ServerThread(directory.app()) as server, httpx.Client(base_url=server.url, headers=headers) as http:
+        yield server.url, http
+    directory.close()
+
+
+def names_in(http: httpx.Client, **params: Any) -> list[str]:
+    response = http.get(SEARCH, params={"collection": "Builders", "perPage": 1000, **params})
+    assert response.status_code == 200, response.text
+    return [r["name"] for r in response.json()["results"]]
+
+
+def test_names_sort_without_regard_to_accents_or_case(accented_api: tuple[str, httpx.Client]) -> None:
+    _, http = accented_api
+    ascending = [name for name in names_in(http, sortByName="asc") if name in ACCENTED]
+    assert ascending == [
+        "Baker Group",
+        "Bélanger Homes",
+        "brightwater Communities",
+        "ELM Developments",
+        "Émile Design",
+    ]
+    descending = [name for name in names_in(http, sortByName="dsc") if name in ACCENTED]
+    assert descending == ascending[::-1]
+    everything = names_in(http, sortByName="asc")
+    assert everything == sorted(everything, key=fold)
+
+
+def listing_counts(body: dict[str, Any]) -> list[int]:
+    return [len(r.get("listings") or []) for r in body["results"]]
+
+
+def test_sort_by_listings_most_or_fewest_first_then_by_name(api: Api) -> None:
+    most = api.ok(SEARCH, collection="Builders", sortByListings="desc", perPage=1000)
+    counts = listing_counts(most)
+    assert counts == sorted(counts, reverse=True) and counts[0] > counts[-1]
+    for count in set(counts):
+        tied = [fold(r["name"]) for r in most["results"] if len(r.get("listings") or []) == count]
+        assert tied == sorted(tied), "ties by name, A to Z"
+    fewest = api.ok(SEARCH, collection="Builders", sortByListings="asc", sortByName="dsc", perPage=1000)
+    assert listing_counts(fewest) == sorted(counts)
+    first_page = api.ok(SEARCH, collection="Builders", sortByListings="desc", perPage=5, page=0)
+    assert paths(first_page) == paths(most)[:5]
+
+
+def test_sort_by_listings_counts_the_listings_of_the_province(api: Api) -> None:
+    body = api.ok("/v1/on/search_profiles", sortByListings="desc", perPage=1000)
+    counts = listing_counts(body)  # trimmed to the Ontario listings the call sees
+    assert counts and counts == sorted(counts, reverse=True)
+
+
+def test_sort_by_listings_with_words_and_bad_values(api: Api) -> None:
+    builder = max(
+        (p for p in api.all_profiles() if p["path"].startswith("Builders/")), key=lambda p: len(p["listings"])
+    )
+    word = max(builder["name"].split(), key=len)
+    body = api.ok(SEARCH, search=word, sortByListings="desc", perPage=1000)
+    assert listing_counts(body) == sorted(listing_counts(body), reverse=True)
+    response = api.get(SEARCH, sortByListings="most")
+    assert response.status_code == 400 and "sortByListings" in response.text

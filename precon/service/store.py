@@ -49,7 +49,7 @@ from precon.service.schema import (
     SEARCHABLE_PROFILE_WEIGHTS,
     IndexedAttribute,
 )
-from precon.service.search import TextQuery, TypoIndex, searchable_text
+from precon.service.search import TextQuery, TypoIndex, fold, searchable_text
 from precon.service.sql_filter import ListingFilterCompiler, as_number, canonical_path
 from precon.service.sqlite import Connections
 
@@ -131,6 +131,9 @@ class ProfileQuery:
     offset: int = 0
     limit: int = 20
     sort_by_name: Literal["asc", "dsc"] | None = None
+    sort_by_listings: Literal["asc", "desc"] | None = None
+    """Most (``desc``) or fewest listings first (in ``province`` when given), then by name (``sort_by_name``'s
+    direction, else A to Z); before ``sort_by_name`` and relevance."""
 
 
 @dataclass
@@ -250,13 +253,16 @@ CREATE TABLE IF NOT EXISTS profiles(
   path TEXT NOT NULL UNIQUE,
   path_key TEXT NOT NULL,
   name_key TEXT NOT NULL DEFAULT '',
+  listing_count INTEGER NOT NULL DEFAULT 0,
   doc BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS profiles_by_id ON profiles(profile_id);
 CREATE INDEX IF NOT EXISTS profiles_by_path_key ON profiles(path_key);
 CREATE INDEX IF NOT EXISTS profiles_by_collection ON profiles(collection, name_key, path);
 CREATE INDEX IF NOT EXISTS profiles_by_name ON profiles(name_key, path);
+CREATE INDEX IF NOT EXISTS profiles_by_listing_count ON profiles(listing_count, name_key, path);
 CREATE TABLE IF NOT EXISTS profile_provinces(
-  province TEXT NOT NULL, profile INTEGER NOT NULL, PRIMARY KEY(province, profile)) WITHOUT ROWID;
+  province TEXT NOT NULL, profile INTEGER NOT NULL, listings INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY(province, profile)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS profile_provinces_by_profile ON profile_provinces(profile);
 CREATE VIRTUAL TABLE IF NOT EXISTS profile_fts USING fts5(
   {profile_fts}, tokenize='unicode61 remove_diacritics 2', prefix='2 3');
@@ -269,10 +275,12 @@ CREATE INDEX IF NOT EXISTS plan_ids_by_listing ON plan_ids(listing);
 
 TEXT_CACHE_ENTRIES = 16
 """Text questions whose relevance arrays are kept: 16 × 8 bytes × listings (6.4 MB at 50,000)."""
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The layout of the derived tables; a file of another layout has them rebuilt from its records on open.
 4: sellingStatusUpdateTimestamp is an indexed number (and records written before get it and floor-plan ids).
-5: plan_ids finds the listings holding a floor-plan id (the importer keeps ids unique across listings)."""
+5: plan_ids finds the listings holding a floor-plan id (the importer keeps ids unique across listings).
+6: profiles sort by name accent- and case-insensitively (``name_key`` is folded as search folds words), and by
+their number of listings (``listing_count``, and per province ``profile_provinces.listings``)."""
 _DERIVED_TABLES = [
     "listing_vocab",
     "listing_fts",
@@ -755,19 +763,20 @@ class SQLiteStore:
                     db.execute("DELETE FROM profile_fts WHERE rowid = ?", (row[0],))
                 else:
                     added.add(fold_text(path))
-                name = record.get("name")
+                name, listings = record.get("name"), record.get("listings")
                 # A rewrite keeps the profile's rowid: its profile_provinces rows stay its own (and are replaced
                 # below), never orphans beside a new row.
                 rowid = db.execute(
-                    "INSERT INTO profiles(id, profile_id, collection, path, path_key, name_key, doc) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO profiles(id, profile_id, collection, path, path_key, name_key, listing_count, doc) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         row[0] if row is not None else None,
                         profile_id,
                         collection,
                         path,
                         fold_text(path),
-                        name.casefold() if isinstance(name, str) else "",
+                        fold(name) if isinstance(name, str) else "",
+                        len(listings) if isinstance(listings, list) else 0,
                         encode_document(record),
                     ),
                 ).lastrowid
@@ -813,11 +822,11 @@ class SQLiteStore:
             "(SELECT p.id FROM profiles p JOIN touched_profiles t ON t.path_key = p.path_key)"
         )
         db.execute(
-            "INSERT OR IGNORE INTO profile_provinces(province, profile) "
-            "SELECT DISTINCT l.province, p.id FROM touched_profiles t "
+            "INSERT OR IGNORE INTO profile_provinces(province, profile, listings) "
+            "SELECT l.province, p.id, count(DISTINCT l.id) FROM touched_profiles t "
             "JOIN profiles p ON p.path_key = t.path_key "
             f"JOIN listing_terms lt ON lt.term = t.path_key AND lt.attr IN ({attr_marks}) "
-            "JOIN listings l ON l.id = lt.listing WHERE l.province IS NOT NULL",
+            "JOIN listings l ON l.id = lt.listing WHERE l.province IS NOT NULL GROUP BY l.province, p.id",
             reference_attrs,
         )
 
@@ -1229,6 +1238,15 @@ class SQLiteStore:
                 order = f"p.name_key {direction}, p.path {direction}"
             else:
                 order = "p.name_key, p.path"
+            order_params: list[Any] = []
+            if query.sort_by_listings:
+                direction = "DESC" if query.sort_by_listings == "desc" else "ASC"
+                if query.province is None:
+                    order = f"p.listing_count {direction}, {order}"
+                else:
+                    count = "(SELECT pp.listings FROM profile_provinces pp WHERE pp.province = ? AND pp.profile = p.id)"
+                    order = f"{count} {direction}, {order}"
+                    order_params.append(query.province)
             if text is not None:
                 weights = ", ".join(str(w) for w in SEARCHABLE_PROFILE_WEIGHTS)
                 joins = (
@@ -1237,11 +1255,11 @@ class SQLiteStore:
                 )
                 join_params = [text.fts_expression()]
                 score = "f.rank"
-                if not query.sort_by_name:
+                if not query.sort_by_name and not query.sort_by_listings:
                     order = f"f.rank, {order}"
             rows = db.execute(
                 f"SELECT p.doc, {score} FROM profiles p {joins} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
-                [*join_params, *params, query.limit, query.offset],
+                [*join_params, *params, *order_params, query.limit, query.offset],
             ).fetchall()
             for blob, rank in rows:
                 documents.append(decode_document(blob))

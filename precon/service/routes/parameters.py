@@ -37,6 +37,11 @@ class NameOrder(StrEnum):
     dsc = "dsc"
 
 
+class CountOrder(StrEnum):
+    desc = "desc"
+    asc = "asc"
+
+
 def blank_is_absent(value: Any) -> Any:
     return None if value == "" else value
 
@@ -117,6 +122,14 @@ MinScore = Annotated[Bounded[float, 0, 1] | None, Blank, Query(description="Lowe
 MaxRecommendations = Annotated[Bounded[int, 1, 50] | None, Blank, Query(description="At most this many (default 5)")]
 CollectionParam = Annotated[Collection | None, Blank, Query(alias="collection", description="Profiles of one kind")]
 SortByName = Annotated[NameOrder | None, Blank, Query(description="Order by name instead of relevance")]
+SortByListings = Annotated[
+    CountOrder | None,
+    Blank,
+    Query(
+        description="(ours) Order by number of listings in the province, `desc` most first, `asc` fewest; "
+        "ties by name (`sortByName`'s direction, else A to Z)"
+    ),
+]
 Format = Annotated[FacetFormat | None, Blank, Query(description="`object` (default) or `list`, highest count first")]
 Facet = Annotated[str, Query(pattern=r"^[^,*]+$", description="One facetable attribute (required)")]
 FacetQuery = Annotated[

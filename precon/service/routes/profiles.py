@@ -29,6 +29,7 @@ from precon.service.routes.parameters import (
     Referrences,
     RetrieveAttributes,
     Search,
+    SortByListings,
     SortByName,
     Version,
 )
@@ -104,6 +105,7 @@ def search_profiles(
     retrieveAttributes: RetrieveAttributes = None,
     referrences: Referrences = None,
     sortByName: SortByName = None,
+    sortByListings: SortByListings = None,
     highlightResults: HighlightResults = None,
 ) -> Response:
     call = service.call(request, version.value, province.value)
@@ -111,6 +113,7 @@ def search_profiles(
     page_number, per_page = p.page()
     collection = collection_param(p)
     sort = p.choice("sortByName", ("asc", "dsc"))
+    by_listings = p.choice("sortByListings", ("desc", "asc"))
     references = reference_fields(p.names("referrences"), {"listings": "listings"})
     retrieve = retrieved_names(p.names("retrieveAttributes"))
     facets = tuple(p.names("facets"))
@@ -129,6 +132,7 @@ def search_profiles(
             offset=page_number * per_page,
             limit=per_page,
             sort_by_name=sort,  # type: ignore[arg-type]
+            sort_by_listings=by_listings,  # type: ignore[arg-type]
         )
     )
     results = []
