@@ -23,7 +23,7 @@ from typing import Any
 import pydeck as pdk
 import streamlit as st
 
-from components import api, shared_filters
+from components import api, basemap, shared_filters
 from components.formatting import cad, markdown_text
 from components.images import draw_image
 from components.listing_table import COLUMNS, listing_frame
@@ -46,6 +46,8 @@ RADIUS_MIN_KM = 0.5
 RADIUS_MAX_KM = 100.0
 RADIUS_STEP_KM = 0.5
 DEFAULT_RADIUS_KM = 10.0
+RADIUS_PRESETS_KM = (1.0, 3.0, 5.0, 10.0, 25.0)
+"""The radii offered; a link's other radius (between the limits above) is offered beside them."""
 PAGE_SIZE = 1000
 """The API's largest page: the map's listings are fetched a thousand at a time."""
 MAX_POINTS = 20_000
@@ -71,6 +73,8 @@ TABLE_ATTRIBUTES = (
     "completionYear",
 )
 FACETS = ("cityOrDistrict",)
+CITY_ATTRIBUTES = ("cityOrDistrict", "_geoloc", "state")
+"""What the city labels and the nearest-city heading need of every listing in the catalogue."""
 
 MAP_HEIGHT_PX = 620
 LISTINGS_LAYER = "listings"
@@ -194,6 +198,25 @@ def parse_radius(text: str | None) -> tuple[float, str | None]:
 
 def format_km(km: float) -> str:
     return f"{km:g}"
+
+
+def radius_options(current: float | None) -> list[float]:
+    """The presets, and the current radius among them when a link set another."""
+    chosen = {float(km) for km in RADIUS_PRESETS_KM}
+    if current is not None:
+        chosen.add(float(current))
+    return sorted(chosen)
+
+
+def place_near(centre: Sequence[float], positions: Mapping[str, tuple[float, float]]) -> str:
+    """A point named by the nearest city: ``central Toronto`` or ``a point 3.2 km from Toronto`` (Markdown)."""
+    nearest = basemap.nearest_city(centre, positions)
+    if nearest is None:
+        return place_of_point(centre)
+    city, km = nearest
+    if km < 0.5:
+        return f"central {markdown_text(city)}"
+    return f"a point {km:,.1f} km from {markdown_text(city)}"
 
 
 def haversine_km(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
@@ -321,21 +344,28 @@ def map_deck(
     centre: Sequence[float],
     radius_m: float,
     *,
-    basemap: bool = False,
+    street: bool = False,
+    cities: Sequence[Mapping[str, Any]] = (),
     height_px: int = MAP_HEIGHT_PX,
 ) -> pdk.Deck:
-    """Grid (for clicks), circle, listings and the centre; no basemap unless asked, so it draws offline."""
+    """The bundled outline of Canada, the grid (for clicks), circle, listings, the centre and the city labels.
+
+    Without the street basemap nothing is fetched: the outline is drawn filled. With it, the tiles come from the
+    network and the outline is drawn as borders only over them (so it is still there when the tiles are not).
+    """
     lat, lng = centre
     return pdk.Deck(
         layers=[
+            basemap.shapes_layer(filled=not street),
             click_grid_layer(lat, lng, radius_m),
             circle_layer(lat, lng, radius_m),
             listings_layer(listings),
             centre_layer(lat, lng),
+            basemap.labels_layer(cities),
         ],
         initial_view_state=view(lat, lng, zoom_for_radius(lat, radius_m, height_px)),
-        map_provider="carto" if basemap else None,
-        map_style=BASEMAP_STYLE if basemap else None,
+        map_provider="carto" if street else None,
+        map_style=BASEMAP_STYLE if street else None,
         tooltip=TOOLTIP,  # type: ignore[arg-type]
     )
 
@@ -360,10 +390,10 @@ def apply_pick(state: MutableMapping[str, Any], objects: Mapping[str, Sequence[M
 
 
 def set_centre(state: MutableMapping[str, Any], centre: tuple[float, float]) -> None:
-    """A centre chosen as a point (typed or clicked): no city any more, and the input box shows it."""
+    """A centre chosen as a point (typed or clicked): no city any more (the City box keeps what it showed, and
+    the heading names the nearest city), and the input box shows it."""
     state[CENTRE] = centre
     state[CITY] = None
-    state[W_CITY] = None
     state[W_CENTRE] = format_centre(centre, ", ")
     state[CENTRE_ERROR] = None
 
@@ -506,6 +536,12 @@ def facet_options() -> dict[str, dict[str, int]]:
     """The cities to centre on, with their counts (over the whole catalogue of the province, whatever the filters)."""
     counts: dict[str, dict[str, int]] = api.call("facet_counts", facets=list(FACETS))
     return {facet: dict(counts.get(facet) or {}) for facet in FACETS}
+
+
+def city_positions() -> dict[str, tuple[float, float]]:
+    """Every city's mean listing position, over the whole catalogue (what the labels and the heading use)."""
+    listings, _ = listing_search.all_matching(api.backend, "", None, None, CITY_ATTRIBUTES, limit=MAX_POINTS)
+    return basemap.city_positions(listings)
 
 
 def resolve_city(city: str) -> tuple[float, float] | None:

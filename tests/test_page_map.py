@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from components import api
 from components import map_centre as mc
+from components.formatting import plural
 from components.search_scope import SearchScope
 from precon import filters
 from tests.dashboard_support import (  # noqa: F401
@@ -57,7 +59,7 @@ def service_ids_within(centre: tuple[float, float], radius_km: float, **params: 
 
 def set_view(app: AppTest, centre: str, radius_km: float) -> AppTest:
     app.text_input(key=mc.W_CENTRE).set_value(centre)
-    app.slider(key=mc.W_RADIUS).set_value(radius_km)
+    app.select_slider(key=mc.W_RADIUS).set_value(radius_km)
     return app.run()
 
 
@@ -217,13 +219,14 @@ def test_every_listing_on_an_offline_map_around_the_biggest_city() -> None:
 
 @pytest.mark.usefixtures("embedded_dashboard")
 def test_a_typed_centre_and_radius_list_the_services_answer_nearest_first() -> None:
-    app = set_view(open_page(PAGE), "43.65, -79.38", 15.0)
+    app = set_view(open_page(PAGE), "43.65, -79.38", 25.0)
     assert not app.exception, [e.value for e in app.exception]
-    expected = service_ids_within(TORONTO, 15)
+    expected = service_ids_within(TORONTO, 25)
     assert expected and table_ids(app) == expected
-    assert_sorted_by_distance(app, 15)
-    assert f"{len(expected)} listings within 15 km of 43.6500, -79.3800" in page_text(app)
-    assert app.query_params["center"] == "43.65,-79.38" and app.query_params["radius"] == "15"
+    assert_sorted_by_distance(app, 25)
+    assert f"{len(expected)} listings within 25 km of " in page_text(app)
+    assert "43.6500, -79.3800" not in page_text(app)  # the heading names the nearest city, not the coordinates
+    assert app.query_params["center"] == "43.65,-79.38" and app.query_params["radius"] == "25"
     assert "near" not in app.query_params
     spec = deck_spec(app)
     assert layer(spec, "centre")["data"] == [{"lat": 43.65, "lng": -79.38}]
@@ -232,18 +235,18 @@ def test_a_typed_centre_and_radius_list_the_services_answer_nearest_first() -> N
 
 @pytest.mark.usefixtures("embedded_dashboard")
 def test_a_link_reopens_the_same_view() -> None:
-    first = set_view(open_page(PAGE, {"selling": "Selling Now", "type": "Condo,Townhouse"}), "43.7,-79.42", 7.5)
+    first = set_view(open_page(PAGE, {"selling": "Selling Now", "type": "Condo,Townhouse"}), "43.7,-79.42", 5.0)
     link = dict(first.query_params)
-    assert link["center"] == "43.7,-79.42" and link["radius"] == "7.5"
+    assert link["center"] == "43.7,-79.42" and link["radius"] == "5"
     assert link["selling"] == "Selling Now" and link["type"] == "Condo,Townhouse"  # as the Search page writes them
 
     again = open_page(PAGE, link)
     assert not again.exception, [e.value for e in again.exception]
     chosen = filters.and_(filters.any_of("type", ["Condo", "Townhouse"]), filters.eq("sellingStatus", "Selling Now"))
-    assert table_ids(again) == table_ids(first) == service_ids_within((43.7, -79.42), 7.5, filter=chosen)
+    assert table_ids(again) == table_ids(first) == service_ids_within((43.7, -79.42), 5, filter=chosen)
     assert table_ids(again)
     assert again.text_input(key=mc.W_CENTRE).value == "43.7, -79.42"
-    assert again.slider(key=mc.W_RADIUS).value == 7.5
+    assert again.select_slider(key=mc.W_RADIUS).value == 5
     assert "Selling status: Selling Now" in chip_labels(again)
     assert {"Type: Condo", "Type: Townhouse"} <= set(chip_labels(again))
     shown = layer(deck_spec(again), mc.LISTINGS_LAYER)["data"]
@@ -337,3 +340,94 @@ def test_a_failing_service_is_a_readable_message(
         app = open_page(PAGE, {"center": "43.65,-79.38"})
         assert_readable_failure(app, says)
         assert not app.get("deck_gl_json_chart")
+
+
+# -- the offline basemap, the radius presets and the nearest city ----------------------------------------------
+
+
+def test_the_bundled_outline_is_small_and_has_every_province_and_territory() -> None:
+    from components import basemap
+
+    assert basemap.DATA.stat().st_size < 500_000
+    codes = {f["properties"]["code"] for f in basemap.features() if f["properties"]["kind"] == "province"}
+    assert codes == {"AB", "BC", "MB", "NB", "NL", "NS", "NT", "NU", "ON", "PE", "QC", "SK", "YT"}
+    ontario = next(f for f in basemap.features() if f["properties"]["code"] == "ON")
+    west, east = (min(p[0] for part in ontario["geometry"]["coordinates"] for p in part[0]),
+                  max(p[0] for part in ontario["geometry"]["coordinates"] for p in part[0]))  # fmt: skip
+    assert -96 < west < -94 and -75 < east < -74  # Ontario's outline where Ontario is
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_the_map_draws_canada_and_names_the_catalogues_cities_with_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    real_connect = socket.socket.connect
+
+    def loopback_only(self: socket.socket, address: Any) -> Any:
+        host = address[0] if isinstance(address, tuple) else address
+        if isinstance(host, str) and host not in {"127.0.0.1", "localhost", "::1"} and not host.startswith("/"):
+            raise OSError(f"no network in this test: {host}")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", loopback_only)
+    app = open_page(PAGE)
+    assert not app.exception, [e.value for e in app.exception]
+    spec = deck_spec(app)
+    assert "mapProvider" not in spec and "mapStyle" not in spec
+    shapes = layer(spec, "basemap-shapes")
+    assert shapes["@@type"] == "GeoJsonLayer" and shapes["filled"] is True
+    kinds = Counter(f["properties"]["kind"] for f in shapes["data"]["features"])
+    assert kinds["province"] == 13 and kinds["water"] == 1 and kinds["lake"] == 1
+    assert spec["layers"][0]["id"] == "basemap-shapes"  # under everything
+    labels = layer(spec, "basemap-cities")
+    assert labels["@@type"] == "TextLayer" and spec["layers"][-1]["id"] == "basemap-cities"  # over everything
+    catalogue = client().facet_counts(["cityOrDistrict"])["cityOrDistrict"]
+    assert {row["name"] for row in labels["data"]} == set(catalogue)
+    toronto = next(row for row in labels["data"] if row["name"] == "Toronto")
+    assert math.isclose(toronto["lat"], 43.7, abs_tol=0.3) and math.isclose(toronto["lng"], -79.4, abs_tol=0.3)
+    assert "Offline map" in page_text(app) and "Natural Earth" in page_text(app)
+
+    app.toggle(key=mc.W_BASEMAP).set_value(True).run()
+    spec = deck_spec(app)
+    assert spec["mapProvider"] == "carto" and layer(spec, "basemap-shapes")["filled"] is False
+    assert "needs internet" in page_text(app) or "come from the internet" in page_text(app)
+    assert layer(spec, "basemap-cities")["data"]
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_the_radius_presets_list_the_services_count_for_each_radius() -> None:
+    app = open_page(PAGE, {"center": "43.65,-79.38"})
+    assert app.select_slider(key=mc.W_RADIUS).options == ["1 km", "3 km", "5 km", "10 km", "25 km"]
+    for km in mc.RADIUS_PRESETS_KM:
+        app.select_slider(key=mc.W_RADIUS).set_value(km).run()
+        assert not app.exception, [e.value for e in app.exception]
+        total = client().search_listings(nearby=TORONTO, radius=km * 1000, per_page=0).total
+        assert f"{plural(total, 'listing')} within {mc.format_km(km)} km of " in page_text(app)
+        assert table_ids(app) == service_ids_within(TORONTO, km)
+        assert app.query_params["radius"] == mc.format_km(km)
+    linked = open_page(PAGE, {"center": "43.65,-79.38", "radius": "7.5"})
+    assert linked.select_slider(key=mc.W_RADIUS).value == 7.5  # a link's own radius is offered beside the presets
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_after_a_click_the_heading_names_the_nearest_city_and_the_city_box_stays() -> None:
+    app = open_page(PAGE)
+    city = app.selectbox(key=mc.W_CITY).value
+    assert city and f"within 10 km of {city}" in page_text(app)
+    grid = layer(deck_spec(app), mc.GRID_LAYER)["data"]
+    centre = mc.parse_centre(app.query_params["center"])
+    index = next(
+        i
+        for i, row in enumerate(grid)
+        if 1.5 < mc.haversine_km(*centre, row["lat"], row["lng"]) < 3 and row["lat"] > centre[0]
+    )
+    cell = grid[index]
+    pick(app, mc.GRID_LAYER, index)
+    assert not app.exception, [e.value for e in app.exception]
+    assert app.query_params["center"] == mc.format_centre((cell["lat"], cell["lng"])) and "near" not in app.query_params
+    labels = layer(deck_spec(app), "basemap-cities")["data"]
+    nearest = min(labels, key=lambda row: mc.haversine_km(cell["lat"], cell["lng"], row["lat"], row["lng"]))
+    heading = next(h.value for h in app.subheader)
+    assert f"km from {nearest['name']}" in heading or f"central {nearest['name']}" in heading, heading
+    assert mc.place_of_point((cell["lat"], cell["lng"])) not in heading
+    assert app.selectbox(key=mc.W_CITY).value == city  # the City box does not reset

@@ -1,6 +1,9 @@
 """Map: every listing matching the shared filters (the Search page's: words, facets, completion year and the
 floor-plan filters), coloured by selling status; a centre (a click on the map, a city or ``lat,lng``) and a radius
 drawn as a circle; and the listings inside the circle, nearest first, as the service answers ``nearby``/``radius``.
+Under them lies the bundled outline of Canada (:mod:`components.basemap`), with the catalogue's cities named, so the
+map reads without a network; the street basemap is an option. The controls and the map are a fragment: changing
+the centre, the radius or the selection reruns only them, not the search box and chips above.
 Everything the page shows is named by its URL (see :mod:`components.map_centre` and
 :mod:`components.shared_filters`)."""
 
@@ -10,7 +13,7 @@ from collections import Counter
 
 import streamlit as st
 
-from components import api, filter_chips, search_scope, shared_filters
+from components import api, basemap, filter_chips, search_scope, shared_filters
 from components import map_centre as mc
 from components.formatting import markdown_text, plural
 from precon.filter_state import SEARCH_MAX_CHARS
@@ -26,10 +29,14 @@ mc.sync_from_url()
 with api.guarded():
     options = mc.facet_options()
     scope = search_scope.scope_of(chosen)
+    positions = mc.city_positions()
 cities = options["cityOrDistrict"]
 
+
 # -- the centre: as set, else the city's, else the city with the most listings ---------------------------------
-if state.get(mc.CENTRE) is None:
+def resolve_centre() -> None:
+    if state.get(mc.CENTRE) is not None:
+        return
     centre = None
     wanted = state.get(mc.CITY)
     if wanted:
@@ -50,7 +57,8 @@ if state.get(mc.CENTRE) is None:
         state[mc.W_CENTRE] = mc.format_centre(centre, ", ")
     state[mc.W_CITY] = state[mc.CITY]
 
-# -- the shared filters and the centre's controls -------------------------------------------------------------
+
+# -- the shared filters (a change reruns the whole page) -------------------------------------------------------
 search_col, chips_col = st.columns([1, 2], vertical_alignment="bottom")
 mc.show_search_words(chosen.text)
 search_col.text_input(
@@ -67,88 +75,121 @@ for problem in problems:
 if scope.local:
     st.caption(search_scope.local_note())
 
-city_col, centre_col, radius_col, basemap_col = st.columns([2, 2, 2.5, 2.5], vertical_alignment="bottom")
-city_options = sorted(set(cities) | ({state[mc.W_CITY]} if state.get(mc.W_CITY) else set()), key=str.casefold)
-city_col.selectbox(
-    "City",
-    city_options,
-    key=mc.W_CITY,
-    on_change=mc.on_city_chosen,
-    placeholder="Pick a city…",
-    format_func=lambda name: f"{name} ({cities[name]:,})" if name in cities else name,
-    help="Centres the circle on the mean position of the city's listings.",
-)
-centre_col.text_input(
-    "Centre (lat,lng)",
-    key=mc.W_CENTRE,
-    on_change=mc.on_centre_typed,
-    placeholder="43.65, -79.38",
-    help="Latitude then longitude, in degrees; press Enter to move the centre. Or click the map.",
-)
-radius_col.slider(
-    "Radius", mc.RADIUS_MIN_KM, mc.RADIUS_MAX_KM, step=mc.RADIUS_STEP_KM, key=mc.W_RADIUS, format="%.1f km"
-)
-basemap_col.toggle(
-    "Street basemap (needs internet)",
-    key=mc.W_BASEMAP,
-    help="Map tiles from Carto. Off, the map needs no network: the listings are drawn on a plain background.",
-)
-state[mc.RADIUS] = float(state[mc.W_RADIUS])
-state[mc.BASEMAP] = bool(state[mc.W_BASEMAP])
-
-if state.get(mc.CENTRE_ERROR):
-    st.error(state[mc.CENTRE_ERROR], icon="📍")
-if state.get(mc.URL_ERROR):
-    st.warning(state.pop(mc.URL_ERROR), icon="🔗")  # said once: the next change is the user's
-
-mc.write_url()
-
-centre: tuple[float, float] = state[mc.CENTRE]
-radius_km: float = state[mc.RADIUS]
-place = state[mc.CITY] or mc.place_of_point(centre)
-place_md = markdown_text(state[mc.CITY]) if state[mc.CITY] else mc.place_of_point(centre)
-
 with api.guarded():
     listings, matching = mc.matching_listings(scope)
-    inside, inside_total = mc.listings_within(centre, radius_km, scope)
 
-# -- the legend, the map and the clicked listing's card --------------------------------------------------------
-on_map = sum(1 for x in listings if x.geoloc is not None)
-note = f"{on_map:,} of {matching:,} matching listings on the map"
-if matching > len(listings):
-    note += f" (the first {len(listings):,}: narrow the filters to see the rest)"
-elif on_map < len(listings):
-    note += f" ({len(listings) - on_map:,} have no position)"
-map_col, side_col = st.columns([3, 1])
-with map_col:
-    key = mc.deck_key(api.scope(), chosen.to_params(), centre, radius_km, [x.id for x in listings])
-    st.pydeck_chart(
-        mc.map_deck(listings, centre, radius_km * 1000, basemap=state[mc.BASEMAP]),
-        on_select=mc.on_map_pick(key),
-        selection_mode="single-object",
-        key=key,
-        height=mc.MAP_HEIGHT_PX,
-        alt=f"Map of {len(listings):,} listings around {place}",
+
+# -- the centre's controls, the map and the table (a change reruns only these) ---------------------------------
+@st.fragment
+def map_view() -> None:
+    resolve_centre()
+    city_col, centre_col, radius_col, basemap_col = st.columns([2, 2, 2.5, 2.5], vertical_alignment="bottom")
+    city_options = sorted(set(cities) | ({state[mc.W_CITY]} if state.get(mc.W_CITY) else set()), key=str.casefold)
+    city_col.selectbox(
+        "City",
+        city_options,
+        key=mc.W_CITY,
+        on_change=mc.on_city_chosen,
+        placeholder="Pick a city…",
+        format_func=lambda name: f"{name} ({cities[name]:,})" if name in cities else name,
+        help="Centres the circle on the mean position of the city's listings.",
     )
-    st.markdown(
-        mc.legend(Counter(x.sellingStatus or "Unknown" for x in listings))
-        + f" &nbsp;·&nbsp; <span style='opacity: 0.7'>{note}.</span>",
-        unsafe_allow_html=True,
+    centre_col.text_input(
+        "Centre (lat,lng)",
+        key=mc.W_CENTRE,
+        on_change=mc.on_centre_typed,
+        placeholder="43.65, -79.38",
+        help="Latitude then longitude, in degrees; press Enter to move the centre. Or click the map.",
     )
-with side_col:
-    selected_id = state.get(mc.SELECTED)
-    selected = next((x for x in [*listings, *inside] if selected_id and x.id == selected_id), None)
-    if selected is not None:
-        mc.listing_card(selected, centre)
+    radius_col.select_slider(
+        "Radius",
+        mc.radius_options(state.get(mc.W_RADIUS)),
+        key=mc.W_RADIUS,
+        format_func=lambda km: f"{mc.format_km(km)} km",
+    )
+    basemap_col.toggle(
+        "Street basemap (needs internet)",
+        key=mc.W_BASEMAP,
+        help="Map tiles from Carto, loaded over the internet. Off, the map needs no network: it draws the bundled "
+        "outline of Canada's provinces and territories, with the catalogue's cities named.",
+    )
+    state[mc.RADIUS] = float(state[mc.W_RADIUS])
+    state[mc.BASEMAP] = bool(state[mc.W_BASEMAP])
+
+    if state.get(mc.CENTRE_ERROR):
+        st.error(state[mc.CENTRE_ERROR], icon="📍")
+    if state.get(mc.URL_ERROR):
+        st.warning(state.pop(mc.URL_ERROR), icon="🔗")  # said once: the next change is the user's
+
+    mc.write_url()
+
+    centre: tuple[float, float] = state[mc.CENTRE]
+    radius_km: float = state[mc.RADIUS]
+    near = mc.place_near(centre, positions)
+    place = state[mc.CITY] or near
+    place_md = markdown_text(state[mc.CITY]) if state[mc.CITY] else near
+
+    with api.guarded():
+        inside, inside_total = mc.listings_within(centre, radius_km, scope)
+
+    # -- the legend, the map and the clicked listing's card ----------------------------------------------------
+    on_map = sum(1 for x in listings if x.geoloc is not None)
+    note = f"{on_map:,} of {matching:,} matching listings on the map"
+    if matching > len(listings):
+        note += f" (the first {len(listings):,}: narrow the filters to see the rest)"
+    elif on_map < len(listings):
+        note += f" ({len(listings) - on_map:,} have no position)"
+    map_col, side_col = st.columns([3, 1])
+    with map_col:
+        key = mc.deck_key(
+            api.scope(), chosen.to_params(), centre, radius_km, [x.id for x in listings], state[mc.BASEMAP]
+        )
+        st.pydeck_chart(
+            mc.map_deck(
+                listings,
+                centre,
+                radius_km * 1000,
+                street=state[mc.BASEMAP],
+                cities=basemap.city_rows(cities, positions),
+            ),
+            on_select=mc.on_map_pick(key),
+            selection_mode="single-object",
+            key=key,
+            height=mc.MAP_HEIGHT_PX,
+            alt=f"Map of {len(listings):,} listings around {place}",
+        )
+        st.markdown(
+            mc.legend(Counter(x.sellingStatus or "Unknown" for x in listings))
+            + f" &nbsp;·&nbsp; <span style='opacity: 0.7'>{note}.</span>",
+            unsafe_allow_html=True,
+        )
+        if state[mc.BASEMAP]:
+            st.caption(
+                "The street map's tiles come from the internet: where they can't load, only the bundled outline "
+                f"of the provinces and the city names show. {basemap.ATTRIBUTION}."
+            )
+        else:
+            st.caption(
+                "Offline map: the bundled outline of Canada's provinces and territories and the catalogue's cities "
+                f"(no streets; the street basemap needs internet). {basemap.ATTRIBUTION}."
+            )
+    with side_col:
+        selected_id = state.get(mc.SELECTED)
+        selected = next((x for x in [*listings, *inside] if selected_id and x.id == selected_id), None)
+        if selected is not None:
+            mc.listing_card(selected, centre)
+        else:
+            st.info("Click a listing on the map to see it here; click anywhere else to move the centre.", icon="👆")
+
+    # -- the listings inside the circle ------------------------------------------------------------------------
+    st.subheader(f"{plural(inside_total, 'listing')} within {mc.format_km(radius_km)} km of {place_md}")
+    if not inside:
+        st.info("No listing matching the filters is inside the circle: widen the radius or move the centre.")
     else:
-        st.info("Click a listing on the map to see it here; click anywhere else to move the centre.", icon="👆")
+        if inside_total > len(inside):
+            which = "best matches" if chosen.text else "nearest"
+            st.caption(f"Showing the {len(inside):,} {which}, by distance.")
+        mc.nearby_table(inside, centre)
 
-# -- the listings inside the circle ----------------------------------------------------------------------------
-st.subheader(f"{plural(inside_total, 'listing')} within {mc.format_km(radius_km)} km of {place_md}")
-if not inside:
-    st.info("No listing matching the filters is inside the circle: widen the radius or move the centre.")
-else:
-    if inside_total > len(inside):
-        which = "best matches" if chosen.text else "nearest"
-        st.caption(f"Showing the {len(inside):,} {which}, by distance.")
-    mc.nearby_table(inside, centre)
+
+map_view()
