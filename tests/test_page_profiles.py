@@ -138,7 +138,61 @@ def test_profile_not_found_and_no_profile_chosen() -> None:
     app = open_page(PROFILE)
     assert not app.exception, [e.value for e in app.exception]
     assert not app.error
-    assert "No company is chosen" in page_text(app)
+    assert "Search a company by name" in page_text(app), "without an id, a picker"
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_profile_without_an_id_is_a_picker_that_opens_the_company() -> None:
+    app = open_page(PROFILE)
+    assert not app.exception, [e.value for e in app.exception]
+    assert not app.error
+    builder = a_builder_with_listings()
+    word = max((builder.name or "").split(), key=len)
+    app = app.text_input(key="profile_search").input(word).run()
+    pick = app.selectbox(key="profile_pick")
+    chosen = next(i for i, label in enumerate(pick.options) if label.startswith(builder.name or ""))
+    app = pick.select_index(chosen).run()
+    app = button(app, "Open").click().run()  # type: ignore[attr-defined]
+    assert not app.exception, [e.value for e in app.exception]
+    assert app.query_params["id"] == builder.profile_id and app.query_params["collection"] == "Builders"
+    assert markdown_text(builder.name) in [t.value for t in app.title]
+    assert f"{len(builder.listings):,} listings" in [s.value for s in app.subheader]
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_directory_offers_owners_and_sorts_by_listings_then_opens_a_profile() -> None:
+    app = open_page(DIRECTORY, {"per_page": str(PER_PAGE)})
+    assert "Owners" in app.selectbox(key="profiles_collection").options
+    app = app.selectbox(key="profiles_collection").set_value("Owners").run()
+    client = api.connection().client
+    owners = client.search_profiles(collection="Owners", sort_by_name="asc", per_page=PER_PAGE)
+    assert owners.total > 0, "the catalogue lists owners"
+    assert names(app) == [profile.name for profile in owners.results]
+    assert set(app.dataframe[0].value["collection"]) == {"Owners"}
+    assert app.query_params["collection"] == "Owners"
+
+    app = app.selectbox(key="profiles_collection").set_value("Builders").run()
+    app = app.radio(key="profiles_sort").set_value("listings").run()
+    assert not app.exception, [e.value for e in app.exception]
+    most = client.search_profiles(collection="Builders", sort_by_listings="desc", per_page=PER_PAGE)
+    assert names(app) == [profile.name for profile in most.results]
+    counts = list(app.dataframe[0].value["listings"])
+    assert counts == sorted(counts, reverse=True) and counts[0] == len(most.results[0].listings)
+    assert app.query_params["sort"] == "listings"
+
+    app = button(app, "Next").click().run()  # type: ignore[attr-defined]
+    second = client.search_profiles(collection="Builders", sort_by_listings="desc", page=1, per_page=PER_PAGE)
+    assert names(app) == [profile.name for profile in second.results]
+    assert app.query_params["page"] == "2"
+    app = app.selectbox(key="profiles_per_page").set_value(25).run()
+    assert len(names(app)) == 25 and "page" not in app.query_params
+
+    # A name in the table links to the company's page, which opens it.
+    link = app.dataframe[0].value["name"][0]
+    assert link.startswith("./profile?") or "profile?" in link
+    top = most.results[0]
+    app = open_page(PROFILE, {"collection": "Builders", "id": top.profile_id or ""})
+    assert markdown_text(top.name) in [t.value for t in app.title]
 
 
 @pytest.mark.usefixtures("quick_retries")

@@ -1,5 +1,5 @@
 """One company (``/profile?collection=Builders&id=…``): who it is, how to reach it, and its listings as a table
-and on a map."""
+and on a map. Without an id, a picker: search a company by name, choose it, open it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from components.listing_table import listing_table
 from precon.errors import NotFound, PreconError
 from precon.models import COLLECTIONS, PROVINCES, Listing, Profile
 
+PICKER_MATCHES = 20  # the companies the picker offers for the words typed
 IDS_PER_CALL = 100  # the most ids multiple_listings takes in one call
 MAP_MARGIN_ZOOM = 0.6  # zoomed out a little from the tightest fit, so no dot sits on the map's edge
 KNOWN_COLLECTIONS = (*COLLECTIONS, "Owners")
@@ -57,6 +58,49 @@ def fetch_listings(ids: list[str]) -> list[Listing]:
 
 def render_directory_link() -> None:
     st.page_link("views/profiles.py", label="Browse all companies", icon="👷")
+
+
+def choice_label(profile: Profile) -> str:
+    kind = SINGULAR.get(profile.collection or "", profile.collection or "")
+    return f"{profile.name or profile.profile_id} · {kind}" if kind else str(profile.name or profile.profile_id)
+
+
+def open_chosen() -> None:
+    """The picker's Open: the address names the company, which the page then shows."""
+    chosen: Profile | None = st.session_state.get("profile_pick")
+    if chosen is not None and chosen.profile_id:
+        st.query_params["collection"] = chosen.collection or ""
+        st.query_params["id"] = chosen.profile_id
+
+
+def render_picker() -> None:
+    """No company in the address: find one by name (the directory's search), choose it and open it."""
+    st.title("Company")
+    st.caption("Search a company by name, choose it and open it; or browse them all in the directory.")
+    words = st.text_input("Company name", key="profile_search", placeholder="e.g. a builder's or an architect's name")
+    try:
+        found: list[Profile] = api.call(
+            "search_profiles",
+            search=words.strip() or None,
+            per_page=PICKER_MATCHES,
+            sort_by_name=None if words.strip() else "asc",
+        ).results
+    except PreconError as error:
+        api.show_error(error)
+        return
+    found = [profile for profile in found if profile.profile_id]
+    if not found:
+        st.info("No company matches these words: try another name.", icon="🔎")
+    else:
+        pick, go = st.columns([4, 1], vertical_alignment="bottom")
+        pick.selectbox(
+            "Best matches" if words.strip() else f"The first {len(found)} companies, A to Z",
+            found,
+            format_func=choice_label,
+            key="profile_pick",
+        )
+        go.button("Open", icon="➡️", type="primary", on_click=open_chosen, width="stretch")
+    render_directory_link()
 
 
 def render_not_found(profile_id: str, collection: str | None) -> None:
@@ -146,9 +190,7 @@ def main() -> None:
     shared_filters.back_to_results()
     collection, profile_id, unknown_collection = requested()
     if profile_id is None:
-        st.title("Company")
-        st.info("No company is chosen: open one from the directory or from a listing's companies.", icon="👷")
-        render_directory_link()
+        render_picker()
         return
     if unknown_collection:
         st.warning(

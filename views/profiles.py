@@ -1,7 +1,8 @@
 """The directory of companies: builders, architects, designers, marketers, sales companies and centres.
 
-Search by collection and name, sort by name either way, page through; the state lives in the address
-(``/profiles?collection=Builders&q=homes&sort=dsc&page=2&per_page=25``), so a link reopens the same view. The
+Search by collection and name, sort by name either way (accents and case ignored) or by number of listings, page
+through; the state lives in the address (``/profiles?collection=Builders&q=homes&sort=dsc&page=2&per_page=25``),
+so a link reopens the same view. The
 address is read when the page opens (its widgets then have no state yet) and written after every change.
 """
 
@@ -16,7 +17,7 @@ from components import api
 from components.formatting import profile_url
 from components.images import safe_image_source
 from components.listing_facts import web_address
-from precon.models import COLLECTIONS, Page, Profile
+from precon.models import Page, Profile
 
 PAGE_SIZES = (10, 25, 50, 100)
 ROW_HEIGHT, HEADER_HEIGHT, MAX_VISIBLE_ROWS = 44, 40, 15
@@ -31,15 +32,17 @@ COLLECTION_LABELS = {
     "Marketers": "Marketers",
     "SalesCentres": "Sales centres",
     "SalesCompanies": "Sales companies",
+    "Owners": "Owners",
 }
-SORT_LABELS = {"asc": "A → Z", "dsc": "Z → A"}
+SORT_LABELS = {"asc": "Name A → Z", "dsc": "Name Z → A", "listings": "Most listings"}
+# Widths in pixels, so the address and the website read in full on a 1280-pixel screen beside the sidebar.
 COLUMNS = {
-    "logo": st.column_config.ImageColumn("Logo", width="small"),
-    "name": st.column_config.LinkColumn("Name", display_text=r"#(.*)$", width="large"),
-    "collection": st.column_config.TextColumn("Collection"),
-    "address": st.column_config.TextColumn("Address", width="medium"),
-    "website": st.column_config.LinkColumn("Website", display_text=r"^https?://(?:www\.)?([^/?#]+)"),
-    "listings": st.column_config.NumberColumn("Listings", format="%d"),
+    "logo": st.column_config.ImageColumn("Logo", width=56),
+    "name": st.column_config.LinkColumn("Name", display_text=r"#(.*)$", width=230),
+    "collection": st.column_config.TextColumn("Collection", width=120),
+    "address": st.column_config.TextColumn("Address", width=340),
+    "website": st.column_config.LinkColumn("Website", display_text=r"^https?://(?:www\.)?([^/?#]+)", width=200),
+    "listings": st.column_config.NumberColumn("Listings", format="%d", width=80),
 }
 
 
@@ -54,7 +57,7 @@ def _positive(text: str | None, default: int) -> int:
 def url_state() -> dict[str, Any]:
     """The settings the address asks for; a value that makes no sense falls back to the default quietly."""
     params = st.query_params
-    collections = {name.lower(): name for name in COLLECTIONS}
+    collections = {name.lower(): name for name in COLLECTION_LABELS if name}
     per_page = _positive(params.get("per_page"), DEFAULTS["per_page"])
     return {
         "collection": collections.get((params.get("collection") or "").lower(), ""),
@@ -116,7 +119,8 @@ def fetch(state: dict[str, Any]) -> Page[Profile]:
         collection=state["collection"] or None,
         page=state["page"] - 1,
         per_page=state["per_page"],
-        sort_by_name=state["sort"],
+        sort_by_name="asc" if state["sort"] == "listings" else state["sort"],
+        sort_by_listings="desc" if state["sort"] == "listings" else None,
     )
     return result
 
@@ -126,7 +130,7 @@ def main() -> None:
     st.caption("Builders, architects, interior designers, marketers, sales companies and sales centres.")
     start_from_url()
 
-    search, collection, sort, size = st.columns([4, 3, 2, 2], vertical_alignment="bottom")
+    search, collection, sort = st.columns([4, 3, 4], vertical_alignment="bottom")
     search.text_input("Name", key=KEYS["q"], placeholder="Search by name, address or website", on_change=first_page)
     collection.selectbox(
         "Collection",
@@ -136,15 +140,13 @@ def main() -> None:
         on_change=first_page,
     )
     sort.radio(
-        "Sort by name",
+        "Sort by",
         list(SORT_LABELS),
         format_func=SORT_LABELS.get,
         key=KEYS["sort"],
         horizontal=True,
         on_change=first_page,
     )
-    size.selectbox("Per page", PAGE_SIZES, key=KEYS["per_page"], on_change=first_page)
-
     state = {name: st.session_state[key] for name, key in KEYS.items()}
     state["q"] = (state["q"] or "").strip()
     with api.guarded():
@@ -169,10 +171,12 @@ def main() -> None:
             key="profiles_table",
         )
 
-    back, number, where, forward = st.columns([1, 1, 3, 1], vertical_alignment="bottom")
+    # Below the table, clear of the toolbar that opens above its top right corner.
+    back, number, where, size, forward = st.columns([1, 1, 3, 1, 1], vertical_alignment="bottom")
     back.button("Previous", icon="⬅️", on_click=turn, args=(-1,), disabled=state["page"] <= 1, width="stretch")
     number.number_input("Page", min_value=1, max_value=pages, step=1, key=KEYS["page"])
     where.markdown(f"Page **{state['page']}** of **{pages}** · {result.total:,} companies")
+    size.selectbox("Per page", PAGE_SIZES, key=KEYS["per_page"], on_change=first_page)
     forward.button("Next", icon="➡️", on_click=turn, args=(1,), disabled=state["page"] >= pages, width="stretch")
 
 
