@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from components.formatting import MONEY_FORMAT, SIZE_FORMAT
 from components.images import safe_image_source
 from precon.models import FloorPlan
 
@@ -18,14 +19,16 @@ COLUMNS = {
     "type": st.column_config.TextColumn("Type"),
     "beds": st.column_config.NumberColumn("Beds", format="%g"),
     "baths": st.column_config.NumberColumn("Baths", format="%g"),
-    "sqft": st.column_config.NumberColumn("Sq ft", format="%d"),
-    "price": st.column_config.NumberColumn("Price (CAD)", format="$%,.0f", help="—: contact for pricing"),
-    "price_per_sqft": st.column_config.NumberColumn("$/sq ft", format="$%,.0f"),
+    "sqft": st.column_config.NumberColumn("Size", format=SIZE_FORMAT),
+    "price": st.column_config.NumberColumn("Price (CAD)", format=MONEY_FORMAT, help="—: contact for pricing"),
+    "price_per_sqft": st.column_config.NumberColumn("$/sq ft", format=MONEY_FORMAT),
     "status": st.column_config.TextColumn("Status"),
     "exposure": st.column_config.TextColumn("Exposure"),
 }
 COLOUR_BY = {"Bedrooms": "beds_label", "Status": "status"}
 PRICE_STEP = 5_000
+SLIDER_MONEY_FORMAT = "$%,d"
+"""Whole dollars, thousands separated, as sliders print them: ``$689,990``."""
 
 
 def plan_frame(plans: Sequence[FloorPlan]) -> pd.DataFrame:
@@ -132,7 +135,7 @@ def render_floor_plans(plans: Sequence[FloorPlan] | None, key: str) -> None:
             max_value=high,
             value=high,
             step=PRICE_STEP,
-            format="localized",
+            format=SLIDER_MONEY_FORMAT,
             key=f"{key}_max_price",
         )
         if limit < high:

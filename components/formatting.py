@@ -14,8 +14,40 @@ def plural(count: int, word: str) -> str:
     return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
+MONEY_FORMAT = "$%,.0f"
+"""Whole dollars with thousands separated, for ``st.column_config.NumberColumn`` and sliders: ``$689,990``."""
+CENTS_FORMAT = "$%,.2f"
+SIZE_FORMAT = "%,d sq ft"
+"""Square feet, thousands separated: ``1,250 sq ft``."""
+SIZE_UNIT = " sq ft"
+
+
 def cad(value: float | None) -> str:
+    """Whole dollars: ``$689,990``; "—" if unknown."""
     return MISSING if value is None else f"${value:,.0f}"
+
+
+def money(value: float | None, unit: str = "", cents: bool = False) -> str:
+    """``$689,990``, ``$0.62/sq ft/month`` with ``cents``, ``$450/month`` with a ``unit``; "—" if unknown."""
+    if value is None:
+        return MISSING
+    return (f"${value:,.2f}" if cents else cad(value)) + unit
+
+
+def sqft(value: float | None) -> str:
+    """``1,250 sq ft``; "—" if unknown or zero."""
+    return f"{value:,.0f}{SIZE_UNIT}" if value else MISSING
+
+
+def size_text(low: float | None, high: float | None) -> str:
+    """A size range with its unit: ``540–1,120 sq ft``, ``1,250 sq ft``; "—" if unknown."""
+    shown = size_range(low, high)
+    return shown if shown == MISSING else shown + SIZE_UNIT
+
+
+def percent(value: float | None) -> str:
+    """``2.5%``, ``20%``; "—" if unknown."""
+    return MISSING if value is None else f"{value:g}%"
 
 
 def number_range(low: float | None, high: float | None, unit: str = "") -> str:

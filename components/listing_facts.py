@@ -18,8 +18,9 @@ import pandas as pd
 import streamlit as st
 
 from components import maps
-from components.formatting import MISSING, cad, completion, markdown_text, number_range, profile_url
+from components.formatting import MISSING, completion, markdown_text, money, number_range, profile_url, size_text
 from components.images import safe_image_source
+from precon.listing_checks import Contradiction, Section, incentive_plain_text
 from precon.models import Listing, Profile
 
 REFERENCE_ROLES: tuple[tuple[str, str, str], ...] = (
@@ -114,7 +115,7 @@ def _count(value: int | None) -> str:
 
 def key_facts(listing: Listing) -> list[tuple[str, str]]:
     """(fact, value) pairs, values as plain text."""
-    size = number_range(listing.minSize, listing.maxSize, " sq ft") if listing.minSize or listing.maxSize else MISSING
+    size = size_text(listing.minSize, listing.maxSize)
     return [
         ("Selling status", listing.sellingStatus or MISSING),
         ("Construction status", listing.constructionStatus or MISSING),
@@ -157,9 +158,7 @@ def address(listing: Listing) -> str:
 
 
 def _money(value: float | None, unit: str = "", cents: bool = False) -> str:
-    if value is None:
-        return MISSING
-    return (f"${value:,.2f}" if cents else cad(value)) + unit
+    return money(value, unit, cents)
 
 
 def _included(flag: bool | None, yes: str = "Included", no: str = "Extra") -> str:
@@ -370,11 +369,32 @@ def render_details(listing: Listing) -> None:
         st.markdown("\n".join(lines))
 
 
-def render_incentives(listing: Listing) -> None:
+SECTION_NAMES: dict[Section, str] = {"pricing": "Pricing and fees", "deposits": "Deposit structure"}
+
+
+def render_contradictions(found: Sequence[Contradiction], section: Section) -> None:
+    """A warning listing the contradictions that concern ``section``, to show next to its facts."""
+    shown = [c for c in found if c.section == section]
+    if not shown:
+        return
+    lines = [f"- {markdown_text(c.message)}" for c in shown]
+    head = "**An incentive contradicts the listing**" if len(shown) == 1 else "**Incentives contradict the listing**"
+    head += " — ask the builder which applies:"
+    st.warning(head + "\n\n" + "\n".join(lines), icon="⚠️")
+
+
+def render_incentives(listing: Listing, found: Sequence[Contradiction] = ()) -> None:
+    """The incentives; one that contradicts the fees or deposits is marked, saying where the warning is."""
     if not listing.incentives:
         st.caption("No incentives are advertised.")
         return
-    st.markdown("\n".join(f"- 🎁 {incentive_text(i)}" for i in listing.incentives))
+    lines = []
+    for incentive in listing.incentives:
+        text = incentive_plain_text(incentive)
+        where = sorted({SECTION_NAMES[c.section] for c in found if c.incentive == text})
+        mark = f" ⚠️ _contradicted: see {markdown_text(' and '.join(where))}_" if where else ""
+        lines.append(f"- 🎁 {incentive_text(incentive)}{mark}")
+    st.markdown("\n".join(lines))
 
 
 def render_amenities(listing: Listing) -> None:

@@ -7,6 +7,7 @@ import os
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components import api
-from components.formatting import cad, markdown_text
+from components.deposits import dollar_steps, plan_label, priced_plans, total_percent
+from components.formatting import cad, markdown_text, size_text
 from components.listing_facts import company
+from precon.listing_checks import Contradiction, contradictions
 from precon.models import Listing
 from precon.service.config import ServiceSettings
 from tests.dashboard_support import (  # noqa: F401
@@ -205,3 +208,82 @@ def test_the_listings_videos_are_linked_as_the_urls_the_api_gives() -> None:
     for url in listing.videos:
         assert isinstance(url, str) and url.startswith("http")
         assert f"]({url})" in text, url
+
+
+def a_listing_with_contradictions() -> tuple[Listing, list[Contradiction]]:
+    """A listing whose incentives contradict both its fees and its deposits, with priced floor plans; scanned
+    without counting views."""
+    client = api.connection().client
+    fallback: tuple[Listing, list[Contradiction]] | None = None
+    for listing in client.iter_listings(per_page=1000):
+        found = contradictions(listing)
+        if not found or len(priced_plans(listing.floorPlans)) < 2 or not listing.paymentStructures:
+            continue
+        if {c.section for c in found} == {"pricing", "deposits"}:
+            return listing, found
+        fallback = fallback or (listing, found)
+    assert fallback is not None, "no listing in the catalogue has a contradiction"
+    return fallback
+
+
+def deposit_tables(app: AppTest) -> list[pd.DataFrame]:
+    return [frame.value for frame in app.dataframe if "running" in frame.value.columns]
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_the_deposit_schedule_in_dollars_for_a_chosen_plan_and_the_contradictions_flagged() -> None:
+    open_page(LISTING)  # starts the embedded service
+    listing, found = a_listing_with_contradictions()
+    app = open_page(LISTING, {"id": listing.id})
+    assert not app.exception, [e.value for e in app.exception]
+
+    # The contradictions, as warnings next to the facts they concern, and marked on the incentives.
+    warnings = "\n".join(w.value for w in app.warning)
+    for contradiction in found:
+        assert markdown_text(contradiction.message) in warnings, (contradiction.message, warnings)
+    assert "contradicted: see" in page_text(app)
+
+    # Choosing the dearest plan: each structure's schedule in its dollars, each step once, adding up.
+    plans = priced_plans(listing.floorPlans)
+    picker = app.selectbox(key=f"deposits:{listing.id}_plan")
+    assert picker.options == [plan_label(plan) for plan in plans]
+    assert all(cad(plan.startPrice) in label for plan, label in zip(plans, picker.options, strict=True))
+    app = picker.set_value(str(len(plans) - 1)).run()
+    assert not app.exception, [e.value for e in app.exception]
+    price = plans[-1].startPrice
+    assert price
+    today = date.today()
+    tables = deposit_tables(app)
+    assert len(tables) == len(listing.paymentStructures)
+    for structure, table in zip(listing.paymentStructures, tables, strict=True):
+        total = (total_percent(structure) or 0) * price / 100
+        expected = dollar_steps(structure, price)
+        assert list(table["step"]) == list(range(1, len(expected) + 1))  # each step once
+        assert list(table["payment"]) == [step.payment for step in expected]
+        assert abs(table["amount"].sum() - total) < 0.01
+        assert abs(table["running"].iloc[-1] - total) < 0.01
+        for step, due in zip(expected, table["due"], strict=True):
+            if step.days is None:
+                assert pd.isna(due)
+            else:
+                assert due.date() == today + timedelta(days=step.days), (step, due)
+        assert markdown_text(cad(total)) in page_text(app)
+    assert any(step.days for structure in listing.paymentStructures for step in dollar_steps(structure, price))
+    assert "counted from today" in page_text(app)
+
+    # A signing date picked: the dates move with it, and the page says so.
+    signing = today + timedelta(days=45)
+    app = app.date_input(key=f"deposits:{listing.id}_signing").set_value(signing).run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert "signing date you picked" in page_text(app)
+    first = listing.paymentStructures[0]
+    steps_after = dollar_steps(first, price)
+    dated = [(step, due) for step, due in zip(steps_after, deposit_tables(app)[0]["due"], strict=True) if step.days]
+    assert dated and all(due.date() == signing + timedelta(days=step.days or 0) for step, due in dated)
+
+    # Money and sizes formatted: the price slider and the key facts.
+    slider = app.slider(key=f"plans:{listing.id}_max_price")
+    assert slider.proto.format == "$%,d"
+    if listing.minSize:
+        assert markdown_text(size_text(listing.minSize, listing.maxSize)) in page_text(app)
+        assert "sq ft" in size_text(listing.minSize, listing.maxSize)

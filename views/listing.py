@@ -22,6 +22,7 @@ from components.listing_facts import (
     LISTING_REFERENCES,
     render_amenities,
     render_companies,
+    render_contradictions,
     render_details,
     render_header_metrics,
     render_incentives,
@@ -32,6 +33,7 @@ from components.listing_facts import (
 )
 from components.listing_table import listing_table
 from precon.errors import NotFound, PreconError
+from precon.listing_checks import contradictions
 from precon.models import PROVINCES, Listing, Page
 
 # The Refresh button's key: present in the session only while the page stays open (see the module doc).
@@ -177,6 +179,7 @@ def render_title(listing: Listing) -> None:
 def render_listing(listing: Listing) -> None:
     listing_id = listing.id or ""
     similar, similar_error = similar_listings(listing_id)
+    found = contradictions(listing)
     render_title(listing)
     render_header_metrics(listing)
 
@@ -193,18 +196,20 @@ def render_listing(listing: Listing) -> None:
     render_location(listing, similar)
 
     st.subheader("Pricing and fees")
+    render_contradictions(found, "pricing")
     render_pricing(listing)
 
     st.subheader("Floor plans")
     render_floor_plans(listing.floorPlans, key=f"plans:{listing_id}")
 
     st.subheader("Deposit structure")
-    render_deposits(listing.paymentStructures)
+    render_contradictions(found, "deposits")
+    render_deposits(listing.paymentStructures, listing.floorPlans, key=f"deposits:{listing_id}")
 
     incentives, amenities = st.columns(2, gap="large")
     with incentives:
         st.subheader("Incentives")
-        render_incentives(listing)
+        render_incentives(listing, found)
     with amenities:
         st.subheader("Amenities")
         render_amenities(listing)
