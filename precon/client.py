@@ -536,9 +536,19 @@ class Client:
         return self._parse(DeliveryPage, data, meta)
 
     def replay_delivery(self, id: str, *, version: str | None = None, province: str | None = None) -> WebhookDelivery:
-        """Sends a failed delivery again (this project's service only)."""
+        """Sends any delivery again, at once: a delivered or failed one is pending again, a pending one is attempted
+        now instead of at its next retry (this project's service only). NotFound if its subscription was deleted."""
         data, meta = self.call(
             "POST", "webhooks/deliveries/replay", body={"id": id}, version=version, province=province
+        )
+        return self._parse(WebhookDelivery, data, meta)
+
+    def send_delivery_now(self, id: str, *, version: str | None = None, province: str | None = None) -> WebhookDelivery:
+        """Attempts a pending delivery now instead of at its next scheduled retry; the retries carry on after it if
+        it fails (this project's service only). NotFound if there is no such delivery or it is no longer pending
+        (delivered, failed or cancelled in the meantime: nothing is sent)."""
+        data, meta = self.call(
+            "POST", "webhooks/deliveries/send_now", body={"id": id}, version=version, province=province
         )
         return self._parse(WebhookDelivery, data, meta)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import socket
 import threading
@@ -436,3 +437,23 @@ def test_two_keys_never_share_a_cached_answer(api: Api, tmp_path: Path) -> None:
         pei.trending_listings(province="on")
     assert len(transport.requests) == 3
     assert cache.stats.hits == 0
+
+
+def test_send_now_and_replay_post_the_delivery_id_and_are_not_retried_blindly(api: Api) -> None:
+    transport = CountingTransport()
+    with client_for(api, transport=transport, sleep=lambda s: None) as made:
+        with pytest.raises(errors.NotFound):
+            made.send_delivery_now("msg_nope")
+        with pytest.raises(errors.NotFound):
+            made.replay_delivery("msg_nope")
+    assert [r.url.path for r in transport.requests] == [
+        "/v1/all/webhooks/deliveries/send_now",
+        "/v1/all/webhooks/deliveries/replay",
+    ]
+    assert all(r.method == "POST" and json.loads(r.content) == {"id": "msg_nope"} for r in transport.requests)
+
+    transport = CountingTransport()
+    transport.scripted.append(lambda request: httpx.Response(503, json={"message": "busy"}))
+    with client_for(api, transport=transport, sleep=lambda s: None) as made, pytest.raises(errors.ServerError):
+        made.send_delivery_now("msg_1")
+    assert len(transport.requests) == 1, "a send now that may have been acted on is not sent twice"

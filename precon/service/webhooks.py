@@ -363,26 +363,66 @@ class WebhookStore:
                 (delivery.id, stamp, status_code, round(latency_ms, 1), error, excerpt),
             )
             db.execute(
-                "UPDATE deliveries SET attempts = ?, status = ?, next_attempt_at = ?, updated_at = ? WHERE id = ?",
+                "UPDATE deliveries SET attempts = ?, status = ?, next_attempt_at = ?, claimed_by = NULL, "
+                "updated_at = ? WHERE id = ?",
                 (attempts, status, None if wait is None else time.time() + wait, stamp, delivery.id),
             )
         return status
 
-    def replay(self, key_id: int, delivery_id: str) -> bool:
-        """Sends a failed (or delivered) delivery again, at once; its earlier attempts stay in the log.
+    def _being_sent(self, db: sqlite3.Connection, delivery_id: str, now: float) -> bool:
+        """Whether a sender holds the delivery right now (claimed, its lease not yet run out): it is being posted."""
+        row = db.execute(
+            "SELECT 1 FROM deliveries WHERE id = ? AND status = 'pending' AND claimed_by IS NOT NULL "
+            "AND next_attempt_at > ?",
+            (delivery_id, now),
+        ).fetchone()
+        return row is not None
 
-        A delivery of a deleted subscription is not sent again.
+    def send_now(self, key_id: int, delivery_id: str) -> str | None:
+        """A pending delivery is attempted at once instead of at its next scheduled retry; if that attempt fails,
+        the retries carry on from where the schedule was. Answers what came of it: ``due`` (it is due now),
+        ``sending`` (a sender is posting it already: nothing to do), the status of a delivery that is not
+        pending (``delivered``, ``failed``, ``cancelled``: nothing is sent), or None for no such delivery of the key.
         """
+        now = time.time()
         with self._transaction() as db:
-            return (
-                db.execute(
-                    "UPDATE deliveries SET status = 'pending', next_attempt_at = ?, updated_at = ? "
-                    "WHERE id = ? AND key_id = ? AND status != 'pending' "
-                    "AND subscription_id IN (SELECT id FROM subscriptions)",
-                    (time.time(), now_iso(), delivery_id, key_id),
-                ).rowcount
-                > 0
+            row = db.execute(
+                "SELECT status FROM deliveries WHERE id = ? AND key_id = ?", (delivery_id, key_id)
+            ).fetchone()
+            if row is None:
+                return None
+            status: str = row[0]
+            if status != "pending":
+                return status
+            if self._being_sent(db, delivery_id, now):
+                return "sending"
+            db.execute(
+                "UPDATE deliveries SET next_attempt_at = ?, updated_at = ? WHERE id = ?", (now, now_iso(), delivery_id)
             )
+            return "due"
+
+    def replay(self, key_id: int, delivery_id: str) -> bool:
+        """Sends any delivery again, at once: a delivered or failed one is pending again, a pending one is attempted
+        now rather than at its next retry (as :meth:`send_now`; one a sender is posting already is left to it).
+        Its earlier attempts stay in the log. A delivery of a deleted subscription is not sent again.
+        """
+        now = time.time()
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT status FROM deliveries WHERE id = ? AND key_id = ? "
+                "AND subscription_id IN (SELECT id FROM subscriptions)",
+                (delivery_id, key_id),
+            ).fetchone()
+            if row is None:
+                return False
+            if self._being_sent(db, delivery_id, now):
+                return True
+            db.execute(
+                "UPDATE deliveries SET status = 'pending', next_attempt_at = ?, claimed_by = NULL, updated_at = ? "
+                "WHERE id = ?",
+                (now, now_iso(), delivery_id),
+            )
+            return True
 
     def deliveries(
         self, key_id: int, subscription_id: str | None, offset: int, limit: int, delivery_id: str | None = None

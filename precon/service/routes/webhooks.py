@@ -79,6 +79,19 @@ class TriggerBody(BaseModel):
 class ReplayBody(BaseModel):
     id: str = Field(pattern=r"\S", description="A delivery's id, from the delivery log")
 
+    model_config = {"json_schema_extra": {"examples": [{"id": "msg_2f1c0d9e8b7a4c3d2e1f0a9b8c7d6e5f"}]}}
+
+
+def target_refusal(url: str, refused: TargetRefused, policy: TargetPolicy) -> str:
+    """Why a target URL is refused, said so that a person knows what to write instead (``targetUrl: ...``)."""
+    text = url.strip()
+    schemes = " or ".join(f"{scheme}://" for scheme in (("https", "http") if policy.allow_http else ("https",)))
+    if not text:
+        return "targetUrl: enter the URL that receives the deliveries (https://...)"
+    if "://" not in text:
+        return f"targetUrl: {text!r} is not a whole URL: start it with {schemes} (e.g. https://example.com/hooks)"
+    return f"targetUrl: {str(refused).removeprefix('targetUrl ')}"
+
 
 def route(
     name: str, method: str, answer_model: Any, summary: str, errors: dict[int | str, dict[str, Any]] | None = None
@@ -103,7 +116,7 @@ async def create_subscription(
     try:
         target = await policy.check_url_async(body.targetUrl)
     except TargetRefused as refused:
-        raise bad_request(f"targetUrl: {refused}") from None
+        raise bad_request(target_refusal(body.targetUrl, refused, policy)) from None
     subscription = webhooks.subscribe(call.key.key_id, body.env, body.event.value, target)
     return answer(request, subscription.public(with_secret=True), NO_STORE)
 
@@ -178,7 +191,7 @@ def delivery_log(
     return answer(request, envelope(results, total, page_number, per_page), NO_STORE)
 
 
-@route("webhooks/deliveries/replay", "POST", wire.Delivery, "(ours) Send a delivery again", NOT_FOUND)
+@route("webhooks/deliveries/replay", "POST", wire.Delivery, "(ours) Send a delivery again, at once", NOT_FOUND)
 async def replay_delivery(
     request: Request,
     version: Version,
@@ -188,11 +201,45 @@ async def replay_delivery(
     webhooks: WebhooksDep,
     worker: WorkerDep,
 ) -> Response:
+    """Any delivery (delivered, failed or pending) is sent again at once; a pending one is attempted now instead of
+    at its next retry, as send_now does."""
     call = service.call(request, version.value, province.value)
     delivery_id = body.id.strip()
     if not webhooks.replay(call.key.key_id, delivery_id):
+        raise not_found(f"Delivery {delivery_id!r} not found, or its subscription was deleted")
+    if worker is not None:
+        worker.wake()
+    _, [delivery] = webhooks.deliveries(call.key.key_id, None, 0, 1, delivery_id=delivery_id)
+    return answer(request, delivery, NO_STORE)
+
+
+@route(
+    "webhooks/deliveries/send_now",
+    "POST",
+    wire.Delivery,
+    "(ours) Attempt a pending delivery now, not at its next retry",
+    NOT_FOUND,
+)
+async def send_delivery_now(
+    request: Request,
+    version: Version,
+    province: Province,
+    body: ReplayBody,
+    service: ServiceDep,
+    webhooks: WebhooksDep,
+    worker: WorkerDep,
+) -> Response:
+    """Only a pending delivery: one delivered, failed or cancelled in the meantime is not sent (a 404 says which),
+    so a page that showed it pending a moment ago cannot send a delivered one twice."""
+    call = service.call(request, version.value, province.value)
+    delivery_id = body.id.strip()
+    outcome = webhooks.send_now(call.key.key_id, delivery_id)
+    if outcome is None:
+        raise not_found(f"Delivery {delivery_id!r} not found")
+    if outcome not in ("due", "sending"):
         raise not_found(
-            f"Delivery {delivery_id!r} not found, already waiting to be sent, or its subscription was deleted"
+            f"Delivery {delivery_id!r} is not waiting to be sent: it is {outcome}"
+            + ("; replay it to send it again" if outcome != "cancelled" else "")
         )
     if worker is not None:
         worker.wake()
