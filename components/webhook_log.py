@@ -81,6 +81,25 @@ def inline_code(text: str | None) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+FIELD_LABELS = {
+    "targetUrl": "Target URL",
+    "env": "Environment",
+    "event": "Event",
+    "id": "Id",
+    "collection": "Collection",
+}
+
+
+def refusal(message: str) -> tuple[str, str]:
+    """A 400's message as the field it is about, in the page's words, and why (``targetUrl: x`` → ``Target URL``,
+    ``X``), the reason starting with a capital; no field when the message names none."""
+    field, separator, why = message.partition(": ")
+    if not separator or field not in FIELD_LABELS:
+        return "", message
+    why = why.strip()
+    return FIELD_LABELS[field], why[:1].upper() + why[1:]
+
+
 def subscription_label(subscription: WebhookSubscription) -> str:
     """One line naming a subscription in a picker: what it listens to and where it sends."""
     return f"{subscription.event} · {subscription.env} → {subscription.targetUrl} ({subscription.id})"

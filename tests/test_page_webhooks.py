@@ -158,7 +158,7 @@ def test_create_shows_the_secret_once_refuses_a_bad_target_inline_and_deletes_af
 
     create(app, "https://10.0.0.1/x", event="listing.created", env="sandbox")
     errors = "\n".join(e.value for e in app.error)
-    assert markdown_text("targetUrl: 10.0.0.1 is a private address") in errors, errors
+    assert "Target URL: " + markdown_text("10.0.0.1 is a private address") in errors, errors
     assert app.text_input(key="wh_url").value == "https://10.0.0.1/x", "the entered values are kept"
     assert app.selectbox(key="wh_event").value == "listing.created"
     assert app.selectbox(key="wh_env").value == "sandbox"
@@ -167,6 +167,11 @@ def test_create_shows_the_secret_once_refuses_a_bad_target_inline_and_deletes_af
 
     ok(app.selectbox(key="wh_delete_pick").set_value(created.id).run())
     assert app.button(key="wh_delete_button").disabled, "nothing is deleted without the confirmation"
+    button = app.button(key="wh_delete_button")
+    assert button.proto.type == "primary" and "delete" in button.proto.icon, "styled as the destructive action"
+    assert created.id in button.label, "the button names what it deletes"
+    warned = "\n".join(e.value for e in app.error)
+    assert f"This deletes subscription `{created.id}`" in warned and receiver.url in warned
     ok(app.checkbox(key="wh_delete_confirm").check().run())
     assert not app.button(key="wh_delete_button").disabled
     click(app, "wh_delete_button")
@@ -225,7 +230,9 @@ def test_a_refused_delivery_fails_after_its_retries_and_a_replay_delivers_it(
     click(app, "wh_refresh")
     row = table(app, "last outcome").iloc[0]
     assert (row["status"], row["attempts"], row["last outcome"]) == ("✅ delivered", 4, "HTTP 200 · accepted")
-    assert f"wh_replay_{failed.id}" not in [b.key for b in app.button], "only a failed delivery can be replayed"
+    keys = [b.key for b in app.button]
+    assert f"wh_replay_{failed.id}" in keys, "a delivered one can be replayed too"
+    assert f"wh_send_now_{failed.id}" not in keys, "only a pending delivery can be sent now"
 
 
 @pytest.mark.usefixtures("quick_retries")
@@ -273,3 +280,112 @@ def test_a_service_without_webhooks_or_without_a_delivery_log_says_so(
             reset_caches()
     assert expected in page_text(app)
     assert "Traceback" not in page_text(app)
+
+
+SLOW_RETRIES = "[3600, 3600, 3600]"
+"""Retries an hour apart: a delivery refused once stays pending, its next attempt far away."""
+
+
+@pytest.fixture
+def slow_service(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Client]:
+    """The dashboard on an embedded service of its own (no worker of another test's service sends its deliveries)
+    whose retries are an hour apart."""
+    request.getfixturevalue("embedded_dashboard")
+    monkeypatch.setenv("PRECON_SERVICE_DATA_DIR", str(tmp_path / "slow-webhooks"))
+    monkeypatch.setenv("PRECON_SERVICE_WEBHOOK_RETRY_SCHEDULE", SLOW_RETRIES)
+    reset_caches()
+    with Client(api.connection().url, DEV_API_KEY, cache=False, max_retries=0) as client:
+        yield client
+
+
+def log_row(app: AppTest, delivery_id: str) -> pd.Series:
+    log = table(app, "last outcome")
+    return log[log["delivery"] == delivery_id].iloc[0]
+
+
+def test_send_now_attempts_a_pending_delivery_and_replay_sends_any_again(
+    slow_service: Client, receiver: Receiver
+) -> None:
+    receiver.status = 500
+    app = ok(open_page(PAGE))
+    subscription, secret = subscribe_through_page(app, slow_service, receiver.url)
+    trigger_for_a_builder(app, slow_service)
+    click(app, "wh_trigger_button")
+    receiver.wait_for(1)
+    pending = wait_until(
+        lambda: next(
+            (d for d in slow_service.webhook_deliveries(subscription=subscription.id).results if d.attempts), None
+        )
+    )
+    assert pending.status == "pending"
+
+    ok(app.run())  # what the log's own rerun does: it reads the log again
+    row = log_row(app, pending.id)
+    assert (row["status"], row["attempts"]) == ("⏳ pending", 1) and row["next attempt"].endswith(" min)")
+    assert f"wh_send_now_{pending.id}" in [b.key for b in app.button]
+
+    receiver.status = 204
+    click(app, f"wh_send_now_{pending.id}")
+    assert "is being sent now, instead of at its next retry" in "\n".join(s.value for s in app.success)
+    receiver.wait_for(2, timeout=5)
+    delivered = delivery_of(slow_service, subscription, "delivered")
+    assert [a.status for a in delivered.attempts] == [500, 204]
+    headers, body = receiver.received[-1]
+    assert headers["webhook-id"] == pending.id and verified(secret, headers, body)
+
+    ok(app.run())
+    assert log_row(app, pending.id)["status"] == "✅ delivered"
+    keys = [b.key for b in app.button]
+    assert f"wh_send_now_{pending.id}" not in keys and f"wh_replay_{pending.id}" in keys
+
+    click(app, f"wh_replay_{pending.id}")
+    assert "is being sent again" in "\n".join(s.value for s in app.success)
+    receiver.wait_for(3, timeout=5)
+    wait_until(lambda: len(slow_service.webhook_deliveries().results[0].attempts) == 3)
+
+    ok(app.run())
+    row = log_row(app, pending.id)
+    assert (row["status"], row["attempts"]) == ("✅ delivered", 3)
+
+
+def test_a_url_without_a_scheme_or_none_at_all_is_explained_before_it_is_sent(service: Client) -> None:
+    app = ok(open_page(PAGE))
+    create(app, "")
+    warned = "\n".join(w.value for w in app.warning)
+    assert "Enter the URL that receives the deliveries" in warned and "https://" in warned
+    create(app, "example.com/hooks")
+    warned = "\n".join(w.value for w in app.warning)
+    assert "`example.com/hooks` is not a whole URL" in warned and "Start it with `https://`" in warned
+    assert "none" not in page_text(app).lower().replace("nonetheless", "")
+    assert app.text_input(key="wh_url").value == "example.com/hooks", "what was typed stays, to be corrected"
+    assert service.list_webhooks() == []
+
+
+def test_the_log_refreshes_by_itself_every_few_seconds_unless_paused(
+    service: Client, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import streamlit
+
+    intervals: list[object] = []
+    real_fragment = streamlit.fragment
+
+    def spy(func: Callable[..., Any] | None = None, *, run_every: object = None) -> Any:
+        intervals.append(run_every)
+        return real_fragment(func, run_every=run_every)
+
+    monkeypatch.setattr(streamlit, "fragment", spy)
+    app = ok(open_page(PAGE))
+    assert intervals == [5], "the delivery log is a fragment that reruns every 5 s"
+    assert app.toggle(key="wh_log_live").value is True
+    ok(app.toggle(key="wh_log_live").set_value(False).run())
+    assert intervals[-1] is None, "paused: no rerun by itself"
+    ok(app.toggle(key="wh_log_live").set_value(True).run())
+    assert intervals[-1] == 5
+
+    subscription, _ = subscribe_through_page(app, service, receiver.url)
+    service.trigger_profile_webhook(
+        service.search_profiles(collection="Builders", per_page=1).results[0].profile_id or "", "Builders"
+    )
+    delivered = delivery_of(service, subscription, "delivered")
+    ok(app.run())
+    assert log_row(app, delivered.id)["status"] == "✅ delivered", "the next rerun shows the new state"

@@ -1,5 +1,7 @@
 """Webhooks of this API key: its subscriptions, a new one (whose signing secret is shown once), deleting one after
-a confirmation, a test event for a picked profile, and the delivery log with every attempt and a replay.
+a confirmation, a test event for a picked profile, and the delivery log with every attempt, which refreshes by
+itself (a fragment rerun every few seconds, unless paused): a pending delivery can be sent now, any delivery
+replayed.
 
 Every action runs in its button's callback, before the page is drawn, so the page always shows the state after
 it; what the action came to is kept for one run and shown next to the section it belongs to. The secret of a new
@@ -23,6 +25,8 @@ from components.webhook_log import (
     attempts_frame,
     deliveries_frame,
     inline_code,
+    next_attempt,
+    refusal,
     status_badge,
     subscription_label,
     subscriptions_frame,
@@ -45,12 +49,14 @@ COLLECTION_LABELS = {
 # (No bare string literals in this file: Streamlit's magic would write them on the page.)
 PROFILE_CHOICES = 1000  # profiles offered in the picker at once (the most one page holds); a name search narrows
 LOG_PAGE_SIZE = 20
+LOG_REFRESH_S = 5  # the delivery log reruns by itself this often, so a pending delivery changes state on screen
+URL_EXAMPLE = "https://example.com/hooks"
 
 # Session state: each widget's key, the secret on show, and what the last action of each section came to.
 ENV, EVENT, URL = "wh_env", "wh_event", "wh_url"
 DELETE_PICK, DELETE_CONFIRM = "wh_delete_pick", "wh_delete_confirm"
 COLLECTION, PROFILE_SEARCH = "wh_collection", "wh_profile_search"
-LOG_FILTER, LOG_PAGE = "wh_log_subscription", "wh_log_page"
+LOG_FILTER, LOG_PAGE, LOG_LIVE = "wh_log_subscription", "wh_log_page", "wh_log_live"
 SECRET = "wh_new_secret"
 OUTCOMES = "wh_outcomes"
 
@@ -89,9 +95,24 @@ def _attempt(section: Section, action: Callable[[], Any], unsure: str, gone: str
     return None
 
 
+def url_problem(target: str) -> str | None:
+    """What is wrong with a target URL that the page can tell before asking the service (which checks the rest)."""
+    if not target:
+        return "**Enter the URL that receives the deliveries** (`https://...`)."
+    if "://" not in target:
+        return (
+            f"**{inline_code(target)} is not a whole URL.** Start it with `https://`, as in {inline_code(URL_EXAMPLE)}."
+        )
+    return None
+
+
 def create() -> None:
     target = (st.session_state.get(URL) or "").strip()
     event, env = st.session_state.get(EVENT), st.session_state.get(ENV)
+    problem = url_problem(target)
+    if problem:
+        _say("create", Outcome("warning", problem))
+        return
     created: WebhookSubscription | None = _attempt(
         "create",
         lambda: api.call_uncached("create_webhook", target_url=target, event=event, env=env),
@@ -171,11 +192,26 @@ def replay(delivery_id: str) -> None:
     replayed = _attempt(
         "log",
         lambda: api.call_uncached("replay_delivery", id=delivery_id),
-        "It may be queued anyway: refresh the log.",
-        gone=f"Delivery `{delivery_id}` is gone, or already waiting to be sent.",
+        "It may be queued anyway: the log below shows its state.",
+        gone=f"Delivery `{delivery_id}` was not replayed: it is gone, or its subscription was deleted.",
     )
     if replayed is not None:
-        text = f"Delivery `{delivery_id}` is being sent again; refresh the log for its outcome."
+        text = f"Delivery `{delivery_id}` is being sent again, at once; the log below shows how it goes."
+        _say("log", Outcome("success", text))
+
+
+def send_now(delivery_id: str) -> None:
+    sent = _attempt(
+        "log",
+        lambda: api.call_uncached("send_delivery_now", id=delivery_id),
+        "It may be being sent anyway: the log below shows its state.",
+        gone=(
+            f"Delivery `{delivery_id}` was not sent now: it is no longer waiting to be sent (delivered, failed or "
+            "cancelled meanwhile). The log below shows its state; replay it to send it again."
+        ),
+    )
+    if sent is not None:
+        text = f"Delivery `{delivery_id}` is being sent now, instead of at its next retry."
         _say("log", Outcome("success", text))
 
 
@@ -190,7 +226,9 @@ def render_outcome(section: Section) -> None:
     if outcome.error is not None:
         if isinstance(outcome.error, BadRequest):
             what = "this subscription" if section == "create" else "this request"
-            st.error(f"**The service refused {what}.** {markdown_text(outcome.error.message)}", icon="🚫")
+            field, why = refusal(outcome.error.message)
+            said = f"{field}: {markdown_text(why)}" if field else markdown_text(why)
+            st.error(f"**The service refused {what}.** {said}", icon="🚫")
         else:
             api.show_error(outcome.error)
         if outcome.text:
@@ -264,8 +302,8 @@ def render_create(embedded: bool) -> None:
     with st.form("wh_create_form", clear_on_submit=False):
         st.selectbox("Environment", ENVS, format_func=ENV_LABELS.get, key=ENV)
         st.selectbox("Event", WEBHOOK_EVENTS, index=WEBHOOK_EVENTS.index(TRIGGER_EVENT), key=EVENT)
-        st.text_input("Target URL", key=URL, placeholder="https://example.com/hooks", max_chars=2048)
-        allowed = "An `https` URL to a public address."
+        st.text_input("Target URL", key=URL, placeholder=URL_EXAMPLE, max_chars=2048)
+        allowed = "The URL that receives the deliveries: `https://` and a public address."
         if embedded:
             allowed += " The embedded development service also accepts `http` and loopback receivers."
         st.caption(allowed)
@@ -292,25 +330,29 @@ def render_delete(subscriptions: dict[str, WebhookSubscription]) -> None:
             key=DELETE_PICK,
             on_change=forget_confirmation,
         )
-        if chosen:
-            subscription = subscriptions[chosen]
-            st.markdown(
-                f"Deletes **{subscription.event}** ({subscription.env}) to {inline_code(subscription.targetUrl)}, "
-                f"created {when(subscription.createdAt)}."
+        subscription = subscriptions[chosen] if chosen else None
+        if subscription is not None:
+            st.error(
+                f"**This deletes subscription `{subscription.id}`**: **{subscription.event}** "
+                f"({subscription.env}) to {inline_code(subscription.targetUrl)}, created "
+                f"{when(subscription.createdAt)}.",
+                icon="🗑️",
             )
         confirmed = st.checkbox(
-            "I understand deliveries stop: no new events go to this URL, deliveries still waiting are cancelled, "
-            "and the subscription cannot be restored (a new one gets a new secret).",
+            "Yes, delete it: no new events go to this URL, deliveries still waiting are cancelled, and it cannot "
+            "be restored (a new subscription gets a new secret).",
             key=DELETE_CONFIRM,
             disabled=not chosen,
         )
         st.button(
-            "Delete subscription",
-            icon="🗑️",
+            f"Delete subscription {subscription.id}" if subscription else "Delete subscription",
+            icon=":material/delete_forever:",
+            type="primary",
             disabled=not (chosen and confirmed),
             on_click=delete,
             args=(subscriptions,),
             key="wh_delete_button",
+            help="Deletes the subscription for good, once the box above is ticked.",
         )
     render_outcome("delete")
 
@@ -405,22 +447,50 @@ def render_delivery(delivery: WebhookDelivery, subscribed: bool) -> None:
                 st.code(last.response, language=None)
         else:
             st.caption("Not attempted yet.")
-        if delivery.status == "failed":
-            if subscribed:
-                st.button(
-                    "Replay",
-                    icon="🔁",
-                    key=f"wh_replay_{delivery.id}",
-                    on_click=replay,
-                    args=(delivery.id,),
-                    help="Sends this delivery again, at once, to the same URL with the same webhook-id.",
-                )
-            else:
-                st.caption("Its subscription was deleted, so it is not replayed from here.")
+        if not subscribed:
+            st.caption("Its subscription was deleted, so it is not sent again from here.")
+            return
+        send, again = st.columns(2)
+        if delivery.status == "pending":
+            send.button(
+                "Send now",
+                icon="⏩",
+                type="primary",
+                width="stretch",
+                key=f"wh_send_now_{delivery.id}",
+                on_click=send_now,
+                args=(delivery.id,),
+                help="Attempts it at once instead of at its next scheduled retry "
+                f"({next_attempt(delivery)}); if that fails, the retries carry on.",
+            )
+        again.button(
+            "Replay",
+            icon="🔁",
+            width="stretch",
+            key=f"wh_replay_{delivery.id}",
+            on_click=replay,
+            args=(delivery.id,),
+            help="Sends this delivery again, at once, to the same URL with the same webhook-id"
+            + (" (for a pending one, the same as Send now)." if delivery.status == "pending" else "."),
+        )
+
+
+def render_log_section(subscriptions: dict[str, WebhookSubscription]) -> None:
+    """The heading and its pause switch, drawn by the whole page; the log itself is a fragment that reruns on its
+    own every few seconds while the switch is on (changing the switch reruns the page, which sets it anew)."""
+    heading, switch = st.columns([3, 2], vertical_alignment="bottom")
+    heading.subheader("Delivery log")
+    st.session_state.setdefault(LOG_LIVE, True)
+    live = switch.toggle(
+        f"Refresh every {LOG_REFRESH_S} s",
+        key=LOG_LIVE,
+        help="Turn off to read the log without it changing; the Refresh button still reads it.",
+    )
+    log = st.fragment(render_log, run_every=LOG_REFRESH_S if live else None)
+    log(subscriptions)
 
 
 def render_log(subscriptions: dict[str, WebhookSubscription]) -> None:
-    st.subheader("Delivery log")
     if st.session_state.get(LOG_FILTER) not in ("", *subscriptions):
         st.session_state[LOG_FILTER] = ""
     which, page, refresh = st.columns([4, 1, 1], vertical_alignment="bottom")
@@ -471,7 +541,7 @@ def render_log(subscriptions: dict[str, WebhookSubscription]) -> None:
         },
         key="wh_log_table",
     )
-    st.caption("Open a delivery for every attempt; a failed one can be replayed.")
+    st.caption("Open a delivery for every attempt: a pending one can be sent now, any one replayed.")
     for delivery in log.results:
         render_delivery(delivery, delivery.subscription in subscriptions)
 
@@ -494,7 +564,7 @@ def main() -> None:
     st.divider()
     render_trigger(subscriptions)
     st.divider()
-    render_log(by_id)
+    render_log_section(by_id)
 
 
 main()
