@@ -339,8 +339,8 @@ def render_delete(subscriptions: dict[str, WebhookSubscription]) -> None:
                 icon="🗑️",
             )
         confirmed = st.checkbox(
-            "Yes, delete it: no new events go to this URL, deliveries still waiting are cancelled, and it cannot "
-            "be restored (a new subscription gets a new secret).",
+            "I understand deliveries stop: no new events go to this URL, deliveries still waiting are cancelled, "
+            "and it cannot be restored (a new subscription gets a new secret).",
             key=DELETE_CONFIRM,
             disabled=not chosen,
         )
