@@ -286,3 +286,35 @@ def test_manage_a_webhook_from_creation_to_deletion(dashboard: Dashboard, page: 
         screenshot(page, "journey-webhooks-deleted")
     finally:
         receiver.stop()
+
+
+# -- the listing page for a buyer: a plan's deposits in dollars, contradictions flagged --------------------------
+
+
+def test_a_listings_deposits_in_dollars_for_a_chosen_plan(dashboard: Dashboard, page: Any, oracle: Any) -> None:
+    from components.deposits import plan_label, priced_plans, total_percent
+    from components.formatting import cad
+    from precon.listing_checks import contradictions
+
+    listing = next(
+        lst
+        for lst in oracle.iter_listings(per_page=1000)
+        if contradictions(lst) and len(priced_plans(lst.floorPlans)) > 1 and lst.paymentStructures
+    )
+    plans = priced_plans(listing.floorPlans)
+    page.goto(f"{dashboard.url}/listing?id={listing.id}")
+    settle(page, "Deposit structure", "counted from today")
+    assert_no_exception(page)
+    assert page.locator('[data-testid="stAlertContentWarning"]').filter(has_text="contradicts").count() >= 1
+
+    chosen = plans[-1]
+    picker = page.locator('[data-testid="stSelectbox"]').filter(has_text="Floor plan")
+    picker.click()
+    page.keyboard.type(plan_label(chosen))  # the list is long: filtered to the one plan by typing
+    page.get_by_role("option", name=plan_label(chosen), exact=True).click()
+    total = (total_percent(listing.paymentStructures[0]) or 0) * (chosen.startPrice or 0) / 100
+    settle(page, cad(total))
+    assert_no_exception(page)
+    assert page.get_by_text(re.compile(re.escape(cad(total)))).count() >= 1  # the dearest plan's total deposit
+    page.get_by_text("Deposit structure").first.scroll_into_view_if_needed()
+    screenshot(page, "journey-listing-deposits")
