@@ -482,7 +482,7 @@ def render_log_section(subscriptions: dict[str, WebhookSubscription]) -> None:
     heading.subheader("Delivery log")
     st.session_state.setdefault(LOG_LIVE, True)
     live = switch.toggle(
-        f"Refresh every {LOG_REFRESH_S} s",
+        f"Update by itself every {LOG_REFRESH_S} s",
         key=LOG_LIVE,
         help="Turn off to read the log without it changing; the Refresh button still reads it.",
     )
