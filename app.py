@@ -15,9 +15,12 @@ st.markdown(
     unsafe_allow_html=True,
 )
 
+# Home is the default page, served at /. A default page still reserves its own pathname without answering at it,
+# so Home's is one nobody types, and /home is the same page again, hidden from the navigation.
 PAGES = {
     "Explore": [
-        st.Page("views/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
+        st.Page("views/home.py", title="Home", icon=":material/home:", url_path="overview", default=True),
+        st.Page("views/home.py", title="Home", icon=":material/home:", url_path="home", visibility="hidden"),
         st.Page("views/search.py", title="Search", icon=":material/search:", url_path="search"),
         st.Page("views/map.py", title="Map", icon=":material/map:", url_path="map"),
         st.Page("views/facets.py", title="Facets", icon=":material/bar_chart:", url_path="facets"),

@@ -8,10 +8,13 @@ import pandas as pd
 import pytest
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
 
 from components.api import connection
 from precon.models import PROVINCES
 from tests.dashboard_support import (  # noqa: F401
+    APP,
+    TIMEOUT_S,
     assert_readable_failure,
     dashboard_data,
     embedded_dashboard,
@@ -102,3 +105,41 @@ def test_home_failures_are_readable(status: int | None, shown: str, monkeypatch:
         app = open_page(HOME)
         assert_readable_failure(app, shown)
         assert not app.get("vega_lite_chart")
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+@pytest.mark.parametrize("province", ["all", "on"])
+def test_home_counts_are_exact(province: str) -> None:
+    app = open_page(HOME, {"province": province})
+    assert not app.exception, [e.value for e in app.exception]
+    client = connection().client
+    builders = client.search_profiles(collection="Builders", per_page=0, province=province).total
+    cities = client.search_facet_values("cityOrDistrict", max_hits=1, province=province).total
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["Builders"] == f"{builders:,}"
+    assert metrics["Cities"] == f"{cities:,}"
+    assert "+" not in metrics["Builders"] + metrics["Cities"]
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_home_search_box_opens_search_with_the_words() -> None:
+    app = open_page(HOME)
+    app.text_input(key="home_search").input("king west")
+    app = app.button[[b.label for b in app.button].index("Search")].click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert app.query_params["q"] == "king west"
+    assert "Search listings" in [t.value for t in app.title]
+    client = connection().client
+    assert f"{client.search_listings('king west', per_page=0).total:,}" in page_text(app)
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_home_at_its_own_address() -> None:
+    """``/home`` opens Home (the default page, at ``/``), not "Page not found"."""
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
+    app.run()
+    app._page_hash = calc_hash("home")  # what the browser asks for at /home
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert "Precon Explorer" in [t.value for t in app.title]
+    assert {metric.label for metric in app.metric} >= {"Listings", "Builders", "Cities"}

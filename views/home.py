@@ -1,7 +1,8 @@
 """Home: the catalogue at a glance, in the version and province chosen in the sidebar.
 
-Headline numbers, listings by province and by selling status, the listings viewed most in the last days, and the
-listings updated last.
+A search box that opens Search with the words, headline numbers (exact: the number of builders is the directory's
+total, the number of cities the facet value search's), listings by province and by selling status, the listings
+viewed most in the last days, and the listings updated last.
 """
 
 from __future__ import annotations
@@ -9,21 +10,39 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import api, charts
+from components import api, charts, shared_filters
 from components.formatting import MISSING, cad
 from components.listing_table import listing_table
 from components.sidebar import PROVINCE_LABELS, VERSION_LABELS
 from precon import filters
+from precon.errors import PreconError
+from precon.filter_state import FilterState
 from precon.models import PROVINCES, Listing
 
 TABLE_ROWS = 10
 TABLE_HEIGHT = 48 * TABLE_ROWS + 40  # every row in view, no scrolling: the table's rows are 48 px
 MAX_FACET_VALUES = 100  # the API counts at most this many values per facet: a facet with this many may have more
+# The tables' columns, in pixels: every column of a 1280-pixel screen beside the sidebar in view, completion whole.
+TABLE_COLUMNS = {
+    "name": st.column_config.TextColumn("Name", width=220),
+    "city": st.column_config.TextColumn("City", width=110),
+    "status": st.column_config.TextColumn("Status", width=110),
+    "completion": st.column_config.TextColumn("Completion", width=110),
+}
 
 
 def distinct(counts: dict[str, int]) -> str:
-    """How many values a facet has, as far as the API tells."""
+    """How many values a facet has, as far as facet counts tell (they stop at 100 values)."""
     return f"{len(counts)}+" if len(counts) >= MAX_FACET_VALUES else f"{len(counts):,}"
+
+
+def value_count(facet: str, counts: dict[str, int]) -> str:
+    """How many values a facet has, exactly: the facet value search's total (ours); facet counts otherwise."""
+    try:
+        total = api.call("search_facet_values", facet=facet, max_hits=1).total
+    except PreconError:
+        total = None
+    return distinct(counts) if total is None else f"{total:,}"
 
 
 def recently_updated(count: int) -> list[Listing]:
@@ -43,9 +62,26 @@ where = PROVINCE_LABELS.get(province, province)
 st.title("Precon Explorer")
 st.caption(f"Canada's pre-construction housing market at a glance · {where} · {VERSION_LABELS.get(version, version)}")
 
+with st.form("home_search_form", border=False):
+    box, go = st.columns([6, 1], vertical_alignment="bottom")
+    words = box.text_input(
+        "Search listings",
+        key="home_search",
+        placeholder="Words to find: a name, a neighbourhood, a city, an amenity…",
+        label_visibility="collapsed",
+    )
+    searched = go.form_submit_button("Search", icon=":material/search:", type="primary", width="stretch")
+if searched and words.strip():
+    # A new search with these words: Search reads them from its address (the session keeps them for Map, Facets).
+    wanted = FilterState().with_text(words)
+    shared_filters.write(wanted)
+    st.switch_page("views/search.py", query_params=wanted.to_params())
+
 with api.guarded():
     total = api.call("search_listings", per_page=0).total
     counts = api.call("facet_counts", facets=["state", "sellingStatus", "builders", "cityOrDistrict"])
+    builders = api.call("search_profiles", collection="Builders", per_page=0).total
+    cities = value_count("cityOrDistrict", counts.get("cityOrDistrict", {}))
 
 if total == 0:
     st.info(
@@ -71,8 +107,9 @@ columns[2].metric(
     help=f"Over the {charts.listings(len(start_prices))} with a start price; "
     f"{len(prices) - len(start_prices):,} have none (contact for pricing).",
 )
-columns[3].metric("Builders", distinct(counts.get("builders", {})), help="Builders with at least one listing here.")
-columns[4].metric("Cities", distinct(counts.get("cityOrDistrict", {})), help="Cities and districts with listings.")
+builders_help = "Builders in the directory." if province == "all" else f"Builders with a listing in {where}."
+columns[3].metric("Builders", f"{builders:,}", help=builders_help)
+columns[4].metric("Cities", cities, help="Cities and districts with listings.")
 
 left, right = st.columns([3, 2], gap="large")
 with left:
@@ -110,7 +147,9 @@ st.caption("The listings viewed most in the last days: a view counts half as muc
 with api.guarded():
     trending = api.call("trending_listings", per_page=TABLE_ROWS).results
 if trending:
-    listing_table(trending, opened_from="views/home.py", key="home_trending", height=TABLE_HEIGHT)
+    listing_table(
+        trending, opened_from="views/home.py", key="home_trending", height=TABLE_HEIGHT, extra_config=TABLE_COLUMNS
+    )
 else:
     st.info("No listings to rank here yet.", icon="ℹ️")
 
@@ -123,7 +162,10 @@ listing_table(
     opened_from="views/home.py",
     key="home_recent",
     extra={"updated": [listing.updatedAt.date() if listing.updatedAt else None for listing in recent]},
-    extra_config={"updated": st.column_config.DateColumn("Updated", format="MMM D, YYYY", pinned=True)},
+    extra_config={
+        **TABLE_COLUMNS,
+        "updated": st.column_config.DateColumn("Updated", format="MMM D, YYYY", pinned=True, width=110),
+    },
     height=TABLE_HEIGHT,
 )
 
