@@ -152,7 +152,7 @@ def test_profile_without_an_id_is_a_picker_that_opens_the_company() -> None:
     pick = app.selectbox(key="profile_pick")
     chosen = next(i for i, label in enumerate(pick.options) if label.startswith(builder.name or ""))
     app = pick.select_index(chosen).run()
-    app = button(app, "Open").click().run()  # type: ignore[attr-defined]
+    app = button(app, "Open company").click().run()  # type: ignore[attr-defined]
     assert not app.exception, [e.value for e in app.exception]
     assert app.query_params["id"] == builder.profile_id and app.query_params["collection"] == "Builders"
     assert markdown_text(builder.name) in [t.value for t in app.title]

@@ -24,10 +24,12 @@ TABLE_HEIGHT = 48 * TABLE_ROWS + 40  # every row in view, no scrolling: the tabl
 MAX_FACET_VALUES = 100  # the API counts at most this many values per facet: a facet with this many may have more
 # The tables' columns, in pixels: every column of a 1280-pixel screen beside the sidebar in view, completion whole.
 TABLE_COLUMNS = {
-    "name": st.column_config.TextColumn("Name", width=220),
-    "city": st.column_config.TextColumn("City", width=110),
-    "status": st.column_config.TextColumn("Status", width=110),
-    "completion": st.column_config.TextColumn("Completion", width=110),
+    "name": st.column_config.TextColumn("Name", width=200),
+    "city": st.column_config.TextColumn("City", width=105),
+    "status": st.column_config.TextColumn("Status", width=95),
+    "price_from": st.column_config.TextColumn("Price from", width=90),
+    "price_to": st.column_config.TextColumn("Price to", width=90),
+    "completion": st.column_config.TextColumn("Completion", width=125),
 }
 
 
@@ -164,7 +166,7 @@ listing_table(
     extra={"updated": [listing.updatedAt.date() if listing.updatedAt else None for listing in recent]},
     extra_config={
         **TABLE_COLUMNS,
-        "updated": st.column_config.DateColumn("Updated", format="MMM D, YYYY", pinned=True, width=110),
+        "updated": st.column_config.DateColumn("Updated", format="MMM D, YYYY", pinned=True, width=100),
     },
     height=TABLE_HEIGHT,
 )

@@ -99,7 +99,7 @@ def render_picker() -> None:
             format_func=choice_label,
             key="profile_pick",
         )
-        go.button("Open", icon="➡️", type="primary", on_click=open_chosen, width="stretch")
+        go.button("Open company", icon="➡️", type="primary", on_click=open_chosen, width="stretch")
     render_directory_link()
 
 
