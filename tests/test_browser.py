@@ -318,3 +318,44 @@ def test_a_listings_deposits_in_dollars_for_a_chosen_plan(dashboard: Dashboard, 
     assert page.get_by_text(re.compile(re.escape(cad(total)))).count() >= 1  # the dearest plan's total deposit
     page.get_by_text("Deposit structure").first.scroll_into_view_if_needed()
     screenshot(page, "journey-listing-deposits")
+
+
+# -- Home's search box and its own address; the directory sorted by listings, to a company -----------------------
+
+
+def test_home_search_box_opens_search_and_home_has_its_own_address(dashboard: Dashboard, page: Any) -> None:
+    page.goto(f"{dashboard.url}/home")
+    settle(page, "Listings by province")
+    assert page.get_by_text("Page not found").count() == 0
+    assert_no_exception(page)
+    screenshot(page, "journey-home")
+    box = page.get_by_placeholder(re.compile("Words to find"))
+    box.fill("condo")
+    box.press("Enter")
+    expect(page).to_have_url(re.compile(r"/search\?.*q=condo"))
+    settle(page, "results in")
+    expect(page.get_by_role("textbox", name="Search", exact=True)).to_have_value("condo")
+    assert_no_exception(page)
+    screenshot(page, "journey-home-search")
+
+
+def test_directory_sorted_by_listings_opens_a_company(dashboard: Dashboard, page: Any, oracle: Any) -> None:
+    page.goto(f"{dashboard.url}/profiles?collection=Builders")
+    settle(page, "Page 1 of")
+    page.get_by_text("Most listings").click()
+    expect(page).to_have_url(re.compile(r"sort=listings"))
+    settle(page, "Page 1 of")
+    assert_no_exception(page)
+    screenshot(page, "journey-directory-by-listings")
+    top = oracle.search_profiles(collection="Builders", sort_by_listings="desc", per_page=1).results[0]
+    page.goto(f"{dashboard.url}/profile")
+    settle(page, "Search a company by name")
+    page.get_by_placeholder(re.compile("a builder's")).fill(top.name)
+    page.get_by_placeholder(re.compile("a builder's")).press("Enter")
+    settle(page, "Best matches")
+    screenshot(page, "journey-profile-picker")
+    page.get_by_role("button", name="Open company").click()
+    expect(page).to_have_url(re.compile(r"/profile\?.*id="))
+    settle(page, f"{len(top.listings):,} listings")
+    assert_no_exception(page)
+    screenshot(page, "journey-directory-profile")
