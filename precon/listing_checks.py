@@ -213,7 +213,9 @@ def contradictions(listing: Listing) -> list[Contradiction]:
             f"{_structure_label(s, i)} {t.text() or 'with no total given'}"
             for i, (s, t) in enumerate(zip(structures, terms, strict=True))
         )
-        fact = f"it advertises {promised.text()}, but the deposit structure{'s' if len(structures) > 1 else ''} ask{'' if len(structures) > 1 else 's'} {schedules}"
+        several = len(structures) > 1
+        which = "the deposit structures ask" if several else "the deposit structure asks"
+        fact = f"it advertises {promised.text()}, but {which} {schedules}"
         found.append(Contradiction("deposit", "deposits", text, fact))
     return found
 
