@@ -20,7 +20,9 @@ import pydeck as pdk
 from precon.models import Listing
 
 DATA = Path(__file__).resolve().parent / "data" / "canada_basemap.geojson"
+WATER_LAYER = "basemap-water"
 SHAPES_LAYER = "basemap-shapes"
+LAKES_LAYER = "basemap-lakes"
 LABELS_LAYER = "basemap-cities"
 ATTRIBUTION = "Outline: Natural Earth (public domain)"
 
@@ -40,7 +42,7 @@ LINES: dict[str, list[int]] = {
 WATER_BOX = (-179.0, 24.0, -40.0, 84.0)
 """West, south, east, north: the sea drawn under the land (deck.gl's own background is white)."""
 LABEL_COLOUR = [40, 45, 60, 255]
-LABEL_OUTLINE = [255, 255, 255, 230]
+LABEL_BACKGROUND = [255, 255, 255, 190]
 
 
 @functools.cache
@@ -50,40 +52,67 @@ def features() -> tuple[dict[str, Any], ...]:
     return tuple(collection["features"])
 
 
-def shapes(*, filled: bool = True) -> dict[str, Any]:
-    """The GeoJSON the shapes layer draws: the sea (when filled), the United States, the provinces, the lakes."""
+def water() -> dict[str, Any]:
+    """The sea under the land: a rectangle around North America (deck.gl's own background is white)."""
     west, south, east, north = WATER_BOX
-    water = {
-        "type": "Feature",
-        "properties": {"kind": "water", "name": "Water", "code": "WATER"},
-        "geometry": {
-            "type": "Polygon",
-            "coordinates": [[[west, south], [east, south], [east, north], [west, north], [west, south]]],
-        },
+    return {
+        "type": "FeatureCollection",
+        "features": [
+            {
+                "type": "Feature",
+                "properties": {
+                    "kind": "water",
+                    "name": "Water",
+                    "code": "WATER",
+                    "fill": WATER,
+                    "line": LINES["water"],
+                },
+                "geometry": {
+                    "type": "Polygon",
+                    "coordinates": [[[west, south], [east, south], [east, north], [west, north], [west, south]]],
+                },
+            }
+        ],
     }
+
+
+def shapes(kinds: Sequence[str]) -> dict[str, Any]:
+    """The bundled features of these kinds (``province``, ``neighbour``, ``lake``), each with its colours."""
     drawn = []
-    for feature in ([water] if filled else []) + list(features()):
-        kind = feature["properties"]["kind"]
-        properties = {**feature["properties"], "fill": FILLS[kind], "line": LINES[kind]}
-        drawn.append({**feature, "properties": properties})
+    for kind in kinds:
+        for feature in features():
+            if feature["properties"]["kind"] == kind:
+                properties = {**feature["properties"], "fill": FILLS[kind], "line": LINES[kind]}
+                drawn.append({**feature, "properties": properties})
     return {"type": "FeatureCollection", "features": drawn}
 
 
-def shapes_layer(*, filled: bool = True) -> pdk.Layer:
-    """Land, borders and lakes; with ``filled=False`` (over a street basemap) only the borders."""
+def _geojson_layer(layer_id: str, data: dict[str, Any], *, filled: bool, stroked: bool = True) -> pdk.Layer:
     return pdk.Layer(
         "GeoJsonLayer",
-        id=SHAPES_LAYER,
-        data=shapes(filled=filled),
+        id=layer_id,
+        data=data,
         filled=filled,
-        stroked=True,
+        stroked=stroked,
         get_fill_color="properties.fill",
         get_line_color="properties.line",
-        line_width_units="pixels",
-        get_line_width=1,
+        get_line_width=30,  # metres: hairlines at every zoom, between these bounds
         line_width_min_pixels=1,
+        line_width_max_pixels=2,
+        line_joint_rounded=True,
+        line_miter_limit=2,
         pickable=False,
     )
+
+
+def shapes_layers(*, filled: bool = True) -> list[pdk.Layer]:
+    """The sea, the land with its borders, and the lakes, as three layers drawn in that order (polygons in one
+    layer would fight over which is on top). With ``filled=False`` (over a street basemap) only the borders."""
+    layers = [_geojson_layer(SHAPES_LAYER, shapes(("neighbour", "province")), filled=filled)]
+    if filled:
+        layers.insert(0, _geojson_layer(WATER_LAYER, water(), filled=True, stroked=False))
+        layers.append(_geojson_layer(LAKES_LAYER, shapes(("lake",)), filled=True, stroked=False))
+    return layers
 
 
 def city_positions(listings: Iterable[Listing]) -> dict[str, tuple[float, float]]:
@@ -116,6 +145,9 @@ def city_rows(counts: Mapping[str, int], positions: Mapping[str, tuple[float, fl
 
 
 def labels_layer(rows: Sequence[Mapping[str, Any]]) -> pdk.Layer:
+    """The cities' names above their positions (sizes in pixels, deck.gl's default for text).
+
+    No string-valued prop is set: the chart's JSON converter would read a string as an expression."""
     return pdk.Layer(
         "TextLayer",
         id=LABELS_LAYER,
@@ -123,17 +155,11 @@ def labels_layer(rows: Sequence[Mapping[str, Any]]) -> pdk.Layer:
         get_position=["lng", "lat"],
         get_text="name",
         get_size=13,
-        size_units="pixels",
         get_color=LABEL_COLOUR,
-        get_text_anchor="'middle'",
-        get_alignment_baseline="'bottom'",
-        get_pixel_offset=[0, -8],
-        font_family="'Helvetica Neue', Arial, sans-serif",
-        font_weight=600,
-        outline_width=3,
-        outline_color=LABEL_OUTLINE,
-        font_settings={"sdf": True},
-        character_set="auto",
+        get_pixel_offset=[0, -12],
+        background=True,
+        get_background_color=LABEL_BACKGROUND,
+        background_padding=[3, 1],
         pickable=False,
     )
 

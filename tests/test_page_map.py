@@ -377,8 +377,9 @@ def test_the_map_draws_canada_and_names_the_catalogues_cities_with_no_network(mo
     shapes = layer(spec, "basemap-shapes")
     assert shapes["@@type"] == "GeoJsonLayer" and shapes["filled"] is True
     kinds = Counter(f["properties"]["kind"] for f in shapes["data"]["features"])
-    assert kinds["province"] == 13 and kinds["water"] == 1 and kinds["lake"] == 1
-    assert spec["layers"][0]["id"] == "basemap-shapes"  # under everything
+    assert kinds == {"province": 13, "neighbour": 1}
+    assert [item["id"] for item in spec["layers"][:3]] == ["basemap-water", "basemap-shapes", "basemap-lakes"]
+    assert layer(spec, "basemap-lakes")["data"]["features"][0]["geometry"]["coordinates"]  # the Great Lakes
     labels = layer(spec, "basemap-cities")
     assert labels["@@type"] == "TextLayer" and spec["layers"][-1]["id"] == "basemap-cities"  # over everything
     catalogue = client().facet_counts(["cityOrDistrict"])["cityOrDistrict"]
@@ -390,6 +391,7 @@ def test_the_map_draws_canada_and_names_the_catalogues_cities_with_no_network(mo
     app.toggle(key=mc.W_BASEMAP).set_value(True).run()
     spec = deck_spec(app)
     assert spec["mapProvider"] == "carto" and layer(spec, "basemap-shapes")["filled"] is False
+    assert not any(item["id"] in {"basemap-water", "basemap-lakes"} for item in spec["layers"])  # the tiles show
     assert "needs internet" in page_text(app) or "come from the internet" in page_text(app)
     assert layer(spec, "basemap-cities")["data"]
 

@@ -99,6 +99,16 @@ def simplify(points: list[tuple[float, float]], tolerance: float) -> list[tuple[
     return [p for p, k in zip(points, keep, strict=True) if k]
 
 
+def dedupe(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The points without repeats one after another (rounding makes some, and a repeated point gives a border's
+    corner no direction: deck.gl then draws it as a spike across the map)."""
+    kept = [points[0]]
+    for point in points[1:]:
+        if point != kept[-1]:
+            kept.append(point)
+    return kept
+
+
 def box_of(points: Sequence[tuple[float, float]]) -> tuple[float, float, float, float]:
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     return min(xs), min(ys), max(xs), max(ys)
@@ -125,7 +135,10 @@ def shaped(parts: list[list[list[tuple[float, float]]]], kind: str, box: Sequenc
             small = simplify(r, TOLERANCE[kind])
             if len(small) < 4:
                 continue
-            rings.append([[round(x, DECIMALS), round(y, DECIMALS)] for x, y in small])
+            points = dedupe([(round(x, DECIMALS), round(y, DECIMALS)) for x, y in small])
+            if len(points) < 4:
+                continue
+            rings.append([list(p) for p in points])
         if rings:
             out.append(rings)
     return out
