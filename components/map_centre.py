@@ -356,7 +356,7 @@ def map_deck(
     lat, lng = centre
     return pdk.Deck(
         layers=[
-            basemap.shapes_layer(filled=not street),
+            *basemap.shapes_layers(filled=not street),
             click_grid_layer(lat, lng, radius_m),
             circle_layer(lat, lng, radius_m),
             listings_layer(listings),
