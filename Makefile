@@ -21,7 +21,8 @@ $(STAMP): requirements.lock pyproject.toml
 
 # The dashboard, on the embedded service (or on PRECON_API_URL with PRECON_API_KEY and PRECON_PRODUCT_ID).
 run: $(STAMP)
-	@echo "Precon Explorer: http://$(HOST):$(PORT)  (the first start builds the catalogue in ./data)"
+	@if [ -z "$$PRECON_API_URL" ]; then $(BIN)/precon catalogue prepare; fi
+	@echo "Precon Explorer: http://$(HOST):$(PORT)"
 	$(BIN)/streamlit run app.py --server.address $(HOST) --server.port $(PORT) --server.headless true
 
 # The listings API alone, with the development key.

@@ -138,6 +138,39 @@ def _notify_subscribers(store: Any, settings: ServiceSettings, env: str) -> None
     CatalogueNotifier(webhooks, AccountStore(settings.accounts_path), store, env, settings.webhook_first_delay).attach()
 
 
+@catalogue.command("prepare")
+@data_option
+def prepare_catalogue(data_dir: Path) -> None:
+    """Make the data directory ready for the dashboard: the default catalogue generated and loaded where there is
+    none (with progress), its indexes built. Does nothing slow when it is ready already."""
+    from precon.service.runtime import DataDirectory
+
+    settings = ServiceSettings(data_dir=data_dir, dev=True)
+    started = time.perf_counter()
+    bar: Any = None
+
+    def progress(what: str, records: int) -> None:
+        nonlocal bar
+        if what == "generated":
+            click.echo(f"Generated {records:,} listings in {time.perf_counter() - started:.1f} s; loading…", err=True)
+            bar = click.progressbar(length=records, label="listings", file=sys.stderr)
+        elif what == "listings" and bar is not None:
+            bar.update(records)
+
+    if not settings.catalogue_path.exists():
+        click.echo(f"Building the catalogue in {data_dir} (the first start only)…", err=True)
+    directory = DataDirectory.open(settings, progress)
+    if bar is not None:
+        bar.render_finish()
+    counts = directory.live.counts()
+    directory.close()
+    click.echo(
+        f"Catalogue ready: {counts['listings']:,} listings, {counts['profiles']:,} profiles "
+        f"({time.perf_counter() - started:.1f} s)",
+        err=True,
+    )
+
+
 @catalogue.command("generate")
 @click.option("--listings", "count", default=2500, show_default=True, type=click.IntRange(1, 1_000_000))
 @click.option("--seed", default=0, show_default=True, type=int)

@@ -454,3 +454,13 @@ def test_serve_dev_refuses_a_non_loopback_host(tmp_path: Path, host: str) -> Non
     assert done.returncode != 0
     assert "loopback" in done.stderr
     assert not (tmp_path / "data").exists()  # refused before anything was opened
+
+
+def test_prepare_builds_the_catalogue_once_with_progress(tmp_path: Path) -> None:
+    runner = CliRunner()
+    first = runner.invoke(main, ["catalogue", "prepare", "--data", str(tmp_path)])
+    assert first.exit_code == 0, first.output
+    assert "Building the catalogue" in first.output and "Generated 2,500 listings" in first.output
+    assert "Catalogue ready: 2,500 listings" in first.output
+    again = runner.invoke(main, ["catalogue", "prepare", "--data", str(tmp_path)])
+    assert again.exit_code == 0 and "Building" not in again.output and "Catalogue ready: 2,500 listings" in again.output

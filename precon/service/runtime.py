@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import islice
@@ -28,8 +28,15 @@ def batched(items: Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:
         yield batch
 
 
+Progress = Callable[[str, int], None]
+"""Told ``(what, records)`` after each batch written: ``("profiles", 2000)``, ``("listings", 2000)``."""
+
+
 def load(
-    store: SQLiteStore, listings: Iterable[dict[str, Any]], profiles: Iterable[dict[str, Any]]
+    store: SQLiteStore,
+    listings: Iterable[dict[str, Any]],
+    profiles: Iterable[dict[str, Any]],
+    progress: Progress | None = None,
 ) -> list[CatalogueChange]:
     """Writes profiles, then listings, in batches (one transaction each)."""
     changes: list[CatalogueChange] = []
@@ -37,8 +44,12 @@ def load(
     with loading:
         for batch in batched(profiles):
             changes += store.upsert_profiles(batch)
+            if progress is not None:
+                progress("profiles", len(batch))
         for batch in batched(listings):
             changes += store.upsert_listings(batch)
+            if progress is not None:
+                progress("listings", len(batch))
     return changes
 
 
@@ -51,7 +62,9 @@ class DataDirectory:
     webhooks: WebhookStore
 
     @classmethod
-    def open(cls, settings: ServiceSettings) -> DataDirectory:
+    def open(cls, settings: ServiceSettings, progress: Progress | None = None) -> DataDirectory:
+        """The directory's stores, the default catalogue generated and loaded first where there is none
+        (``progress`` hears of each batch written)."""
         from precon.service import catalogue
 
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -63,7 +76,9 @@ class DataDirectory:
                 settings.catalogue_path,
             )
             generated = catalogue.generate(settings.default_listings, settings.default_seed)
-            load(live, generated.listings, generated.profiles)
+            if progress is not None:
+                progress("generated", len(generated.listings))
+            load(live, generated.listings, generated.profiles, progress)
         sandbox = SQLiteStore(settings.sandbox_path)
         if sandbox.counts()["listings"] == 0:
             fixed = catalogue.sandbox()
