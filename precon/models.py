@@ -24,6 +24,9 @@ COLLECTIONS: tuple[str, ...] = (
 )
 """Profile collections, spelled as the API spells them (case-sensitive)."""
 
+PROFILE_COLLECTIONS: tuple[str, ...] = (*COLLECTIONS, "Owners")
+"""Every collection a profile belongs to (the first part of its path): owners are profiles too."""
+
 REFERENCE_FIELDS: dict[str, str] = {
     "architects": "Architects",
     "builders": "Builders",

@@ -13,12 +13,12 @@ from components.images import safe_image_source
 from components.listing_facts import email_address, link, web_address
 from components.listing_table import listing_table
 from precon.errors import NotFound, PreconError
-from precon.models import COLLECTIONS, PROVINCES, Listing, Profile
+from precon.models import PROFILE_COLLECTIONS, PROVINCES, Listing, Profile
 
 PICKER_MATCHES = 20  # the companies the picker offers for the words typed
 IDS_PER_CALL = 100  # the most ids multiple_listings takes in one call
 MAP_MARGIN_ZOOM = 0.6  # zoomed out a little from the tightest fit, so no dot sits on the map's edge
-KNOWN_COLLECTIONS = (*COLLECTIONS, "Owners")
+KNOWN_COLLECTIONS = PROFILE_COLLECTIONS
 SINGULAR = {
     "Architects": "Architect",
     "Builders": "Builder",

@@ -17,10 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from precon.models import COLLECTIONS, Listing, Profile
+from precon.models import PROFILE_COLLECTIONS, Listing, Profile
 from precon.service.derived import with_plan_ids
-
-PROFILE_COLLECTIONS = (*COLLECTIONS, "Owners")
 
 
 @dataclass

@@ -25,14 +25,13 @@ the order of the draws), :mod:`.sandbox_variety`; :mod:`.draws` and :mod:`.text`
 
 from __future__ import annotations
 
-from precon.models import REFERENCE_FIELDS
+from precon.models import PROFILE_COLLECTIONS, REFERENCE_FIELDS
 from precon.service.catalogue.developments import AMENITIES, BUILDING_TYPES
 from precon.service.catalogue.floor_plans import COMPASS
 from precon.service.catalogue.listings import ListingMaker
 from precon.service.catalogue.sandbox_variety import ensure_sandbox_variety
 from precon.service.catalogue.shapes import (
     FLOOR_PLAN_FIELDS,
-    PROFILE_COLLECTIONS,
     PROFILE_FIELDS,
     REFERENCE_DATE,
     Catalogue,

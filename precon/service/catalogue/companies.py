@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
-from precon.models import REFERENCE_FIELDS
+from precon.models import PROFILE_COLLECTIONS, REFERENCE_FIELDS
 from precon.service.canada import PROVINCE_CODES, PROVINCE_SHARES
 from precon.service.catalogue.dates import SPAN_MS, iso
 from precon.service.catalogue.developments import DEVELOPMENT_WORDS
 from precon.service.catalogue.draws import Pool, apportion, make_pool, pick, spread, weighted
 from precon.service.catalogue.places import CityTable, city_tables, postal_code
-from precon.service.catalogue.shapes import PROFILE_COLLECTIONS
 from precon.service.catalogue.text import join_words, slug
 
 _PROFILE_ID_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"

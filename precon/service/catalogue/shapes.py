@@ -43,17 +43,6 @@ PROFILE_FIELDS: tuple[str, ...] = (
 )
 """The keys of every profile, in order; builders add ``yearFounded`` and ``provinces`` after them."""
 
-PROFILE_COLLECTIONS: tuple[str, ...] = (
-    "Architects",
-    "Builders",
-    "InteriorDesigners",
-    "Marketers",
-    "SalesCentres",
-    "SalesCompanies",
-    "Owners",
-)
-"""The collections profiles belong to (the first part of a reference path)."""
-
 
 @dataclass
 class Catalogue:

@@ -16,7 +16,7 @@ from fastapi import Path, Query
 from pydantic import BeforeValidator, Field
 
 from precon import filters
-from precon.models import COLLECTIONS, PROVINCES, VERSIONS
+from precon.models import PROFILE_COLLECTIONS, PROVINCES, VERSIONS
 from precon.service.facet_values import MAX_FACET_HITS, MAX_FACET_QUERY_LENGTH
 from precon.service.params import MAX_IDS, MAX_PAGE, MAX_PER_PAGE, MAX_RADIUS_M, MAX_SEARCH_LENGTH, TRUE_WORDS
 
@@ -24,7 +24,7 @@ MAX_FILTER_LENGTH = filters.MAX_LENGTH
 
 ApiVersion = Enum("ApiVersion", {name.replace("-", "_"): name for name in VERSIONS}, type=str)  # type: ignore[misc]
 ApiProvince = Enum("ApiProvince", {code: code for code in ("all", *PROVINCES)}, type=str)  # type: ignore[misc]
-Collection = Enum("Collection", {name: name for name in (*COLLECTIONS, "Owners")}, type=str)  # type: ignore[misc]
+Collection = Enum("Collection", {name: name for name in PROFILE_COLLECTIONS}, type=str)  # type: ignore[misc]
 
 
 class FacetFormat(StrEnum):

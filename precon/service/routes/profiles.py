@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from precon.models import COLLECTIONS
+from precon.models import PROFILE_COLLECTIONS
 from precon.service import wire
 from precon.service.calls import Call
 from precon.service.errors import bad_request, blank_profile_id, not_found
@@ -46,8 +46,6 @@ from precon.service.shaping import (
     retrieved_names,
 )
 from precon.service.store import ProfileQuery
-
-PROFILE_COLLECTIONS = (*COLLECTIONS, "Owners")
 
 PROFILE_ERRORS = {
     **NOT_FOUND,
