@@ -191,6 +191,16 @@ def delivery_log(
     return answer(request, envelope(results, total, page_number, per_page), NO_STORE)
 
 
+def queued_delivery(
+    request: Request, key_id: int, delivery_id: str, webhooks: WebhookStore, worker: DeliveryWorker | None
+) -> Response:
+    """The answer once a delivery is queued to go at once: the worker woken, the delivery as the log shows it."""
+    if worker is not None:
+        worker.wake()
+    _, [delivery] = webhooks.deliveries(key_id, None, 0, 1, delivery_id=delivery_id)
+    return answer(request, delivery, NO_STORE)
+
+
 @route("webhooks/deliveries/replay", "POST", wire.Delivery, "(ours) Send a delivery again, at once", NOT_FOUND)
 async def replay_delivery(
     request: Request,
@@ -207,10 +217,7 @@ async def replay_delivery(
     delivery_id = body.id.strip()
     if not webhooks.replay(call.key.key_id, delivery_id):
         raise not_found(f"Delivery {delivery_id!r} not found, or its subscription was deleted")
-    if worker is not None:
-        worker.wake()
-    _, [delivery] = webhooks.deliveries(call.key.key_id, None, 0, 1, delivery_id=delivery_id)
-    return answer(request, delivery, NO_STORE)
+    return queued_delivery(request, call.key.key_id, delivery_id, webhooks, worker)
 
 
 @route(
@@ -241,7 +248,4 @@ async def send_delivery_now(
             f"Delivery {delivery_id!r} is not waiting to be sent: it is {outcome}"
             + ("; replay it to send it again" if outcome != "cancelled" else "")
         )
-    if worker is not None:
-        worker.wake()
-    _, [delivery] = webhooks.deliveries(call.key.key_id, None, 0, 1, delivery_id=delivery_id)
-    return answer(request, delivery, NO_STORE)
+    return queued_delivery(request, call.key.key_id, delivery_id, webhooks, worker)
