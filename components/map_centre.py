@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
+import numpy as np
 import pydeck as pdk
 import streamlit as st
 
@@ -79,6 +80,14 @@ CITY_ATTRIBUTES = ("cityOrDistrict", "_geoloc", "state")
 MAP_HEIGHT_PX = 620
 LISTINGS_LAYER = "listings"
 GRID_LAYER = "click-grid"
+CLUSTERS_LAYER = "clusters"
+CLUSTER_LABELS_LAYER = "cluster-counts"
+CLUSTER_THRESHOLD = 3_000
+"""Above this many listings with a position, the map draws clusters (counted here, in Python: only one row per
+cluster goes to the browser) rather than a dot per listing."""
+CLUSTER_CELL_PX = 56
+"""The side of a cluster's square cell, in pixels at the map's opening zoom."""
+CLUSTER_LABEL_COLOUR = [255, 255, 255, 255]
 GRID_CELLS = 61
 """Cells along each side of the click grid (odd, so the centre is a cell's centre)."""
 GRID_MIN_HALF_M = 3_000.0
@@ -339,6 +348,90 @@ def listings_layer(listings: Sequence[Listing]) -> pdk.Layer:
     )
 
 
+def cluster_rows(
+    listings: Sequence[Listing], lat: float, zoom: float, cell_px: int = CLUSTER_CELL_PX
+) -> list[dict[str, Any]]:
+    """The listings counted into square cells of ``cell_px`` pixels at ``zoom``: one row per cell that has any,
+    at the mean position of its listings, coloured by its commonest status, its radius (metres) growing with the
+    square root of its count. Computed with numpy, so 50,000 listings take milliseconds and send a few hundred rows."""
+    placed = [x for x in listings if x.geoloc is not None]
+    if not placed:
+        return []
+    lats = np.fromiter((x.geoloc.lat for x in placed), float, len(placed))  # type: ignore[union-attr]
+    lngs = np.fromiter((x.geoloc.lng for x in placed), float, len(placed))  # type: ignore[union-attr]
+    statuses = list(STATUS_COLOURS)
+    codes = np.fromiter(
+        (statuses.index(s) if (s := x.sellingStatus or "") in statuses else len(statuses) for x in placed),
+        int,
+        len(placed),
+    )
+    metres_per_px = 40_075_016.0 * max(math.cos(math.radians(lat)), 0.05) / (512 * 2**zoom)
+    cell_m = cell_px * metres_per_px
+    dlat = cell_m / 111_320.0
+    dlng = cell_m / (111_320.0 * max(math.cos(math.radians(lat)), 0.05))
+    keys = np.floor(lats / dlat).astype(np.int64) * 1_000_003 + np.floor(lngs / dlng).astype(np.int64)
+    cells, which = np.unique(keys, return_inverse=True)
+    counts = np.bincount(which, minlength=len(cells))
+    mean_lat = np.bincount(which, lats, len(cells)) / counts
+    mean_lng = np.bincount(which, lngs, len(cells)) / counts
+    by_status = np.zeros((len(cells), len(statuses) + 1), dtype=np.int64)
+    np.add.at(by_status, (which, codes), 1)
+    largest = int(counts.max())
+    colours = [*STATUS_COLOURS.values(), OTHER_COLOUR]
+    names = [*statuses, "Other"]
+    rows = []
+    for index in np.argsort(counts, kind="stable"):  # the biggest drawn last, on top
+        count = int(counts[index])
+        mix = by_status[index]
+        rows.append(
+            {
+                "lat": round(float(mean_lat[index]), CENTRE_DECIMALS),
+                "lng": round(float(mean_lng[index]), CENTRE_DECIMALS),
+                "count": count,
+                "label": f"{count:,}",
+                "radius": round(cell_m * (0.18 + 0.27 * math.sqrt(count / largest)), 1),
+                "colour": colours[int(mix.argmax())],
+                "title": f"{count:,} listing{'s' if count != 1 else ''}",
+                "detail": " · ".join(f"{int(n):,} {names[i]}" for i, n in enumerate(mix) if n)
+                + " (click to centre here)",
+            }
+        )
+    return rows
+
+
+def cluster_layers(rows: Sequence[Mapping[str, Any]]) -> list[pdk.Layer]:
+    """The clusters as circles sized by their count (pickable: a click centres the circle there), and their counts."""
+    circles = pdk.Layer(
+        "ScatterplotLayer",
+        id=CLUSTERS_LAYER,
+        data=list(rows),
+        get_position=["lng", "lat"],
+        get_fill_color="colour",
+        get_radius="radius",
+        radius_min_pixels=9,
+        stroked=True,
+        get_line_color=[255, 255, 255, 230],
+        line_width_min_pixels=1.5,
+        pickable=True,
+        auto_highlight=True,
+    )
+    counts = pdk.Layer(
+        "TextLayer",
+        id=CLUSTER_LABELS_LAYER,
+        data=list(rows),
+        get_position=["lng", "lat"],
+        get_text="label",
+        get_size=12,
+        get_color=CLUSTER_LABEL_COLOUR,
+        pickable=False,
+    )
+    return [circles, counts]
+
+
+def on_map_count(listings: Sequence[Listing]) -> int:
+    return sum(1 for x in listings if x.geoloc is not None)
+
+
 def map_deck(
     listings: Sequence[Listing],
     centre: Sequence[float],
@@ -354,16 +447,21 @@ def map_deck(
     network and the outline is drawn as borders only over them (so it is still there when the tiles are not).
     """
     lat, lng = centre
+    zoom = zoom_for_radius(lat, radius_m, height_px)
+    if on_map_count(listings) > CLUSTER_THRESHOLD:
+        drawn = cluster_layers(cluster_rows(listings, lat, zoom))
+    else:
+        drawn = [listings_layer(listings)]
     return pdk.Deck(
         layers=[
             *basemap.shapes_layers(filled=not street),
             click_grid_layer(lat, lng, radius_m),
             circle_layer(lat, lng, radius_m),
-            listings_layer(listings),
+            *drawn,
             centre_layer(lat, lng),
             basemap.labels_layer(cities),
         ],
-        initial_view_state=view(lat, lng, zoom_for_radius(lat, radius_m, height_px)),
+        initial_view_state=view(lat, lng, zoom),
         map_provider="carto" if street else None,
         map_style=BASEMAP_STYLE if street else None,
         tooltip=TOOLTIP,  # type: ignore[arg-type]
@@ -371,11 +469,11 @@ def map_deck(
 
 
 def apply_pick(state: MutableMapping[str, Any], objects: Mapping[str, Sequence[Mapping[str, Any]]] | None) -> None:
-    """What a click on the map does to the page's state: a listing opens its card, a grid cell moves the centre,
-    and a click that picks nothing (or clears the selection) closes the card."""
+    """What a click on the map does to the page's state: a listing opens its card, a grid cell or a cluster moves
+    the centre, and a click that picks nothing (or clears the selection) closes the card."""
     objects = objects or {}
     picked_listing = list(objects.get(LISTINGS_LAYER) or [])
-    picked_cell = list(objects.get(GRID_LAYER) or [])
+    picked_cell = list(objects.get(CLUSTERS_LAYER) or objects.get(GRID_LAYER) or [])
     if picked_listing and picked_listing[0].get("id"):
         state[SELECTED] = str(picked_listing[0]["id"])
         return

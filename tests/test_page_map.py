@@ -433,3 +433,58 @@ def test_after_a_click_the_heading_names_the_nearest_city_and_the_city_box_stays
     assert f"km from {nearest['name']}" in heading or f"central {nearest['name']}" in heading, heading
     assert mc.place_of_point((cell["lat"], cell["lng"])) not in heading
     assert app.selectbox(key=mc.W_CITY).value == city  # the City box does not reset
+
+
+# -- many listings: clusters -----------------------------------------------------------------------------------
+
+
+def test_fifty_thousand_listings_are_counted_into_a_few_hundred_clusters() -> None:
+    from precon.models import Listing
+
+    statuses = ["Selling Now", "Pending", "Sold Out", None]
+    listings = [
+        Listing(
+            listingId=f"L{i:05d}",
+            sellingStatus=statuses[i % 4 if i % 7 else 0],
+            _geoloc={"lat": 43.2 + (i * 7919 % 1000) / 1000, "lng": -80.0 + (i * 104729 % 1000) / 700},
+        )
+        for i in range(50_000)
+    ]
+    zoom = mc.zoom_for_radius(43.7, 10_000)
+    rows = mc.cluster_rows([*listings, Listing(listingId="NOWHER")], 43.7, zoom)
+    assert 10 < len(rows) < 2_000
+    assert sum(row["count"] for row in rows) == 50_000
+    assert [row["count"] for row in rows] == sorted(row["count"] for row in rows)  # the biggest drawn last
+    assert all(row["label"] == f"{row['count']:,}" and row["radius"] > 0 for row in rows)
+    assert {tuple(row["colour"]) for row in rows} <= {tuple(c) for c in [*mc.STATUS_COLOURS.values(), mc.OTHER_COLOUR]}
+    assert len(json.dumps(rows)) < 400_000  # what goes to the browser stays small
+    assert mc.cluster_rows([Listing(listingId="NOWHER")], 43.7, zoom) == []
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_above_the_threshold_the_map_draws_clusters_and_below_it_the_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = open_page(PAGE, {"center": "43.65,-79.38", "radius": "10"})
+    spec = deck_spec(app)
+    on_map = len(layer(spec, mc.LISTINGS_LAYER)["data"])
+    assert on_map > 20 and mc.CLUSTERS_LAYER not in {item["id"] for item in spec["layers"]}
+    below_table = table_ids(app)
+
+    monkeypatch.setattr(mc, "CLUSTER_THRESHOLD", 20)
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    spec = deck_spec(app)
+    ids = {item["id"] for item in spec["layers"]}
+    assert mc.LISTINGS_LAYER not in ids and {mc.CLUSTERS_LAYER, mc.CLUSTER_LABELS_LAYER} <= ids
+    clusters = layer(spec, mc.CLUSTERS_LAYER)
+    assert clusters["@@type"] == "ScatterplotLayer" and clusters["pickable"] is True
+    assert layer(spec, mc.CLUSTER_LABELS_LAYER)["@@type"] == "TextLayer"
+    assert sum(row["count"] for row in clusters["data"]) == on_map > len(clusters["data"])
+    assert table_ids(app) == below_table == service_ids_within(TORONTO, 10)  # the table lists them as before
+    assert "so they are grouped" in page_text(app)
+
+    index = max(range(len(clusters["data"])), key=lambda i: clusters["data"][i]["count"])
+    row = clusters["data"][index]
+    pick(app, mc.CLUSTERS_LAYER, index)
+    assert not app.exception, [e.value for e in app.exception]
+    assert app.query_params["center"] == mc.format_centre((row["lat"], row["lng"]))
+    assert table_ids(app) == service_ids_within((row["lat"], row["lng"]), 10)

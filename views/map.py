@@ -133,12 +133,17 @@ def map_view() -> None:
         inside, inside_total = mc.listings_within(centre, radius_km, scope)
 
     # -- the legend, the map and the clicked listing's card ----------------------------------------------------
-    on_map = sum(1 for x in listings if x.geoloc is not None)
+    on_map = mc.on_map_count(listings)
     note = f"{on_map:,} of {matching:,} matching listings on the map"
     if matching > len(listings):
         note += f" (the first {len(listings):,}: narrow the filters to see the rest)"
     elif on_map < len(listings):
         note += f" ({len(listings) - on_map:,} have no position)"
+    if on_map > mc.CLUSTER_THRESHOLD:
+        note += (
+            f"; more than {mc.CLUSTER_THRESHOLD:,}, so they are grouped: each circle is the listings near it, "
+            "with their count, coloured by the commonest status (click one to centre there)"
+        )
     map_col, side_col = st.columns([3, 1])
     with map_col:
         key = mc.deck_key(
