@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 API_PORT ?= 8000
 
-.PHONY: run serve test lint bench bench-soak bench-dashboard lock install clean
+.PHONY: run serve test lint bench bench-soak bench-dashboard bench-map lock install clean
 
 install: $(STAMP)
 
@@ -48,6 +48,10 @@ bench-soak: $(STAMP)
 # How quickly the Search page answers in a real browser (needs Debian's chromium).
 bench-dashboard: $(STAMP)
 	$(BIN)/python bench/dashboard.py
+
+# How quickly the Map page answers in a real browser, on a 50,000-listing catalogue (LISTINGS=20000 for less).
+bench-map: $(STAMP)
+	$(BIN)/python bench/map.py $(if $(LISTINGS),--listings $(LISTINGS))
 
 # Re-pin after editing pyproject.toml's dependencies (no registry addresses are recorded).
 lock:
