@@ -55,22 +55,27 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start_dashboard(data_dir: Path, listings: int) -> tuple[subprocess.Popen[bytes], str]:
-    DataDirectory.open(ServiceSettings(dev=True, data_dir=data_dir, default_listings=listings)).close()
-    port = free_port()
+def start_dashboard(
+    data_dir: Path, listings: int | None = None, timeout_s: float = 60
+) -> tuple[subprocess.Popen[bytes], str]:
+    """The dashboard on the embedded service over ``data_dir``: a catalogue of ``listings`` made there first
+    (before any timing), or the one already in it when ``listings`` is None."""
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("PRECON_API")},
         "PRECON_SERVICE_DATA_DIR": str(data_dir),
-        "PRECON_SERVICE_DEFAULT_LISTINGS": str(listings),
         "PRECON_CACHE_URL": "memory:",
     }
+    if listings is not None:
+        DataDirectory.open(ServiceSettings(dev=True, data_dir=data_dir, default_listings=listings)).close()
+        env["PRECON_SERVICE_DEFAULT_LISTINGS"] = str(listings)
+    port = free_port()
     command = [
         sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
     ]  # fmt: skip
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
             if httpx.get(url + "/_stcore/health", timeout=2).status_code == 200:

@@ -21,7 +21,6 @@ first load p50 ≤ 3 s (with 50,000 listings).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
@@ -31,13 +30,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dashboard import CHROMIUM_ARGS, READY, WATCH, _timing_contexts, free_port, timed  # noqa: E402
+from dashboard import CHROMIUM_ARGS, READY, WATCH, _timing_contexts, start_dashboard, timed  # noqa: E402
 
 ANY_KEY = 'if (e.key === "Enter") mark();'
 assert ANY_KEY in WATCH
@@ -56,30 +54,6 @@ def generate(data_dir: Path, listings: int) -> float:
     command = [str(ROOT / ".venv" / "bin" / "precon"), "catalogue", "generate", "--listings", str(listings)]
     subprocess.run([*command, "--data", str(data_dir)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - started
-
-
-def start_dashboard(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("PRECON_API")},
-        "PRECON_SERVICE_DATA_DIR": str(data_dir),
-        "PRECON_CACHE_URL": "memory:",
-    }
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-        "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/_stcore/health", timeout=2).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit("streamlit did not start")
 
 
 def map_shown(page: Any, radius_km: int | None = None) -> None:
@@ -197,7 +171,7 @@ def main() -> None:
         if arguments.data is None:
             seconds = generate(data_dir, arguments.listings)
             print(f"catalogue of {arguments.listings:,} listings generated in {seconds:.0f} s")
-        process, url = start_dashboard(data_dir)
+        process, url = start_dashboard(data_dir, timeout_s=120)  # 50,000 listings take a while to open
         try:
             times = measure(url, arguments.runs, arguments.loads)
         finally:
