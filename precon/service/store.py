@@ -1015,10 +1015,12 @@ class SQLiteStore:
                 ordered = matched[np.lexsort((rank, -score[matched]))]
             elif query.order == "trending":
                 views = np.full(index.size, -np.inf)
-                for listing_id, view_rank in db.execute("SELECT listing_id, rank FROM listing_views"):
-                    position = index.position_of.get(listing_id)
-                    if position is not None:
-                        views[position] = view_rank
+                viewed = db.execute("SELECT listing_id, rank FROM listing_views").fetchall()
+                if viewed:
+                    positions = index.listing_ids.codes_of([row[0] for row in viewed])
+                    ranks = np.array([row[1] for row in viewed], dtype=np.float64)
+                    held = positions >= 0
+                    views[positions[held]] = ranks[held]
                 ordered = matched[np.lexsort((rank, -views[matched]))]
             elif distance is not None:
                 ordered = matched[np.lexsort((rank, distance[matched]))]
