@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import sqlite3
 import threading
@@ -50,6 +51,7 @@ from precon.service.schema import (
     IndexedAttribute,
 )
 from precon.service.search import TextQuery, TypoIndex, fold, searchable_text
+from precon.service.shared import GenerationSignal, SharedIndexes
 from precon.service.sql_filter import ListingFilterCompiler, as_number, canonical_path
 from precon.service.sqlite import Connections
 
@@ -57,6 +59,8 @@ log = logging.getLogger("precon.store")
 
 EARTH_RADIUS_M = 6_371_000.0
 MAX_FACET_VALUES = 100
+GENERATION_RECHECK_S = 1.0
+"""The longest a store trusts its last reading of the generation when nothing signalled a change."""
 TRENDING_HALF_LIFE_S = 24 * 3600.0
 """A view's weight in the trending rank halves every day."""
 TRENDING_DECAY_PER_S = math.log(2) / TRENDING_HALF_LIFE_S
@@ -416,7 +420,11 @@ class SQLiteStore:
     (``engine="sql"``); both give the same answers.
     """
 
-    def __init__(self, path: str | Path, engine: Literal["columns", "sql"] = "columns") -> None:
+    def __init__(
+        self, path: str | Path, engine: Literal["columns", "sql"] = "columns", shared_indexes: bool = False
+    ) -> None:
+        """``shared_indexes``: the in-memory indexes are files beside the catalogue, built by one process and mapped
+        by every process that serves it (see :class:`SharedIndexes`), instead of a copy built in each."""
         self.engine = engine
         self._column_index: ColumnIndex | None = None
         self._plan_index: PlanIndex | None = None
@@ -424,6 +432,11 @@ class SQLiteStore:
         self._fallback_masks: dict[tuple[int, str], Mask] = {}
         self._text_cache: OrderedDict[tuple[int, str], FloatArray] = OrderedDict()
         self.path = Path(path)
+        self._shared = SharedIndexes(self.path) if shared_indexes else None
+        self._signal = GenerationSignal(self.path)
+        self._known_generation: tuple[tuple[int, int] | None, int, float] | None = None
+        """(the signal file's stamp, the generation read, when): see :meth:`generation`."""
+        self._bumped = False
         self._connections = Connections(self.path, _prepare_connection)
         self._write_lock = self._connections.write_lock
         self._typo_cache: tuple[int, TypoIndex, TypoIndex] | None = None
@@ -490,12 +503,34 @@ class SQLiteStore:
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._connections.transaction() as db:
             yield db
+        if self._bumped:
+            self._bumped = False
+            self._known_generation = None
+            self._signal.touch(self._read_generation())
 
     def _bump_generation(self, db: sqlite3.Connection) -> None:
         db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+        self._bumped = True
+
+    def _read_generation(self) -> int:
+        return int(self._db().execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
 
     def generation(self) -> int:
-        return int(self._db().execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+        """The catalogue's generation, raised by every write. Read from SQLite only when a write may have happened
+        since the last read: one in this process, one in another (which replaced the signal file beside the
+        catalogue: a ``stat`` tells), or :data:`GENERATION_RECHECK_S` passed (a writer that is not a store)."""
+        stamp = self._signal.stamp()
+        known = self._known_generation
+        now = time.monotonic()
+        if known is not None and known[0] == stamp and now - known[2] < GENERATION_RECHECK_S:
+            return known[1]
+        generation = self._read_generation()
+        self._known_generation = (stamp, generation, now)
+        return generation
+
+    def _index_key(self, generation: int) -> str:
+        """Names an index of this file's generation (the inode: a catalogue replaced whole starts counting again)."""
+        return f"{os.stat(self.path).st_ino}-{generation}"
 
     # -- writing -------------------------------------------------------------------------------------------
 
@@ -933,9 +968,20 @@ class SQLiteStore:
             with self._index_lock:
                 index = self._column_index
                 if index is None or index.generation != generation:
-                    index = ColumnIndex(self._db(), generation)
+                    index = self._build_columns(generation)
                     self._column_index = index
                     self._fallback_masks.clear()
+        return index
+
+    def _build_columns(self, generation: int) -> ColumnIndex:
+        if self._shared is None:
+            return ColumnIndex(self._db(), generation)
+
+        def build() -> tuple[str, ColumnIndex]:
+            current = self.generation()
+            return self._index_key(current), ColumnIndex(self._db(), current)
+
+        index: ColumnIndex = self._shared.get("columns", lambda: self._index_key(self.generation()), build)
         return index
 
     def _plans(self, index: ColumnIndex) -> PlanIndex:
@@ -945,7 +991,13 @@ class SQLiteStore:
             with self._index_lock:
                 plans = self._plan_index
                 if plans is None or plans.generation != index.generation:
-                    plans = PlanIndex(self._db(), index.rowids, index.generation)
+                    if self._shared is None:
+                        plans = PlanIndex(self._db(), index.rowids, index.generation)
+                    else:
+                        key = self._index_key(index.generation)
+                        plans = self._shared.get(
+                            "plans", lambda: key, lambda: (key, PlanIndex(self._db(), index.rowids, index.generation))
+                        )
                     self._plan_index = plans
         return plans
 
