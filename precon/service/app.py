@@ -139,7 +139,8 @@ def create_app(
         policy = TargetPolicy(allow_http=settings.dev, allow_loopback=settings.dev)
         if settings.webhook_worker:
             schedule = RetrySchedule(tuple(settings.webhook_retry_schedule), settings.webhook_first_delay)
-            app.state.webhook_worker = DeliveryWorker(webhooks, policy, schedule)
+            exclusive = settings.delivery_lock_path if settings.workers > 1 else None
+            app.state.webhook_worker = DeliveryWorker(webhooks, policy, schedule, exclusive=exclusive)
         app.state.webhooks = webhooks
         app.state.webhook_policy = policy
         # After /media/{path:path}, as before: /media/<a>/webhooks stays a media path.

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import math
+import mmap
+import os
+import struct
 import threading
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass
+from pathlib import Path
 
 from fastapi import Request
 
@@ -59,6 +65,75 @@ class RateLimiter:
             self._buckets = dict(recent)
 
 
+class SharedRateLimiter:
+    """:class:`RateLimiter`'s buckets in a file every worker process maps, so that a caller's rate holds across
+    them all (not once per process). Each bucket is a slot of a fixed table, found by a hash of the caller and
+    taken under a lock of the file (``fcntl``) and of the process (threads); a caller whose bucket has refilled
+    is as good as absent, so its slot is taken by another when the table is crowded, and failing that the oldest
+    slot near the hash is. Time is the system's monotonic clock, the same in every process."""
+
+    SLOTS = 16384
+    PROBE = 16
+    SLOT = struct.Struct("<Qdd")
+    """The caller's hash (0: empty), its tokens, when they were counted."""
+
+    def __init__(self, rate: float, burst: int, path: Path) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._lock = threading.Lock()
+        self._file = path.open("a+b")
+        size = self.SLOTS * self.SLOT.size
+        fcntl.flock(self._file, fcntl.LOCK_EX)
+        try:
+            if os.fstat(self._file.fileno()).st_size < size:
+                os.ftruncate(self._file.fileno(), size)
+        finally:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+        self._map = mmap.mmap(self._file.fileno(), size)
+
+    @staticmethod
+    def _hash(caller: Hashable) -> int:
+        digest = hashlib.blake2b(repr(caller).encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "little") or 1
+
+    def retry_after(self, caller: Hashable) -> float:
+        """0 when the request may go ahead, else the seconds until it may."""
+        if self.rate <= 0:
+            return 0.0
+        wanted = self._hash(caller)
+        start = wanted % self.SLOTS
+        refill_s = self.burst / self.rate
+        burst = float(self.burst)
+        with self._lock:
+            fcntl.flock(self._file, fcntl.LOCK_EX)
+            try:
+                now = time.monotonic()
+                chosen, tokens, stamp = -1, burst, now
+                free, oldest, oldest_stamp = -1, start, math.inf
+                for step in range(self.PROBE):
+                    slot = (start + step) % self.SLOTS
+                    key, slot_tokens, slot_stamp = self.SLOT.unpack_from(self._map, slot * self.SLOT.size)
+                    if key == wanted:
+                        chosen, tokens, stamp = slot, slot_tokens, min(slot_stamp, now)
+                        break
+                    if free < 0 and (key == 0 or now - slot_stamp >= refill_s or slot_stamp > now):
+                        free = slot
+                    if slot_stamp < oldest_stamp:
+                        oldest, oldest_stamp = slot, slot_stamp
+                if chosen < 0:
+                    chosen = free if free >= 0 else oldest
+                tokens = min(burst, tokens + (now - stamp) * self.rate)
+                wait = 0.0
+                if tokens >= 1:
+                    tokens -= 1
+                else:
+                    wait = (1 - tokens) / self.rate
+                self.SLOT.pack_into(self._map, chosen * self.SLOT.size, wanted, tokens, now)
+                return wait
+            finally:
+                fcntl.flock(self._file, fcntl.LOCK_UN)
+
+
 def too_many(message: str, wait: float) -> ApiError:
     return ApiError(429, f"{message}; retry in {math.ceil(wait)} s", headers={"Retry-After": str(math.ceil(wait))})
 
@@ -92,8 +167,16 @@ class Service:
         self.live = live
         self.sandbox = sandbox
         self.accounts = accounts
-        self.limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
-        self.guessing = RateLimiter(settings.failed_auth_rate, settings.failed_auth_burst)
+        self.limiter: RateLimiter | SharedRateLimiter
+        self.guessing: RateLimiter | SharedRateLimiter
+        if settings.workers > 1:  # the limits hold across the worker processes, in files they share
+            self.limiter = SharedRateLimiter(settings.rate_limit, settings.rate_burst, settings.rate_limits_path)
+            self.guessing = SharedRateLimiter(
+                settings.failed_auth_rate, settings.failed_auth_burst, settings.guessing_limits_path
+            )
+        else:
+            self.limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
+            self.guessing = RateLimiter(settings.failed_auth_rate, settings.failed_auth_burst)
         """Requests without a valid key, per client address: keys cannot be guessed at speed."""
 
     @staticmethod

@@ -36,6 +36,9 @@ class ServiceSettings(BaseSettings):
     """Seconds between storing a delivery and its first attempt."""
     webhook_worker: bool = True
     """Whether this process sends deliveries (off for a process that only writes the catalogue)."""
+    workers: int = 1
+    """Processes serving the data directory together (``precon serve --workers``): with more than one, they map
+    one copy of the indexes, share the rate limits, and one of them at a time sends webhook deliveries."""
 
     @property
     def catalogue_path(self) -> Path:
@@ -52,3 +55,18 @@ class ServiceSettings(BaseSettings):
     @property
     def accounts_path(self) -> Path:
         return self.data_dir / "accounts.sqlite3"
+
+    @property
+    def rate_limits_path(self) -> Path:
+        """The keys' rate-limit buckets, shared by the worker processes."""
+        return self.data_dir / "rate-limits.keys"
+
+    @property
+    def guessing_limits_path(self) -> Path:
+        """The buckets of requests without a valid key, per address, shared by the worker processes."""
+        return self.data_dir / "rate-limits.addresses"
+
+    @property
+    def delivery_lock_path(self) -> Path:
+        """Held by the one worker process that sends webhook deliveries."""
+        return self.data_dir / "webhook-sender.lock"

@@ -10,6 +10,7 @@ lease runs out: delivery is at least once, and receivers deduplicate on ``webhoo
 from __future__ import annotations
 
 import base64
+import fcntl
 import logging
 import os
 import random
@@ -46,6 +47,8 @@ JITTER = 0.1
 """Each wait varies by up to ±10%, so retries of many deliveries do not arrive together."""
 SECRET_PREFIX = "whsec_"
 SENDERS = 4
+ELECTION_S = 1.0
+"""How often a worker process that does not send deliveries tries to become the one that does."""
 POLL_S = 0.5
 MAX_SUBSCRIPTIONS_PER_KEY = 100
 """The most webhook subscriptions one key may hold: one event fans out to at most this many deliveries a key."""
@@ -496,7 +499,35 @@ class DeliveryWorker:
     _wake: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
 
+    exclusive: Path | None = None
+    """A lock file: with one, this worker sends only while it holds the lock, so that of the processes serving one
+    data directory exactly one sends (and another takes over within :data:`ELECTION_S` when it stops)."""
+    _pool: httpcore.ConnectionPool | None = None
+    _election: threading.Thread | None = None
+
     def start(self) -> DeliveryWorker:
+        if self.exclusive is None:
+            return self._start_senders()
+        thread = threading.Thread(target=self._elect, args=(self.exclusive,), name="webhook-election", daemon=True)
+        thread.start()
+        self._election = thread
+        return self
+
+    def _elect(self, lock: Path) -> None:
+        with lock.open("a+b") as handle:
+            while not self._stop.is_set():
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    self._stop.wait(ELECTION_S)
+                    continue
+                log.info("this process sends webhook deliveries (pid %d)", os.getpid())
+                self._start_senders()
+                self._stop.wait()
+                for thread in self._threads:
+                    thread.join(timeout=DELIVERY_TIMEOUT_S + 5)
+
+    def _start_senders(self) -> DeliveryWorker:
         released = self.store.release_abandoned_claims()
         if released:
             log.warning("%d deliveries claimed by a process that died are due again", released)
@@ -515,9 +546,12 @@ class DeliveryWorker:
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
+        if self._election is not None:
+            self._election.join(timeout=DELIVERY_TIMEOUT_S + 10)
         for thread in self._threads:
             thread.join(timeout=DELIVERY_TIMEOUT_S + 5)
-        self._pool.close()
+        if self._pool is not None:
+            self._pool.close()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -545,6 +579,8 @@ class DeliveryWorker:
         error: str | None = None
         excerpt: str | None = None
         try:
+            if self._pool is None:
+                raise RuntimeError("the delivery worker is not started")
             response = self._pool.request(
                 "POST",
                 delivery.target_url,
