@@ -65,25 +65,75 @@ def main() -> None:
 @data_option
 @click.option("--dev", is_flag=True, help=f"Loopback only, with the development key {DEV_API_KEY!r}.")
 @click.option("--rate-limit", type=float, default=None, help="Requests a second per key (0: no limit).")
-def serve(host: str, port: int, data_dir: Path, dev: bool, rate_limit: float | None) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes serving requests (default: one per core); they share one copy of the indexes.",
+)
+def serve(host: str, port: int, data_dir: Path, dev: bool, rate_limit: float | None, workers: int | None) -> None:
     """Serve the listings API over the catalogue in the data directory (made on first use)."""
     import uvicorn
 
     from precon.service.protocol import JsonErrorsProtocol
-    from precon.service.runtime import DataDirectory
+    from precon.service.runtime import available_cores
 
     if dev and host not in ("127.0.0.1", "localhost", "::1"):
         raise click.UsageError("--dev binds loopback only: use --host 127.0.0.1")
-    overrides: dict[str, Any] = {"data_dir": data_dir, "dev": dev}
+    workers = workers or available_cores()
+    overrides: dict[str, Any] = {"data_dir": data_dir, "dev": dev, "workers": workers}
     if rate_limit is not None:
         overrides["rate_limit"] = rate_limit
     settings = ServiceSettings(**overrides)
-    _fewer_malloc_arenas()
     click.echo(f"Opening {data_dir} (the first run generates the default catalogue)…", err=True)
-    directory = DataDirectory.open(settings)
-    if dev:
+    if workers == 1:
+        from precon.service.runtime import DataDirectory, settle_heap
+
+        _fewer_malloc_arenas()
+        directory = DataDirectory.open(settings)
+        app = directory.app()
+        settle_heap()
+        if dev:
+            click.echo(f"Development key: {DEV_API_KEY}  product: {DEV_PRODUCT_ID}", err=True)
+        uvicorn.run(app, host=host, port=port, log_level="info", access_log=False, http=JsonErrorsProtocol)
+        return
+    _serve_workers(settings, host, port)
+
+
+def _serve_workers(settings: ServiceSettings, host: str, port: int) -> None:
+    """``serve`` with several worker processes: the data directory made ready (and its indexes written) once, in a
+    process of its own that ends before they start, so this supervising process stays small; then uvicorn's
+    supervisor starts the workers, each of which opens the directory from the settings in its environment."""
+    import subprocess
+
+    import uvicorn
+
+    from precon.service.protocol import JsonErrorsProtocol
+
+    os.environ.update(
+        {
+            "PRECON_SERVICE_DATA_DIR": str(settings.data_dir.resolve()),
+            "PRECON_SERVICE_DEV": "true" if settings.dev else "false",
+            "PRECON_SERVICE_RATE_LIMIT": repr(settings.rate_limit),
+            "PRECON_SERVICE_WORKERS": str(settings.workers),
+            "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2"),  # see _fewer_malloc_arenas
+        }
+    )
+    prepare = "from precon.service.runtime import prepare_workers; prepare_workers()"
+    if subprocess.run([sys.executable, "-c", prepare], check=False).returncode != 0:
+        raise click.ClickException(f"could not open the data directory {settings.data_dir}")
+    if settings.dev:
         click.echo(f"Development key: {DEV_API_KEY}  product: {DEV_PRODUCT_ID}", err=True)
-    uvicorn.run(directory.app(), host=host, port=port, log_level="info", access_log=False, http=JsonErrorsProtocol)
+    uvicorn.run(
+        "precon.service.runtime:worker_app",
+        factory=True,
+        workers=settings.workers,
+        host=host,
+        port=port,
+        log_level="info",
+        access_log=False,
+        http=JsonErrorsProtocol,
+    )
 
 
 def _fewer_malloc_arenas() -> None:
