@@ -125,8 +125,10 @@ SCALAR_NUMBERS = ("startPrice", "minBeds", "completionYear")
 JUNCTIONS = {"type": "listing_type", "amenities": "listing_amenities", "builders": "listing_builders"}
 PLAN_PRICES = "floorPlans.startPrice"
 FTS_COLUMNS = ", ".join(SEARCHABLE_LISTING_FIELDS)
+LAYOUT = 2
+"""The peer database's layout (its ``user_version``): a file of another layout is rebuilt."""
 
-JUNCTION_TABLE = "CREATE TABLE {}(listing INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL);"
+JUNCTION_TABLE = "CREATE TABLE {}(listing INTEGER NOT NULL, value INTEGER NOT NULL);"
 SCHEMA = f"""
 CREATE TABLE listings(
   id INTEGER PRIMARY KEY,
@@ -135,13 +137,15 @@ CREATE TABLE listings(
   province TEXT,
   featured INTEGER NOT NULL,
   updated_at TEXT NOT NULL,
-  {", ".join(f"{c} TEXT, {c}_key TEXT" for c in SCALAR_TEXT)},
+  {", ".join(f"{c} TEXT, {c}_id INTEGER" for c in SCALAR_TEXT)},
   {", ".join(f"{c} TEXT" for c in JUNCTIONS)},
   {", ".join(f"{c} REAL" for c in SCALAR_NUMBERS)},
   lat REAL,
   lng REAL
 );
 CREATE TABLE docs(id INTEGER PRIMARY KEY, doc TEXT NOT NULL);
+CREATE TABLE facet_values(
+  id INTEGER PRIMARY KEY, attr TEXT NOT NULL, key TEXT NOT NULL, label TEXT NOT NULL, UNIQUE(attr, key));
 {"".join(JUNCTION_TABLE.format(t) for t in JUNCTIONS.values())}
 CREATE TABLE listing_plan_prices(listing INTEGER NOT NULL, price REAL NOT NULL);
 CREATE VIRTUAL TABLE listings_fts USING fts5({FTS_COLUMNS}, tokenize='unicode61 remove_diacritics 2', prefix='2 3');
@@ -149,11 +153,11 @@ CREATE VIRTUAL TABLE listings_fts USING fts5({FTS_COLUMNS}, tokenize='unicode61 
 INDEXES = [
     "CREATE INDEX listings_in_order ON listings(featured DESC, updated_at DESC, listing_id)",
     "CREATE INDEX listings_by_province ON listings(province, featured DESC, updated_at DESC, listing_id)",
-    *(f"CREATE INDEX listings_by_{c} ON listings({c}_key)" for c in SCALAR_TEXT),
+    *(f"CREATE INDEX listings_by_{c} ON listings({c}_id)" for c in SCALAR_TEXT),
     *(f"CREATE INDEX listings_by_{c} ON listings({c})" for c in SCALAR_NUMBERS),
     "CREATE INDEX listings_by_position ON listings(lat, lng)",
-    *(f"CREATE INDEX {t}_lookup ON {t}(key, listing)" for t in JUNCTIONS.values()),
-    *(f"CREATE INDEX {t}_by_listing ON {t}(listing, key, value)" for t in JUNCTIONS.values()),
+    *(f"CREATE INDEX {t}_lookup ON {t}(value, listing)" for t in JUNCTIONS.values()),
+    *(f"CREATE INDEX {t}_by_listing ON {t}(listing, value)" for t in JUNCTIONS.values()),
     "CREATE INDEX listing_plan_prices_lookup ON listing_plan_prices(price, listing)",
     "CREATE INDEX listing_plan_prices_by_listing ON listing_plan_prices(listing, price)",
 ]
@@ -183,14 +187,25 @@ def build_peer_db(docs: Sequence[JsonDict], path: Path) -> None:
     try:
         db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
         rows, doc_rows, fts_rows, plan_rows = [], [], [], []
-        junction_rows: dict[str, list[tuple[int, str, str]]] = {t: [] for t in JUNCTIONS.values()}
+        junction_rows: dict[str, list[tuple[int, int]]] = {t: [] for t in JUNCTIONS.values()}
+        value_ids: dict[tuple[str, str], int] = {}
+        labels: list[tuple[int, str, str, str]] = []
+
+        def value_id(attr: str, value: str) -> int:
+            key = (attr, filters.fold_text(value))
+            found = value_ids.get(key)
+            if found is None:
+                found = value_ids[key] = len(value_ids) + 1
+                labels.append((found, attr, key[1], value))
+            return found
+
         for rowid, doc in enumerate(docs, start=1):
             lat, lng = _geo_point(doc)
-            scalar_text = []
+            scalar_text: list[Any] = []
             for column in SCALAR_TEXT:
                 value = doc.get(column)
                 value = value if isinstance(value, str) else None
-                scalar_text += [value, None if value is None else filters.fold_text(value)]
+                scalar_text += [value, None if value is None else value_id(column, value)]
             arrays = [orjson.dumps(_strings(doc.get(name))).decode() for name in JUNCTIONS]
             numbers = [as_number(doc.get(name)) for name in SCALAR_NUMBERS]
             rows.append(
@@ -211,8 +226,8 @@ def build_peer_db(docs: Sequence[JsonDict], path: Path) -> None:
             doc_rows.append((rowid, orjson.dumps(doc).decode()))
             fts_rows.append((rowid, *searchable_text(doc, SEARCHABLE_LISTING_FIELDS)))
             for name, table in JUNCTIONS.items():
-                values = {filters.fold_text(v): v for v in _strings(doc.get(name))}
-                junction_rows[table] += [(rowid, key, value) for key, value in values.items()]
+                ids = {value_id(name, v) for v in _strings(doc.get(name))}
+                junction_rows[table] += [(rowid, i) for i in sorted(ids)]
             plans = doc.get("floorPlans") if isinstance(doc.get("floorPlans"), list) else []
             prices = {as_number(p.get("startPrice")) for p in plans if isinstance(p, dict)} - {None}
             plan_rows += [(rowid, price) for price in prices]
@@ -222,17 +237,28 @@ def build_peer_db(docs: Sequence[JsonDict], path: Path) -> None:
         fts_marks = ", ".join("?" * (1 + len(SEARCHABLE_LISTING_FIELDS)))
         db.executemany(f"INSERT INTO listings_fts(rowid, {FTS_COLUMNS}) VALUES ({fts_marks})", fts_rows)
         for table, table_rows in junction_rows.items():
-            db.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)", table_rows)
+            db.executemany(f"INSERT INTO {table} VALUES (?, ?)", table_rows)
+        db.executemany("INSERT INTO facet_values VALUES (?, ?, ?, ?)", labels)
         db.executemany("INSERT INTO listing_plan_prices VALUES (?, ?)", plan_rows)
         for statement in INDEXES:
             db.execute(statement)
         db.execute("INSERT INTO listings_fts(listings_fts) VALUES ('optimize')")
         db.commit()
         db.execute("ANALYZE")
+        db.execute(f"PRAGMA user_version = {LAYOUT}")
         db.commit()
     finally:
         db.close()
     partial.replace(path)
+
+
+def layout(path: Path) -> int:
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        found: int = db.execute("PRAGMA user_version").fetchone()[0]
+        return found
+    finally:
+        db.close()
 
 
 # -- translating a request into Datasette SQL -----------------------------------------------------------------
@@ -270,11 +296,13 @@ class SqlBuilder:
         if isinstance(expr, Not):
             return f"NOT ({self.filter(expr.expr)})"
         if isinstance(expr, Match):
-            if expr.attr in SCALAR_TEXT:
-                return f"coalesce(l.{expr.attr}_key = {self.bind(filters.fold_text(expr.value))}, 0)"
-            if expr.attr in JUNCTIONS:
+            if expr.attr in SCALAR_TEXT or expr.attr in JUNCTIONS:
+                attr = self.bind(expr.attr)
                 key = self.bind(filters.fold_text(expr.value))
-                return f"l.id IN (SELECT listing FROM {JUNCTIONS[expr.attr]} WHERE key = {key})"
+                value = f"(SELECT id FROM facet_values WHERE attr = {attr} AND key = {key})"
+                if expr.attr in SCALAR_TEXT:
+                    return f"coalesce(l.{expr.attr}_id = {value}, 0)"
+                return f"l.id IN (SELECT listing FROM {JUNCTIONS[expr.attr]} WHERE value = {value})"
             number = as_number(expr.value.strip())
             if number is None:
                 return "0"
@@ -320,7 +348,10 @@ def _haversine_sql(lat: float, lng: float) -> str:
 
 def to_sql(request: BenchRequest) -> tuple[str, dict[str, str]]:
     """One read-only statement answering ``request`` as the service does: rows ``(part, k, n, doc)`` with
-    ``part`` ``total`` (``n`` the count), ``hit`` (a page document) or ``facet:<name>`` (``k`` a value)."""
+    ``part`` ``total`` (``n`` the count), ``hit`` (a page document) or ``facet:<name>`` (``k`` a value, ``n`` its
+    count). The count and the page are each written as one would for SQLite alone (the page in the default
+    order walks ``listings_in_order`` and stops after the page); the facets count over the matching ids,
+    materialized once, grouping integer value ids."""
     sql = SqlBuilder()
     params = request.params
     where: list[str] = []
@@ -331,8 +362,8 @@ def to_sql(request: BenchRequest) -> tuple[str, dict[str, str]]:
         if expr is not None:
             where.append(f"({sql.filter(expr)})")
     source = "listings l"
-    rank = "NULL"
-    outer = ""
+    rank = None
+    within = ""
     text = TextQuery.parse(params.get("search"))
     if text is not None:
         weights = ", ".join(_number(w) for w in SEARCHABLE_LISTING_WEIGHTS)
@@ -348,34 +379,54 @@ def to_sql(request: BenchRequest) -> tuple[str, dict[str, str]]:
             f"AND l.lng BETWEEN {_number(min_lng)} AND {_number(max_lng)}"
         )
         rank = _haversine_sql(lat, lng)
-        outer = f" WHERE rank <= {_number(radius)}"
-    inner = (
-        f"SELECT l.id, l.featured, l.updated_at, l.listing_id, {rank} AS rank FROM {source} "
-        f"WHERE {' AND '.join(where) or '1'}"
+        within = f"rank <= {_number(radius)}"
+    condition = " AND ".join(where) or "1"
+    ranked = (
+        f"SELECT l.id, l.listing_id, l.featured, l.updated_at, {rank or 'NULL'} AS rank FROM {source} WHERE {condition}"
     )
-    matched = f"SELECT * FROM ({inner}){outer}" if outer else inner
+    matched = f"SELECT * FROM ({ranked}) WHERE {within}" if within else ranked
+    order = f"rank, {TIE_BREAK}" if rank else TIE_BREAK
     offset = int(params.get("page", "0")) * PER_PAGE
+    facets = [name for name in params.get("facets", "").split(",") if name]
+    if facets:
+        count = "(SELECT count(*) FROM m)"
+    elif within:
+        count = f"(SELECT count(*) FROM ({matched}))"
+    else:
+        count = f"(SELECT count(*) FROM {source} WHERE {condition})"
+    page = (
+        f"SELECT id, listing_id, rank, featured, updated_at FROM ({matched}) "
+        f"ORDER BY {order} LIMIT {PER_PAGE} OFFSET {offset}"
+    )
+    if not rank and not within:
+        page = (
+            f"SELECT l.id, l.listing_id, NULL AS rank, l.featured, l.updated_at FROM {source} WHERE {condition} "
+            f"ORDER BY l.featured DESC, l.updated_at DESC, l.listing_id LIMIT {PER_PAGE} OFFSET {offset}"
+        )
     parts = [
-        "SELECT 'total' AS part, NULL AS k, (SELECT count(*) FROM m) AS n, NULL AS doc",
-        "SELECT * FROM (SELECT 'hit', p.listing_id, NULL, d.doc FROM (SELECT id, listing_id, rank, featured, "
-        f"updated_at FROM m ORDER BY rank, {TIE_BREAK} LIMIT {PER_PAGE} OFFSET {offset}) p "
-        f"JOIN docs d ON d.id = p.id ORDER BY p.rank, p.{TIE_BREAK.replace(', ', ', p.')})",
+        f"SELECT 'total' AS part, NULL AS k, {count} AS n, NULL AS doc",
+        f"SELECT * FROM (SELECT 'hit', p.listing_id, NULL, d.doc FROM ({page}) p JOIN docs d ON d.id = p.id "
+        f"ORDER BY {'p.rank, ' if rank else ''}p.featured DESC, p.updated_at DESC, p.listing_id)",
     ]
-    for name in params.get("facets", "").split(",") if "facets" in params else ():
+    for name in facets:
         if name in JUNCTIONS:
             counted = (
-                f"SELECT 'facet:{name}', min(t.value), count(*) AS n, NULL FROM m JOIN {JUNCTIONS[name]} t "
-                "ON t.listing = m.id GROUP BY t.key"
+                f"SELECT t.value, count(*) AS n FROM m JOIN {JUNCTIONS[name]} t ON t.listing = m.id GROUP BY t.value"
             )
         elif name in SCALAR_TEXT:
             counted = (
-                f"SELECT 'facet:{name}', min(l.{name}), count(*) AS n, NULL FROM m JOIN listings l ON l.id = m.id "
-                f"WHERE l.{name}_key IS NOT NULL GROUP BY l.{name}_key"
+                f"SELECT l.{name}_id AS value, count(*) AS n FROM m JOIN listings l ON l.id = m.id "
+                f"WHERE l.{name}_id IS NOT NULL GROUP BY l.{name}_id"
             )
         else:
             raise NotTranslated(f"no facet column for {name}")
-        parts.append(f"SELECT * FROM ({counted} ORDER BY n DESC, 2 LIMIT {MAX_FACET_VALUES})")
-    statement = f"WITH m AS MATERIALIZED ({matched}) " + " UNION ALL ".join(parts)
+        parts.append(
+            f"SELECT * FROM (SELECT 'facet:{name}', v.label, c.n, NULL FROM ({counted} ORDER BY n DESC "
+            f"LIMIT {MAX_FACET_VALUES}) c JOIN facet_values v ON v.id = c.value ORDER BY c.n DESC, v.label)"
+        )
+    statement = " UNION ALL ".join(parts)
+    if facets:
+        statement = f"WITH m AS MATERIALIZED (SELECT id FROM ({matched})) " + statement
     return statement, sql.params
 
 
@@ -615,7 +666,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     translated = [to_sql(r) for r in requests]
     db_path = OUT_DIR / f"peers-{args.listings}-{args.seed}.db"
     catalogue_path = ServiceSettings(data_dir=data_dir).catalogue_path
-    if not db_path.exists() or db_path.stat().st_mtime < catalogue_path.stat().st_mtime:
+    if not db_path.exists() or db_path.stat().st_mtime < catalogue_path.stat().st_mtime or layout(db_path) != LAYOUT:
         db_started = time.perf_counter()
         build_peer_db(docs, db_path)
         print(f"peer database {db_path} built in {time.perf_counter() - db_started:.1f} s")
