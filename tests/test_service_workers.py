@@ -4,6 +4,7 @@ them, and sending each webhook delivery once."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -53,6 +54,7 @@ class Served:
         )
 
 
+@contextlib.contextmanager
 def serve(tmp_path: Path, *options: str, workers: int = 2, **env: str) -> Iterator[Served]:
     port = free_port()
     data = tmp_path / "data"
@@ -71,7 +73,8 @@ def serve(tmp_path: Path, *options: str, workers: int = 2, **env: str) -> Iterat
         while True:
             assert process.poll() is None, log.read_text()
             try:
-                if httpx.get(served.url + "/healthz").status_code == 200 and len(served.workers()) == (workers if workers > 1 else 0):
+                healthy = httpx.get(served.url + "/healthz").status_code == 200
+                if healthy and len(served.workers()) == (workers if workers > 1 else 0):
                     break
             except httpx.TransportError:
                 pass
@@ -89,7 +92,8 @@ def serve(tmp_path: Path, *options: str, workers: int = 2, **env: str) -> Iterat
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    yield from serve(tmp_path)
+    with serve(tmp_path) as started:
+        yield started
 
 
 def test_two_workers_map_one_index_and_answer_every_request(served: Served) -> None:
@@ -143,7 +147,7 @@ def test_a_catalogue_change_is_seen_by_every_worker_which_swap_to_the_new_index(
 
 
 def test_the_rate_limit_holds_across_the_workers(tmp_path: Path) -> None:
-    for served in serve(tmp_path, "--rate-limit", "2", PRECON_SERVICE_RATE_BURST="10"):
+    with serve(tmp_path, "--rate-limit", "2", PRECON_SERVICE_RATE_BURST="10") as served:
         statuses: list[int] = []
         started = time.monotonic()
 
@@ -174,9 +178,9 @@ def test_one_delivery_per_event_with_two_workers(served: Served) -> None:
                 headers=HEADERS,
             )
             assert created.is_success, created.text
-            profile = http.get(
-                served.url + "/v1/all/search_profiles", params={"perPage": 1}, headers=HEADERS
-            ).json()["results"][0]
+            profile = http.get(served.url + "/v1/all/search_profiles", params={"perPage": 1}, headers=HEADERS).json()[
+                "results"
+            ][0]
             for _ in range(6):
                 fired = http.post(
                     served.url + "/v1/all/trigger_profile_webhook",
@@ -211,7 +215,7 @@ def _cmdline(pid: int) -> bytes:
 
 def test_one_worker_serves_in_process(tmp_path: Path) -> None:
     """``--workers 1`` is the single process as before: no index files, no worker children."""
-    for served in serve(tmp_path, workers=1):
+    with serve(tmp_path, workers=1) as served:
         assert served.workers() == []
         assert not (served.data / "catalogue.sqlite3.index").exists()
         with httpx.Client(timeout=30) as http:
