@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
+import zlib
 from typing import Any
 
 import orjson
@@ -18,7 +18,28 @@ MAX_ANSWER_BYTES = 24 * 1024 * 1024
 
 
 def _etag(body: bytes) -> str:
-    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+    """The body's CRC-32 and length: a validator of one URL's answers over time, at a tenth of a cryptographic
+    hash's cost (about 25 µs for a page of 20 whole listings)."""
+    return f'"{zlib.crc32(body):08x}-{len(body):x}"'
+
+
+class EncodedResults(list[bytes]):
+    """``results`` already encoded, one JSON value each (see :mod:`precon.service.splice`): :func:`encode` puts
+    them in place as they are."""
+
+
+RESULTS_FIRST = b'{"results":[]'
+
+
+def encode(payload: Any) -> bytes:
+    """``orjson.dumps(payload)``, where ``payload["results"]`` may be :class:`EncodedResults` (``results`` first)."""
+    results = payload.get("results") if isinstance(payload, dict) else None
+    if not isinstance(results, EncodedResults):
+        return orjson.dumps(payload)
+    rest = orjson.dumps({**payload, "results": []})
+    if not rest.startswith(RESULTS_FIRST):
+        raise ValueError("encoded results must come first")
+    return b'{"results":[' + b",".join(results) + b"]" + rest[len(RESULTS_FIRST) :]
 
 
 def _etag_matches(header: str | None, etag: str) -> bool:
@@ -30,7 +51,7 @@ def _etag_matches(header: str | None, etag: str) -> bool:
 
 def answer(request: Request, payload: Any, cache_control: str = CACHE_CONTROL) -> Response:
     """A JSON answer with an ``ETag``; a matching ``If-None-Match`` gets 304 and no body."""
-    body = orjson.dumps(payload)
+    body = encode(payload)
     if len(body) > MAX_ANSWER_BYTES:
         raise ApiError(
             400,
