@@ -107,6 +107,27 @@ def expand_references(
                 ]
 
 
+def project_listing(
+    record: dict[str, Any], media: MediaLinks, lite: bool = False, retrieve: frozenset[str] | None = None
+) -> dict[str, Any]:
+    """A stored listing as answered: the version's and the requested fields, ``objectID`` after ``listingId``
+    (first where there is none), media paths as URLs on the serving host."""
+    out: dict[str, Any] = {}
+    listing_id = record.get("listingId")
+    for key, value in record.items():
+        if (lite and key not in LITE_FIELDS) or (retrieve is not None and key not in retrieve):
+            if key == "listingId":
+                out["objectID"] = listing_id
+            continue
+        out[key] = value
+        if key == "listingId":
+            out["objectID"] = listing_id
+    if "objectID" not in out:
+        out = {"objectID": listing_id, **out}
+    media.listing(out)
+    return out
+
+
 class ListingShaper:
     """Shapes the listings of one answer: the version's fields, the requested attributes and references."""
 
@@ -141,21 +162,14 @@ class ListingShaper:
         self.retrieve = frozenset(retrieve) if retrieve else None
         self.references = reference_fields(references, LISTING_REFERENCE_FIELDS)
 
+    @property
+    def whole(self) -> bool:
+        """Whether listings are answered whole: every field (not ``v1-lite``, no ``retrieveAttributes``) and no
+        references expanded, so that an answer can be made of the stored bytes (see :mod:`precon.service.splice`)."""
+        return not self.lite and self.retrieve is None and not self.references
+
     def _project(self, record: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        listing_id = record.get("listingId")
-        for key, value in record.items():
-            if (self.lite and key not in LITE_FIELDS) or (self.retrieve is not None and key not in self.retrieve):
-                if key == "listingId":
-                    out["objectID"] = listing_id
-                continue
-            out[key] = value
-            if key == "listingId":
-                out["objectID"] = listing_id
-        if "objectID" not in out:
-            out = {"objectID": listing_id, **out}
-        self.media.listing(out)
-        return out
+        return project_listing(record, self.media, self.lite, self.retrieve)
 
     def shape(
         self,

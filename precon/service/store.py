@@ -111,6 +111,9 @@ class ListingQuery:
     offset: int = 0
     limit: int = 20
     order: Literal["relevance", "trending"] = "relevance"
+    raw: bool = False
+    """The page's stored documents as they are stored (:attr:`SearchHits.blobs`), not decoded, where the engine
+    can: for answers made of the stored bytes (see :mod:`precon.service.splice`)."""
 
 
 @dataclass
@@ -123,6 +126,11 @@ class SearchHits:
     facets: dict[str, list[tuple[str, int]]]
     text: TextQuery | None
     """The text query that matched, typo variants included: what the highlighter marks."""
+    blobs: list[tuple[int, bytes]] | None = None
+    """With :attr:`ListingQuery.raw`, where the engine gives them: the page's (rowid, stored JSON) in place of
+    ``documents``, which is then empty."""
+    source: str = ""
+    """Names the catalogue file and generation the blobs come from: a rowid names one document within it."""
 
 
 @dataclass(frozen=True)
@@ -1082,8 +1090,12 @@ class SQLiteStore:
             page_rowids = [int(r) for r in index.rowids[page]]
             marks = ", ".join("?" * len(page_rowids))
             blobs = dict(db.execute(f"SELECT id, doc FROM listing_docs WHERE id IN ({marks})", page_rowids).fetchall())
-            documents = [decode_document(blobs[r]) for r in page_rowids]
             scores = [None if score is None else float(score[p]) for p in page]
+            if query.raw:
+                source = f"{self.path}:{index.generation}"
+                raw = [(r, blobs[r]) for r in page_rowids]
+                return SearchHits(total, documents, scores, facets, text, blobs=raw, source=source)
+            documents = [decode_document(blobs[r]) for r in page_rowids]
         return SearchHits(total, documents, scores, facets, text)
 
     # The SQL engine: the same answers from SQLite alone, slower on broad queries; kept as the cross-check.

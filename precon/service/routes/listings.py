@@ -12,7 +12,7 @@ from precon.service import similar, wire
 from precon.service.calls import Call
 from precon.service.errors import bad_request, not_found
 from precon.service.params import MAX_IDS
-from precon.service.responses import answer, envelope, facets_payload
+from precon.service.responses import EncodedResults, answer, envelope, facets_payload
 from precon.service.routes.common import NOT_FOUND, ServiceDep, operation
 from precon.service.routes.parameters import (
     Facets,
@@ -36,6 +36,7 @@ from precon.service.routes.parameters import (
 )
 from precon.service.schema import SEARCHABLE_LISTING_FIELDS
 from precon.service.scope import listing_facets, listing_filter, listing_shaper, listing_text
+from precon.service.splice import SPLICER
 from precon.service.store import ListingQuery, SearchHits
 from precon.service.units import add_matched_floor_plans, unit_filter
 
@@ -55,6 +56,7 @@ def listing_search(call: Call, *, order: str = "relevance", highlight: bool = Fa
     shaper = listing_shaper(call)
     facets = listing_facets(call, p.names("facets")) if order == "relevance" else ()
     units = unit_filter(p, call.version)
+    whole = shaper.whole and not highlight and units is None
     hits: SearchHits = call.store.search_listings(
         ListingQuery(
             province=call.province,
@@ -66,8 +68,16 @@ def listing_search(call: Call, *, order: str = "relevance", highlight: bool = Fa
             offset=page * per_page,
             limit=per_page,
             order="trending" if order == "trending" else "relevance",
+            raw=whole,
         )
     )
+    if hits.blobs is not None:  # answered as stored, without decoding
+        scores = hits.scores if text is not None else None
+        encoded = EncodedResults(SPLICER.listings(hits.source, hits.blobs, scores, call.media))
+        body = envelope(encoded, hits.total, page, per_page)
+        if p.text("facets") is not None:
+            body["facets"] = facets_payload(hits.facets)
+        return body
     results = shaper.shape(
         hits.documents,
         hits.scores if text is not None else None,
