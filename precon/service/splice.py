@@ -12,6 +12,8 @@ carries ``_score`` of its own, ...) is answered the long way, always.
 from __future__ import annotations
 
 import threading
+from array import array
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,17 +25,17 @@ from precon.service.store import decode_document
 LISTING_ID_KEY = b'"listingId":'
 MEDIA_STRING = b'"/media/'
 PROBE_BASE = "http://splice.invalid:1"
-MAX_PLANS = 200_000
-"""Plans kept per process (a few dozen bytes each); past this, they are forgotten and made again."""
+MAX_PLANS = 1_000_000
+"""Plans kept per catalogue generation (about 200 bytes each); documents past this are answered the long way."""
 
 
 @dataclass(frozen=True)
 class Plan:
-    object_id_at: int
-    """Where ``,"objectID":<id>`` goes: after the value of ``listingId``."""
+    cuts: array[int]
+    """Offsets of the stored bytes where something goes, in order: the host after the opening quote of each media
+    path, and ``,"objectID":<id>`` after the value of ``listingId`` (the cut numbered :attr:`object_cut`)."""
+    object_cut: int
     object_id: bytes
-    media: tuple[int, ...]
-    """Offsets of the opening quote of each media path: the host goes after it."""
 
 
 def _host(base_url: str) -> bytes:
@@ -42,12 +44,11 @@ def _host(base_url: str) -> bytes:
 
 
 def splice(blob: bytes, plan: Plan, host: bytes) -> bytes:
-    cuts = sorted([(plan.object_id_at, plan.object_id), *((at + 1, host) for at in plan.media)])
     parts: list[bytes] = []
     previous = 0
-    for at, piece in cuts:
+    for number, at in enumerate(plan.cuts):
         parts.append(blob[previous:at])
-        parts.append(piece)
+        parts.append(plan.object_id if number == plan.object_cut else host)
         previous = at
     parts.append(blob[previous:])
     return b"".join(parts)
@@ -62,12 +63,14 @@ def make_plan(blob: bytes) -> Plan | None:
     end = blob.find(b'"', start + 1)
     if blob[start : start + 1] != b'"' or end < 0 or b"\\" in blob[start:end]:
         return None
-    media = []
+    cuts = []
     at = blob.find(MEDIA_STRING)
     while at >= 0:
-        media.append(at)
+        cuts.append(at + 1)
         at = blob.find(MEDIA_STRING, at + 1)
-    plan = Plan(end + 1, b',"objectID":' + blob[start : end + 1], tuple(media))
+    object_cut = bisect_left(cuts, end + 1)
+    cuts.insert(object_cut, end + 1)
+    plan = Plan(array("I", cuts), object_cut, b',"objectID":' + blob[start : end + 1])
     record = decode_document(blob)
     if "_score" in record:
         return None
@@ -78,22 +81,21 @@ def make_plan(blob: bytes) -> Plan | None:
 class Splicer:
     """Whole listings as answer bytes, by their plans (made once per document and catalogue generation)."""
 
+    SOURCES = 4
+    """Catalogue generations whose plans are kept (the one being answered, and a few before it)."""
+
     def __init__(self) -> None:
-        self._plans: dict[tuple[str, int], Plan | None] = {}
+        self._plans: dict[str, dict[int, Plan | None]] = {}
         self._lock = threading.Lock()
 
-    def plan(self, source: str, rowid: int, blob: bytes) -> Plan | None:
-        key = (source, rowid)
-        try:
-            return self._plans[key]
-        except KeyError:
-            pass
-        plan = make_plan(blob)
-        with self._lock:
-            if len(self._plans) >= MAX_PLANS:
-                self._plans.clear()
-            self._plans[key] = plan
-        return plan
+    def _of(self, source: str) -> dict[int, Plan | None]:
+        plans = self._plans.get(source)
+        if plans is None:
+            with self._lock:
+                plans = self._plans.setdefault(source, {})
+                while len(self._plans) > self.SOURCES:
+                    del self._plans[next(iter(self._plans))]
+        return plans
 
     def listings(
         self,
@@ -104,9 +106,15 @@ class Splicer:
     ) -> list[bytes]:
         """Each listing as the bytes of its answer, ``_score`` last when given (as the shaper adds it)."""
         host = _host(media.base_url)
+        plans = self._of(source)
         answered: list[bytes] = []
         for position, (rowid, blob) in enumerate(blobs):
-            plan = self.plan(source, rowid, blob)
+            try:
+                plan = plans[rowid]
+            except KeyError:
+                plan = make_plan(blob)
+                if len(plans) < MAX_PLANS:
+                    plans[rowid] = plan
             score = None if scores is None else scores[position]
             if plan is None:
                 shaped = project_listing(decode_document(blob), media)
