@@ -6,23 +6,27 @@ What it measures, in one run:
    <seed>`` and reused when there, as ``bench/service.py --reuse`` does), read back from its ``listing_docs``.
 2. The same listings as an SQLite database laid out for Datasette the way one would for these questions
    (``bench/out/peers-<listings>-<seed>.db``): a flat ``listings`` table of the attributes the mix filters,
-   sorts and facets on (text values also folded, as the service compares them, in ``*_key`` columns; array
-   attributes as JSON arrays) with an index on each; junction tables ``listing_type``, ``listing_amenities``,
-   ``listing_builders`` and ``listing_plan_prices`` (``floorPlans.startPrice``) indexed both ways for filters
-   and fair facet counts; ``lat``/``lng`` with an index for the bounding box; an FTS5 table over the
+   sorts and facets on (array attributes as JSON arrays) with an index on each; text values as integer ids
+   into ``facet_values`` (the value folded as the service compares it, and a label), in ``*_id`` columns and
+   in junction tables ``listing_type``, ``listing_amenities`` and ``listing_builders``, with
+   ``listing_plan_prices`` (``floorPlans.startPrice``), each indexed both ways for filters and fair facet
+   counts; ``lat``/``lng`` with an index for the bounding box; an FTS5 table over the
    service's searchable fields (``SEARCHABLE_LISTING_FIELDS``, the same text, tokenizer and prefix indexes);
    the listing documents in ``docs`` for the page.
-3. ``precon serve --rate-limit 0`` and ``datasette serve -i`` on that database, side by side, answering the mix
+3. ``precon serve --rate-limit 0`` (its default number of worker processes, or ``--workers N`` passed through
+   when it offers that option) and ``datasette serve -i`` on that database (one process, its default three
+   SQL threads, a page cache that holds the database), side by side, answering the mix
    that ``bench/service.py`` builds (its ``build_mix``, same seed: text, facets, filters, geo). Each request
    is one HTTP call on each side: ours is ``search_listings``; Datasette's is one read-only SQL statement
    through its JSON API (``/peers.json?sql=…&_shape=array``, values as named parameters) that returns the
    total (``count(*)``), the page of 20 documents in the service's order (bm25 with the service's field
    weights for text, haversine distance for geo, featured/updatedAt/listingId otherwise) and, for the facets
-   class, the top 100 values of each of the six facets. The matching set is a materialized CTE, so it is
-   computed once per request. ``filterQuery`` is translated from the parsed expression (``precon.filters``)
-   to SQL over the columns and junction tables; ``nearby``/``radius`` to a bounding box on the lat/lng index
-   plus the haversine formula in SQL; ``search`` to the FTS5 expression the service itself builds
-   (every word, the last as a prefix).
+   class, the top 100 values of each of the six facets (grouped over the matching ids, materialized once in a
+   CTE). The count and the page are written as one would for SQLite alone (the page in the default order walks
+   the order index and stops once the page is full). ``filterQuery`` is translated from the parsed expression
+   (``precon.filters``) to SQL over the columns and junction tables; ``nearby``/``radius`` to a bounding box
+   on the lat/lng index plus the haversine formula in SQL; ``search`` to the FTS5 expression the service
+   itself builds (every word, the last as a prefix).
 4. Interleaved, so machine noise hits both: per concurrency (1 and 16) and per class, the class's requests
    run in short rounds, ours then Datasette's, then Datasette's then ours, and so on; a side's throughput in
    a class is its requests over the sum of its rounds' wall times. The ratio (ours / Datasette) is the
@@ -41,6 +45,7 @@ Run (from the project root)::
     make bench-peers                                     # 50,000 listings
     make bench-peers LISTINGS=5000                       # a quick run
     .venv/bin/python bench/peers.py --listings 5000 --requests 200
+    .venv/bin/python bench/peers.py --workers 1          # ours in one process, as Datasette is
 
 Figures go to stdout and, as JSON, to ``bench/out/peers-<listings>.json``.
 """
@@ -93,7 +98,9 @@ from service import (
     create_key,
     free_port,
     percentiles,
+    process_tree,
     read_listings,
+    serve_offers_workers,
 )
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -641,6 +648,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=DEFAULT_REQUESTS, help="Requests in the mix (each side)")
     parser.add_argument("--data", type=Path, default=None, help="Default: bench/out/data-<listings>-<seed>")
     parser.add_argument("--fresh", action="store_true", help="Generate the catalogue even when one is there")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="Passed to precon serve when it offers --workers; else ignored"
+    )
     return parser.parse_args(argv)
 
 
@@ -650,6 +660,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     print(f"Peer baseline: ours against Datasette {DATASETTE_VERSION}, {args.listings:,} listings, seed {args.seed}")
     ensure_datasette()
+    workers = None
+    if args.workers is not None:
+        if serve_offers_workers():
+            workers = args.workers
+        else:
+            print(f"note: the installed precon serve has no --workers; --workers {args.workers} is left out")
 
     reuse = not args.fresh and ServiceSettings(data_dir=data_dir).catalogue_path.exists()
     build_s = build_catalogue(args.listings, args.seed, data_dir, reuse)
@@ -679,7 +695,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     key = create_key(data_dir)
     try:
-        ours = Service.start(data_dir, OUT_DIR / f"peers-service-{args.listings}.log")
+        ours = Service.start(data_dir, OUT_DIR / f"peers-service-{args.listings}.log", workers)
     except ServiceFailed as error:
         print(f"FAILED: {error}", file=sys.stderr)
         return 2
@@ -692,7 +708,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, dict[str, JsonDict]] = {}
     try:
         version = peer.version()
-        print(f"ours at {ours.base_url} (healthy after {ours.started_s:.1f} s); datasette {version} at {peer.base_url}")
+        processes = len(process_tree(ours.process.pid))
+        print(
+            f"ours at {ours.base_url} ({processes} processes, healthy after {ours.started_s:.1f} s); "
+            f"datasette {version} at {peer.base_url}"
+        )
         sides = Sides(ours.base_url, key, peer.base_url, db_path.stem)
         failed = [
             answer
@@ -725,6 +745,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "warmup_requests": WARMUP_REQUESTS,
         "per_page": PER_PAGE,
         "cpus": os.cpu_count(),
+        "workers": workers,
         "datasette": {
             "version": version,
             "num_sql_threads": SQL_THREADS,
@@ -736,7 +757,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "results": results,
         "targets": checked,
     }
-    out = OUT_DIR / f"peers-{args.listings}.json"
+    out = OUT_DIR / f"peers-{args.listings}{'' if workers is None else f'-w{workers}'}.json"
     out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
     print(f"figures written to {out}")
     return 0
