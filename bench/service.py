@@ -38,7 +38,8 @@ Run (from the project root)::
     .venv/bin/python bench/service.py --listings 500000    # the scale point (no baseline; generation takes minutes)
     .venv/bin/python bench/service.py --workers 2          # when ``precon serve`` offers --workers
 
-Figures go to stdout and, as JSON, to ``bench/out/service-<listings>.json``.
+Figures go to stdout and, as JSON, to ``bench/out/service-<listings>.json`` (``service-<listings>-w<N>.json``
+with ``--workers N``).
 """
 
 from __future__ import annotations
@@ -960,7 +961,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "targets": checked,
         "failures": failures,
     }
-    out = OUT_DIR / f"service-{args.listings}.json"
+    out = OUT_DIR / f"service-{args.listings}{'' if workers is None else f'-w{workers}'}.json"
     out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
     print(f"figures written to {out}")
     return 1 if failures else 0
