@@ -115,8 +115,11 @@ class SharedIndexes:
         """``key()`` names the index wanted now; ``build()`` builds the current one and names it."""
         wanted = self._directory(kind, key())
         if wanted.is_dir():
-            loaded: T = load_index(wanted)
-            return loaded
+            try:
+                loaded: T = load_index(wanted)
+                return loaded
+            except (OSError, EOFError, pickle.UnpicklingError):
+                pass  # removed meanwhile, a newer one built: under the lock, nothing is removed
         self.root.mkdir(parents=True, exist_ok=True)
         with file_lock(self.root / f"{kind}.lock"):
             wanted = self._directory(kind, key())  # what is current once the lock is ours
