@@ -1,0 +1,105 @@
+"""What the worker processes share, in one process: indexes written once and mapped, the generation signal, the
+rate-limit buckets in a file."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from precon.service import catalogue
+from precon.service.calls import SharedRateLimiter
+from precon.service.runtime import load
+from precon.service.search import TextQuery
+from precon.service.shared import SharedIndexes
+from precon.service.store import ListingQuery, SQLiteStore
+
+
+def test_an_index_is_built_once_and_mapped_read_only(tmp_path: Path) -> None:
+    shared = SharedIndexes(tmp_path / "catalogue.sqlite3")
+    builds: list[str] = []
+
+    def build(key: str) -> tuple[str, dict[str, object]]:
+        builds.append(key)
+        return key, {"numbers": np.arange(10, dtype=np.int64), "names": ["a", "b"]}
+
+    first = shared.get("columns", lambda: "1-5", lambda: build("1-5"))
+    again = shared.get("columns", lambda: "1-5", lambda: build("1-5"))
+    assert builds == ["1-5"]
+    numbers = again["numbers"]
+    assert isinstance(numbers, np.ndarray) and not numbers.flags.writeable
+    assert isinstance(numbers.base, np.memmap) or numbers.base is not None
+    assert list(numbers) == list(range(10)) and again["names"] == ["a", "b"] == first["names"]
+    newer = shared.get("columns", lambda: "1-6", lambda: build("1-6"))
+    assert builds == ["1-5", "1-6"] and list(newer["numbers"]) == list(range(10))
+    assert [p.name for p in shared.root.iterdir() if p.is_dir()] == ["columns-1-6"]
+
+
+def test_concurrent_readers_wait_for_one_build(tmp_path: Path) -> None:
+    shared = SharedIndexes(tmp_path / "catalogue.sqlite3")
+    builds: list[int] = []
+
+    def build() -> tuple[str, list[int]]:
+        builds.append(1)
+        return "k", [1, 2, 3]
+
+    results: list[object] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(shared.get("plans", lambda: "k", build))) for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [[1, 2, 3]] * 4
+    assert builds == [1]  # the others found it written once the lock was theirs (flock is per open file)
+
+
+def test_a_write_through_another_store_is_seen_at_once_and_answers_stay_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "catalogue.sqlite3"
+    built = catalogue.generate(60, 2)
+    plain = SQLiteStore(path)
+    load(plain, built.listings, built.profiles)
+    shared = SQLiteStore(path, shared_indexes=True)
+    other = SQLiteStore(path)
+    try:
+        queries = [
+            ListingQuery(limit=100, facets=("type", "builders", "cityOrDistrict", "startPrice")),
+            ListingQuery(limit=10, text=TextQuery.parse("condo"), order="relevance"),
+            ListingQuery(limit=10, order="trending"),
+        ]
+        for query in queries:
+            assert shared.search_listings(query) == plain.search_listings(query)
+        generation = shared.generation()
+        other.upsert_listings([{**built.listings[0], "listingId": "ZZZZZ1", "path": "Listings/ZZZZZ1"}])
+        assert shared.generation() == generation + 1
+        found = shared.search_listings(ListingQuery(limit=100_000))
+        assert "ZZZZZ1" in {d["listingId"] for d in found.documents}
+        for query in queries:
+            assert shared.search_listings(query) == plain.search_listings(query)
+        assert len([p for p in shared._shared.root.iterdir() if p.name.startswith("columns-")]) == 1  # type: ignore[union-attr]
+    finally:
+        for store in (plain, shared, other):
+            store.close()
+
+
+def test_the_generation_is_not_read_from_sqlite_while_nothing_changed(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "catalogue.sqlite3")
+    try:
+        store.generation()
+        statements: list[str] = []
+        store._db().set_trace_callback(statements.append)
+        for _ in range(20):
+            store.generation()
+        assert statements == []
+    finally:
+        store.close()
+
+
+def test_two_limiters_over_one_file_share_the_buckets(tmp_path: Path) -> None:
+    first = SharedRateLimiter(1.0, 5, tmp_path / "limits")
+    second = SharedRateLimiter(1.0, 5, tmp_path / "limits")
+    waits = [limiter.retry_after(42) for limiter in (first, second) * 5]
+    assert waits[:5] == [0.0] * 5 and all(wait > 0 for wait in waits[5:])
+    assert first.retry_after("another caller") == 0.0
