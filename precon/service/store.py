@@ -28,7 +28,7 @@ import orjson
 from precon import filters
 from precon.filters import Expr, fold_text
 from precon.models import PROVINCES
-from precon.service.columns import ColumnIndex, FloatArray, Mask, format_number
+from precon.service.columns import ColumnIndex, FloatArray, IntArray, Mask, format_number
 from precon.service.derived import complete_listing
 from precon.service.plans import (
     PLAN_SCHEMA,
@@ -1071,8 +1071,9 @@ class SQLiteStore:
         if query.limit > 0 and query.offset < total:
             matched = np.flatnonzero(mask)
             rank = index.order_rank[matched]
+            wanted = query.offset + query.limit
             if score is not None:
-                ordered = matched[np.lexsort((rank, -score[matched]))]
+                ordered = _first_in_order(matched, -score[matched], rank, wanted)
             elif query.order == "trending":
                 views = np.full(index.size, -np.inf)
                 viewed = db.execute("SELECT listing_id, rank FROM listing_views").fetchall()
@@ -1081,9 +1082,9 @@ class SQLiteStore:
                     ranks = np.array([row[1] for row in viewed], dtype=np.float64)
                     held = positions >= 0
                     views[positions[held]] = ranks[held]
-                ordered = matched[np.lexsort((rank, -views[matched]))]
+                ordered = _first_in_order(matched, -views[matched], rank, wanted)
             elif distance is not None:
-                ordered = matched[np.lexsort((rank, distance[matched]))]
+                ordered = _first_in_order(matched, distance[matched], rank, wanted)
             else:
                 ordered = index.in_default_order(mask)
             page = ordered[query.offset : query.offset + query.limit]
@@ -1366,6 +1367,19 @@ class SQLiteStore:
             "listings": db.execute("SELECT count(*) FROM listings").fetchone()[0],
             "profiles": db.execute("SELECT count(*) FROM profiles").fetchone()[0],
         }
+
+
+def _first_in_order(matched: IntArray, primary: FloatArray, rank: IntArray, count: int) -> IntArray:
+    """``matched`` ordered by ``primary``, ties by ``rank`` (distinct), as far as its first ``count`` at least: what
+    a whole sort gives for those, at the cost of a partition and a sort of the few that can be among them (a whole
+    sort of 50,000 costs more than the rest of a search)."""
+    if count < len(matched):
+        threshold = np.partition(primary, count - 1)[count - 1]
+        if not np.isnan(threshold):
+            kept = primary <= threshold
+            matched, primary, rank = matched[kept], primary[kept], rank[kept]
+    ordered: IntArray = matched[np.lexsort((rank, primary))]
+    return ordered
 
 
 def _distance_sql(circle: GeoCircle) -> tuple[str, list[float]]:
