@@ -29,7 +29,7 @@ MAX_PLANS = 1_000_000
 """Plans kept per catalogue generation (about 200 bytes each); documents past this are answered the long way."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Plan:
     cuts: array[int]
     """Offsets of the stored bytes where something goes, in order: the host after the opening quote of each media
