@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlparse
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from precon.filter_state import PARAMS, FilterState
@@ -286,6 +287,98 @@ def test_manage_a_webhook_from_creation_to_deletion(dashboard: Dashboard, page: 
         screenshot(page, "journey-webhooks-deleted")
     finally:
         receiver.stop()
+
+
+def choose_first_option(page: Any, select: Any) -> None:
+    """Opens a select box and picks its first option, again if a rerun (the log refreshes itself) closed it."""
+    for _ in range(3):
+        select.click()
+        try:
+            page.get_by_role("option").first.click(timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    raise AssertionError("the select box showed no option")
+
+
+def test_send_a_pending_delivery_now_then_replay_it(dashboard: Dashboard, page: Any) -> None:
+    """A receiver that fails twice leaves its delivery pending (the next retry minutes away); once it is fixed,
+    Send now delivers at once, and Replay sends the same delivery (the same webhook-id) again."""
+    from precon.client import Client
+    from tests.test_webhooks import Receiver
+
+    receiver = Receiver(status=500).start()
+    try:
+        page.goto(f"{dashboard.url}/webhooks")
+        settle(page, "Subscriptions", "Reachable")
+        service_url = page.get_by_text(re.compile(r"^http://127\.0\.0\.1:\d+$")).first.inner_text().strip()
+        page.get_by_role("textbox", name="Target URL").fill(receiver.url)
+        page.get_by_role("button", name=re.compile("Create subscription")).click()
+        settle(page, "Subscribed")
+        with Client(service_url, "precon-dev-key", cache=False) as client:
+            [subscription] = [s for s in client.list_webhooks() if s.targetUrl == receiver.url]
+        choose_first_option(page, page.locator('[data-testid="stSelectbox"]').filter(has_text="Profile").last)
+        page.get_by_role("button", name=re.compile("Trigger profile webhook")).click()
+        settle(page, "queued to 1 subscription")
+
+        def delivery() -> Any:
+            with Client(service_url, "precon-dev-key", cache=False) as client:
+                return client.webhook_deliveries(subscription=subscription.id).results[0]
+
+        receiver.wait_for(2, timeout=30)  # the first attempt, then the retry 5 s later; the next is minutes away
+        for _ in range(80):
+            if len(delivery().attempts) == 2:
+                break
+            page.wait_for_timeout(250)
+        pending = delivery()
+        assert pending.status == "pending" and len(pending.attempts) == 2, pending
+        receiver.status = 204
+
+        # The log refreshes by itself: the pending delivery shows without a click.
+        mine = page.locator('[data-testid="stExpander"]').filter(has_text=receiver.url)
+        row = mine.filter(has_text="pending").first
+        row.wait_for(timeout=20_000)
+        row.click()
+        page.get_by_role("button", name=re.compile("Send now")).first.click()
+        settle(page)
+        headers, _ = receiver.wait_for(3)[2]
+        assert headers["webhook-id"] == pending.id
+        for _ in range(80):
+            if delivery().status == "delivered":
+                break
+            page.wait_for_timeout(250)
+        assert delivery().status == "delivered" and len(delivery().attempts) == 3
+        screenshot(page, "journey-webhooks-sent-now")
+
+        row = mine.filter(has_text="delivered").first
+        row.wait_for(timeout=20_000)
+        if not row.get_by_role("button", name=re.compile("Replay")).is_visible():
+            row.click()
+        row.get_by_role("button", name=re.compile("Replay")).click()
+        settle(page)
+        headers, _ = receiver.wait_for(4)[3]
+        assert headers["webhook-id"] == pending.id  # the same delivery, so receivers can deduplicate
+        assert_no_exception(page)
+        screenshot(page, "journey-webhooks-replayed")
+    finally:
+        receiver.stop()
+
+
+def test_delete_is_styled_as_destructive(dashboard: Dashboard, page: Any) -> None:
+    page.goto(f"{dashboard.url}/webhooks")
+    settle(page, "Subscriptions", "Reachable")
+    button = page.get_by_role("button", name=re.compile("Delete subscription")).first
+    assert button.is_disabled()  # nothing picked, nothing confirmed
+    page.get_by_role("textbox", name="Target URL").fill("http://127.0.0.1:9/hook")
+    page.get_by_role("button", name=re.compile("Create subscription")).click()
+    settle(page, "Subscribed")
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Subscription").first.click()
+    page.get_by_role("option").filter(has_text="127.0.0.1:9").first.click()
+    page.get_by_text(re.compile("I understand deliveries stop")).click()
+    settle(page)
+    colour = button.evaluate("b => getComputedStyle(b).backgroundColor")
+    assert colour == "rgb(179, 38, 30)", colour  # red, not the theme's green
+    screenshot(page, "webhooks-delete-confirm")
 
 
 def test_the_map_draws_an_offline_outline_of_canada_with_city_names(dashboard: Dashboard, page: Any) -> None:

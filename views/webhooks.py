@@ -312,8 +312,17 @@ def render_create(embedded: bool) -> None:
     render_secret()
 
 
+DESTRUCTIVE_STYLE = """<style>
+.st-key-wh_delete_button button:enabled { background: #b3261e; border-color: #b3261e; color: #fff; }
+.st-key-wh_delete_button button:enabled:hover { background: #8c1d18; border-color: #8c1d18; color: #fff; }
+</style>"""
+"""The delete button in red, not the theme's green: it cannot be undone (Streamlit names a keyed element's container
+``st-key-<key>``)."""
+
+
 def render_delete(subscriptions: dict[str, WebhookSubscription]) -> None:
     st.markdown("##### Delete a subscription")
+    st.html(DESTRUCTIVE_STYLE)
     if not subscriptions:
         st.caption("Nothing to delete.")
         render_outcome("delete")
