@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import functools
 import json
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pydeck as pdk
 import streamlit as st
-
-from precon.models import Listing
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 """Streamlit serves this folder, next to ``app.py``, at ``app/static/``."""
@@ -131,24 +128,6 @@ def shapes_layers(*, filled: bool = True) -> list[pdk.Layer]:
     return layers
 
 
-def city_positions(listings: Iterable[Listing]) -> dict[str, tuple[float, float]]:
-    """Each city's mean listing position; for a name used in several provinces, that of its largest one."""
-    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for listing in listings:
-        if listing.geoloc is None or not listing.cityOrDistrict:
-            continue
-        province = getattr(listing, "state", None) or ""
-        groups.setdefault((listing.cityOrDistrict, province), []).append((listing.geoloc.lat, listing.geoloc.lng))
-    best: dict[str, list[tuple[float, float]]] = {}
-    for (city, _), points in groups.items():
-        if len(points) > len(best.get(city, [])):
-            best[city] = points
-    return {
-        city: (round(sum(p[0] for p in pts) / len(pts), 5), round(sum(p[1] for p in pts) / len(pts), 5))
-        for city, pts in best.items()
-    }
-
-
 def city_rows(counts: Mapping[str, int], positions: Mapping[str, tuple[float, float]]) -> list[dict[str, Any]]:
     """A label per city with a position, the cities with the most listings first (drawn last, so on top)."""
     rows = [
@@ -178,20 +157,3 @@ def labels_layer(rows: Sequence[Mapping[str, Any]]) -> pdk.Layer:
         background_padding=[3, 1],
         pickable=False,
     )
-
-
-def nearest_city(centre: Sequence[float], positions: Mapping[str, tuple[float, float]]) -> tuple[str, float] | None:
-    """The city whose position is nearest the centre, and how far it is (km), or None when no city has one."""
-    best: tuple[str, float] | None = None
-    for city, (lat, lng) in positions.items():
-        distance = _haversine_km(centre[0], centre[1], lat, lng)
-        if best is None or distance < best[1]:
-            best = (city, distance)
-    return best
-
-
-def _haversine_km(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
-    p1, p2 = math.radians(lat1), math.radians(lat2)
-    dp, dl = p2 - p1, math.radians(lng2 - lng1)
-    h = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
-    return 2 * 6371.0 * math.asin(min(1.0, math.sqrt(h)))

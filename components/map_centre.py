@@ -15,11 +15,11 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, MutableMapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import streamlit as st
 
-from components import api, basemap, shared_filters
+from components import api, shared_filters
 from components.formatting import cad, markdown_text
 from components.images import draw_image
 from components.listing_table import COLUMNS, listing_frame
@@ -41,6 +41,8 @@ RADIUS_PRESETS_KM = (1.0, 3.0, 5.0, 10.0, 25.0)
 """The radii offered; a link's other radius (between the limits above) is offered beside them."""
 PAGE_SIZE = 1000
 """The API's largest page: the map's listings are fetched a thousand at a time."""
+NEIGHBOURHOOD_KM = 1.0
+"""A centre this close to a neighbourhood's centre is named after it."""
 NEARBY_LIMIT = 1000
 """The table shows at most this many listings in the circle (the nearest, when there is no search)."""
 FALLBACK_CENTRE = (43.6532, -79.3832)
@@ -92,6 +94,8 @@ W_BASEMAP = "map_basemap_toggle"
 # URL parameter names. The centre's city is ``near``: ``city`` is the shared filters' city-or-district facet.
 P_CENTRE, P_RADIUS, P_NEAR, P_BASEMAP = ("center", "radius", "near", "basemap")
 URL_PARAMS = (P_CENTRE, P_RADIUS, P_NEAR, P_BASEMAP)
+
+Key = TypeVar("Key")
 
 # -- pure helpers ----------------------------------------------------------------------------------------------
 
@@ -174,15 +178,35 @@ def radius_options(current: float | None) -> list[float]:
     return sorted(chosen)
 
 
-def place_near(centre: Sequence[float], positions: Mapping[str, tuple[float, float]]) -> str:
-    """A point named by the nearest city: ``central Toronto`` or ``a point 3.2 km from Toronto`` (Markdown)."""
-    nearest = basemap.nearest_city(centre, positions)
+def place_near(
+    centre: Sequence[float],
+    cities: Mapping[str, tuple[float, float]],
+    neighbourhoods: Mapping[tuple[str, str], tuple[float, float]] | None = None,
+) -> str:
+    """A point named by what is nearest (Markdown): ``Liberty Village, Toronto`` within
+    :data:`NEIGHBOURHOOD_KM` of a neighbourhood's centre, else ``central Toronto`` or ``a point 3.2 km from
+    Toronto`` by the nearest city, else its coordinates."""
+    hood = _nearest(centre, neighbourhoods or {})
+    if hood is not None and hood[1] <= NEIGHBOURHOOD_KM:
+        name, city = hood[0]
+        return f"{markdown_text(name)}, {markdown_text(city)}"
+    nearest = _nearest(centre, cities)
     if nearest is None:
         return place_of_point(centre)
     city, km = nearest
     if km < 0.5:
         return f"central {markdown_text(city)}"
     return f"a point {km:,.1f} km from {markdown_text(city)}"
+
+
+def _nearest(centre: Sequence[float], positions: Mapping[Key, tuple[float, float]]) -> tuple[Key, float] | None:
+    """The key whose position is nearest the centre, and how far it is (km); None when there is none."""
+    best: tuple[Key, float] | None = None
+    for key, (lat, lng) in positions.items():
+        distance = haversine_km(centre[0], centre[1], lat, lng)
+        if best is None or distance < best[1]:
+            best = (key, distance)
+    return best
 
 
 def haversine_km(lat1: float, lng1: float, lat2: float, lng2: float) -> float:

@@ -26,8 +26,10 @@ from components.maps import OTHER_COLOUR, STATUS_COLOURS
 from components.search_scope import SearchScope
 from precon import filters, listing_search
 
-ATTRIBUTES = ("listingId", "name", "cityOrDistrict", "state", "sellingStatus", "startPrice", "_geoloc")
+ATTRIBUTES = ("listingId", "name", "cityOrDistrict", "state", "neighbourhood", "sellingStatus", "startPrice", "_geoloc")
 """What the map asks of every matching listing: its place, its status, and what its tooltip says."""
+NEIGHBOURHOOD_MIN_LISTINGS = 2
+"""A neighbourhood is placed (and can name a centre) once this many listings give its position."""
 MAX_POINTS = 50_000
 """More listings than this make the first load slow; the map says when it stops there."""
 CITY_POSITIONS_TTL_S = 600
@@ -51,6 +53,8 @@ class MapPoints:
     names: list[str]
     cities: list[str]
     provinces: list[str]
+    neighbourhoods: list[str]
+    """Each listing's first neighbourhood, or an empty string."""
     statuses: list[str]
     prices: list[float | None]
     lat: FloatArray
@@ -84,6 +88,7 @@ def points_of(listings: list[Any], matching: int) -> MapPoints:
         names=[x.name or x.id or "" for x in placed],
         cities=[x.cityOrDistrict or "" for x in placed],
         provinces=[getattr(x, "state", None) or "" for x in placed],
+        neighbourhoods=[x.neighbourhood[0] if x.neighbourhood else "" for x in placed],
         statuses=[x.sellingStatus or "" for x in placed],
         prices=[x.startPrice for x in placed],
         lat=np.fromiter((x.geoloc.lat for x in placed), np.float64, len(placed)),
@@ -131,19 +136,48 @@ def matching(scope: SearchScope) -> MapPoints:
     )  # fmt: skip
 
 
+Position = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Places:
+    """Where the catalogue's cities and neighbourhoods are: the mean position of their listings."""
+
+    cities: dict[str, Position]
+    neighbourhoods: dict[tuple[str, str], Position]
+    """By (neighbourhood, city)."""
+
+
 @st.cache_data(ttl=CITY_POSITIONS_TTL_S, max_entries=20, show_spinner=False)
-def _city_positions(identity: str, version: str, province: str) -> dict[str, tuple[float, float]]:
+def _places(identity: str, version: str, province: str) -> Places:
     everything = _fetch(identity, version, province, "", "", "", True)
-    return city_positions(everything)
+    return Places(city_positions(everything), neighbourhood_positions(everything))
 
 
-def catalogue_city_positions() -> dict[str, tuple[float, float]]:
-    """Every city's mean listing position over the whole catalogue (the labels and the nearest-city heading)."""
+def catalogue_places() -> Places:
+    """The cities and neighbourhoods of the whole catalogue (the labels and the heading that names a centre)."""
     version, province = api.scope()
-    return _city_positions(api.connection().identity, version, province)
+    return _places(api.connection().identity, version, province)
 
 
-def city_positions(points: MapPoints) -> dict[str, tuple[float, float]]:
+def _mean(total: list[float]) -> Position:
+    return round(float(total[0] / total[2]), CENTRE_DECIMALS), round(float(total[1] / total[2]), CENTRE_DECIMALS)
+
+
+def neighbourhood_positions(points: MapPoints) -> dict[tuple[str, str], Position]:
+    """Each (neighbourhood, city)'s mean listing position, where at least :data:`NEIGHBOURHOOD_MIN_LISTINGS` have
+    one."""
+    sums: dict[tuple[str, str], list[float]] = {}
+    for hood, city, lat, lng in zip(points.neighbourhoods, points.cities, points.lat, points.lng, strict=True):
+        if hood and city:
+            total = sums.setdefault((hood, city), [0.0, 0.0, 0.0])
+            total[0] += lat
+            total[1] += lng
+            total[2] += 1
+    return {key: _mean(total) for key, total in sums.items() if total[2] >= NEIGHBOURHOOD_MIN_LISTINGS}
+
+
+def city_positions(points: MapPoints) -> dict[str, Position]:
     """Each city's mean listing position; for a name used in several provinces, that of its largest one."""
     sums: dict[tuple[str, str], list[float]] = {}
     for city, province, lat, lng in zip(points.cities, points.provinces, points.lat, points.lng, strict=True):
@@ -157,10 +191,7 @@ def city_positions(points: MapPoints) -> dict[str, tuple[float, float]]:
     for (city, _), total in sums.items():
         if total[2] > best.get(city, [0.0, 0.0, 0.0])[2]:
             best[city] = total
-    return {
-        city: (round(float(total[0] / total[2]), CENTRE_DECIMALS), round(float(total[1] / total[2]), CENTRE_DECIMALS))
-        for city, total in best.items()
-    }
+    return {city: _mean(total) for city, total in best.items()}
 
 
 def listing_rows(points: MapPoints) -> list[dict[str, Any]]:

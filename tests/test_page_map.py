@@ -439,7 +439,7 @@ def test_the_radius_presets_list_the_services_count_for_each_radius() -> None:
 
 
 @pytest.mark.usefixtures("embedded_dashboard")
-def test_after_a_click_the_heading_names_the_nearest_city_and_the_city_box_stays() -> None:
+def test_after_a_click_the_heading_names_the_nearest_neighbourhood_or_city_and_the_city_box_stays() -> None:
     app = open_page(PAGE)
     city = app.selectbox(key=mc.W_CITY).value
     assert city and f"within 10 km of {city}" in page_text(app)
@@ -457,9 +457,39 @@ def test_after_a_click_the_heading_names_the_nearest_city_and_the_city_box_stays
     labels = layer(deck_spec(app), "basemap-cities")["data"]
     nearest = min(labels, key=lambda row: mc.haversine_km(cell["lat"], cell["lng"], row["lat"], row["lng"]))
     heading = next(h.value for h in app.subheader)
-    assert f"km from {nearest['name']}" in heading or f"central {nearest['name']}" in heading, heading
+    # The oracle: every neighbourhood's mean position, from the service.
+    everything = client().search_listings(
+        per_page=1000, retrieve_attributes=["cityOrDistrict", "neighbourhood", "_geoloc"]
+    )
+    spots: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for x in everything.results:
+        if x.geoloc and x.neighbourhood and x.cityOrDistrict:
+            spots.setdefault((x.neighbourhood[0], x.cityOrDistrict), []).append((x.geoloc.lat, x.geoloc.lng))
+    hoods = {
+        key: (sum(p[0] for p in pts) / len(pts), sum(p[1] for p in pts) / len(pts))
+        for key, pts in spots.items()
+        if len(pts) >= 2
+    }
+    hood, (lat, lng) = min(hoods.items(), key=lambda kv: mc.haversine_km(cell["lat"], cell["lng"], *kv[1]))
+    if mc.haversine_km(cell["lat"], cell["lng"], lat, lng) <= mc.NEIGHBOURHOOD_KM:
+        assert f"of {hood[0]}, {hood[1]}" in heading, heading
+    else:
+        assert f"km from {nearest['name']}" in heading or f"central {nearest['name']}" in heading, heading
     assert mc.place_of_point((cell["lat"], cell["lng"])) not in heading
     assert app.selectbox(key=mc.W_CITY).value == city  # the City box does not reset
+
+
+def test_a_point_is_named_by_the_nearest_neighbourhood_within_a_kilometre_else_by_the_nearest_city() -> None:
+    cities = {"Toronto": (43.70, -79.40), "Mississauga": (43.59, -79.64)}
+    hoods = {("Liberty Village", "Toronto"): (43.6387, -79.4207), ("Port Credit", "Mississauga"): (43.5505, -79.5854)}
+    assert mc.place_near((43.6400, -79.4200), cities, hoods) == "Liberty Village, Toronto"
+    assert mc.place_near((43.5510, -79.5860), cities, hoods) == "Port Credit, Mississauga"
+    assert mc.place_near((43.6700, -79.3300), cities, hoods).startswith("a point ")  # no neighbourhood within 1 km
+    assert mc.place_near((43.7001, -79.4001), cities, {}) == "central Toronto"
+    assert mc.place_near((43.6500, -79.3800), {}, {}) == mc.place_of_point((43.65, -79.38))
+    assert mc.place_near((43.6400, -79.4200), cities, {("St_Lawrence*", "Toronto"): (43.64, -79.42)}) == (
+        "St\\_Lawrence\\*, Toronto"
+    )  # Markdown in a name is shown as written
 
 
 # -- many listings: clusters -----------------------------------------------------------------------------------

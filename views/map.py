@@ -28,7 +28,7 @@ mc.sync_from_url()
 with api.guarded():
     options = mc.facet_options()
     scope = search_scope.scope_of(chosen)
-    positions = map_data.catalogue_city_positions()
+    places = map_data.catalogue_places()
 cities = options["cityOrDistrict"]
 
 
@@ -124,7 +124,7 @@ def map_view() -> None:
 
     centre: tuple[float, float] = state[mc.CENTRE]
     radius_km: float = state[mc.RADIUS]
-    near = mc.place_near(centre, positions)
+    near = mc.place_near(centre, places.cities, places.neighbourhoods)
     place = state[mc.CITY] or near
     place_md = markdown_text(state[mc.CITY]) if state[mc.CITY] else near
 
@@ -152,7 +152,7 @@ def map_view() -> None:
                 centre,
                 radius_km * 1000,
                 street=state[mc.BASEMAP],
-                cities=basemap.city_rows(cities, positions),
+                cities=basemap.city_rows(cities, places.cities),
             ),
             on_select=ml.on_map_pick(key),
             selection_mode="single-object",
