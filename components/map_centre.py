@@ -43,7 +43,7 @@ PAGE_SIZE = 1000
 """The API's largest page: the map's listings are fetched a thousand at a time."""
 NEIGHBOURHOOD_KM = 1.0
 """A centre this close to a neighbourhood's centre is named after it."""
-NEARBY_LIMIT = 1000
+NEARBY_LIMIT = 250
 """The table shows at most this many listings in the circle (the nearest, when there is no search)."""
 FALLBACK_CENTRE = (43.6532, -79.3832)
 """Where the map opens when the catalogue names no city at all (downtown Toronto)."""

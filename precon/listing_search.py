@@ -317,14 +317,15 @@ def all_matching(
     found: list[Listing] = []
     total = 0
     number = 0
+    window = WINDOW if limit is None else max(1, min(WINDOW, limit))  # no more asked than is kept
     while limit is None or len(found) < limit:
         page = backend.search_listings(
-            text or None, page=number, per_page=WINDOW, filter=base, retrieve_attributes=list(attributes),
+            text or None, page=number, per_page=window, filter=base, retrieve_attributes=list(attributes),
             **extra, **search,
         )  # fmt: skip
         found += page.results
         total = page.total
         number += 1
-        if len(page.results) < WINDOW or number >= page.pages:
+        if len(page.results) < window or number >= page.pages:
             break
     return (found[:limit] if limit is not None else found), total

@@ -255,6 +255,16 @@ def test_a_typed_centre_and_radius_list_the_services_answer_nearest_first() -> N
 
 
 @pytest.mark.usefixtures("embedded_dashboard")
+def test_the_table_holds_the_nearest_few_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mc, "NEARBY_LIMIT", 7)
+    app = set_view(open_page(PAGE), "43.65, -79.38", 25.0)
+    expected = service_ids_within(TORONTO, 25)
+    assert len(expected) > 7 and table_ids(app) == expected[:7]
+    assert f"{len(expected)} listings within 25 km of " in page_text(app)
+    assert "Showing the 7 nearest, by distance." in page_text(app)
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
 def test_a_link_reopens_the_same_view() -> None:
     first = set_view(open_page(PAGE, {"selling": "Selling Now", "type": "Condo,Townhouse"}), "43.7,-79.42", 5.0)
     link = dict(first.query_params)
