@@ -103,3 +103,26 @@ def test_two_limiters_over_one_file_share_the_buckets(tmp_path: Path) -> None:
     waits = [limiter.retry_after(42) for limiter in (first, second) * 5]
     assert waits[:5] == [0.0] * 5 and all(wait > 0 for wait in waits[5:])
     assert first.retry_after("another caller") == 0.0
+
+
+def test_a_file_of_an_older_layout_is_upgraded_not_refused(tmp_path: Path) -> None:
+    """A catalogue written before profiles had ``listing_count``: opening it rebuilds what finds records."""
+    import sqlite3
+
+    path = tmp_path / "catalogue.sqlite3"
+    built = catalogue.generate(30, 4)
+    store = SQLiteStore(path)
+    load(store, built.listings, built.profiles)
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("DROP INDEX profiles_by_listing_count")
+    db.execute("ALTER TABLE profiles DROP COLUMN listing_count")
+    db.execute("UPDATE meta SET value = '5' WHERE key = 'schema'")
+    db.commit()
+    db.close()
+    reopened = SQLiteStore(path)
+    try:
+        assert reopened.counts() == {"listings": 30, "profiles": len(built.profiles)}
+        assert reopened.search_listings(ListingQuery(limit=5)).total == 30
+    finally:
+        reopened.close()

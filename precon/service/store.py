@@ -455,10 +455,25 @@ class SQLiteStore:
         """Called with the changes of every write, after it is committed (webhook events hang here)."""
         with self._write_lock:
             db = self._db()
-            db.executescript(
-                "BEGIN IMMEDIATE;" + _schema() + "INSERT OR IGNORE INTO meta VALUES ('generation', '0');COMMIT;"
-            )
+            try:
+                db.executescript(
+                    "BEGIN IMMEDIATE;" + _schema() + "INSERT OR IGNORE INTO meta VALUES ('generation', '0');COMMIT;"
+                )
+            except sqlite3.OperationalError:
+                # A file of an older layout, whose tables lack a column a new index names: _upgrade rebuilds them.
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                if not self._older_layout(db):
+                    raise
         self._upgrade()
+
+    @staticmethod
+    def _older_layout(db: sqlite3.Connection) -> bool:
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except sqlite3.OperationalError:
+            return False
+        return row is not None and int(row[0]) < SCHEMA_VERSION
 
     def _upgrade(self) -> None:
         """Rebuilds what finds records (indexes, text, columns) when the file was written by an older layout.
