@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -116,6 +117,12 @@ def test_two_workers_map_one_index_and_answer_every_request(served: Served) -> N
         thread.join()
     assert answers == [200] * 90
     assert served.index_directories() == [index]
+    # The workers speak the service's HTTP protocol: a request that cannot be read gets the JSON 400.
+    port = int(served.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        raw.sendall(b"GET /v1/all/search_listings HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n")
+        head, _, body = raw.recv(4096).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") and orjson.loads(body)["message"].startswith("the request could not")
 
 
 def test_a_catalogue_change_is_seen_by_every_worker_which_swap_to_the_new_index(served: Served, tmp_path: Path) -> None:
