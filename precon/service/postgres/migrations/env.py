@@ -1,0 +1,20 @@
+"""Alembic's environment: migrates the connection handed in by :func:`upgrade`, or ``sqlalchemy.url``."""
+
+from __future__ import annotations
+
+import sqlalchemy
+from alembic import context
+
+connection = context.config.attributes.get("connection")
+if connection is None:
+    engine = sqlalchemy.create_engine(
+        context.config.get_main_option("sqlalchemy.url") or "", poolclass=sqlalchemy.NullPool
+    )
+    with engine.begin() as connection:
+        context.configure(connection=connection, transaction_per_migration=True)
+        with context.begin_transaction():
+            context.run_migrations()
+else:
+    context.configure(connection=connection, transaction_per_migration=True)
+    with context.begin_transaction():
+        context.run_migrations()

@@ -1,0 +1,41 @@
+"""The PostgreSQL schema's migrations on a throw-away cluster (see tests/pg_support.py)."""
+
+from __future__ import annotations
+
+import psycopg
+
+from precon.service.postgres import migrations
+from tests import pg_support
+
+pg_cluster = pg_support.pg_cluster
+pg_empty_database = pg_support.pg_empty_database
+
+EXTENSIONS = {"unaccent", "pg_trgm", "cube", "earthdistance"}
+
+
+def test_the_cluster_runs_postgresql_15(pg_empty_database: str) -> None:
+    with psycopg.connect(pg_empty_database) as connection:
+        row = connection.execute("SHOW server_version_num").fetchone()
+    assert row is not None and int(row[0]) // 10000 == 15
+
+
+def test_upgrade_makes_the_schema_with_its_extensions_and_downgrade_removes_it(pg_empty_database: str) -> None:
+    assert migrations.current(pg_empty_database) is None
+    migrations.upgrade(pg_empty_database)
+    assert migrations.current(pg_empty_database) == "0001"
+    with psycopg.connect(pg_empty_database) as connection:
+        extensions = {r[0] for r in connection.execute("SELECT extname FROM pg_extension")}
+        tables = {r[0] for r in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+        folded = connection.execute("SELECT unaccent('Québec Montréal')").fetchone()
+        distance = connection.execute(
+            "SELECT earth_distance(ll_to_earth(43.6532, -79.3832), ll_to_earth(45.5019, -73.5674))"
+        ).fetchone()
+    assert extensions >= EXTENSIONS
+    assert {"listings", "listing_terms", "listing_numbers", "profiles", "profile_provinces", "meta"} <= tables
+    assert folded == ("Quebec Montreal",)
+    assert distance is not None and 500_000 < distance[0] < 510_000  # Toronto to Montreal
+    migrations.upgrade(pg_empty_database)  # at head already: nothing to do
+    migrations.downgrade(pg_empty_database)
+    with psycopg.connect(pg_empty_database) as connection:
+        left = {r[0] for r in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+    assert left <= {"alembic_version"}
