@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import psycopg
+import pytest
 
 from precon.service.postgres import migrations
 from tests import pg_support
@@ -39,3 +40,13 @@ def test_upgrade_makes_the_schema_with_its_extensions_and_downgrade_removes_it(p
     with psycopg.connect(pg_empty_database) as connection:
         left = {r[0] for r in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
     assert left <= {"alembic_version"}
+
+
+def test_without_postgresql_the_tests_skip_locally_and_fail_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("PRECON_REQUIRE_SYSTEM_TESTS", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="not installed"):
+        pg_support.unavailable("PostgreSQL is not installed")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI requires"):
+        pg_support.unavailable("PostgreSQL is not installed")
