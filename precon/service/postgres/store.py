@@ -1,10 +1,10 @@
 """The catalogue in PostgreSQL: :class:`PostgresCatalogueStore`, answering as the SQLite store's SQL engine does.
 
-Records are JSONB documents beside the columns that find them (see the migration ``0001_catalogue``). The
-answers are the SQLite store's (the tests compare the two over one generated catalogue): the same filter
-semantics (the SQLite compiler, with ``%s`` placeholders; unindexed paths through the reference evaluator), the
-same order (``featured DESC, updated_at DESC, listing_id`` in byte order), the same facet counts and labels, the
-same haversine distance, the same trending rank.
+Records are JSON documents (``json``: as written, key order kept) beside the columns that find them (see the
+migration ``0001_catalogue``). The answers are the SQLite store's (the tests compare the two over one generated
+catalogue): the same filter semantics (the SQLite compiler, with ``%s`` placeholders; unindexed paths through the
+reference evaluator), the same order (``featured DESC, updated_at DESC, listing_id`` in byte order), the same
+facet counts and labels, the same haversine distance, the same trending rank.
 
 Text: each searchable field's words, folded as the SQLite store's FTS5 tokenizer folds them (case and accents
 ignored: :func:`precon.service.search.words`), are a ``tsvector`` of their own, and all of them together one
@@ -227,7 +227,7 @@ class PostgresCatalogueStore:
             + ", ".join(["%s"] * (6 + len(SCALAR_ATTRIBUTES)))
             + ", "
             + ", ".join([_VECTOR] * (len(SEARCHABLE_LISTING_FIELDS) + 1))
-            + ", %s::jsonb) RETURNING id"
+            + ", %s::json) RETURNING id"
         )
         batch = _last_of_each(records, lambda r: str(r.get("listingId") or r.get("objectID") or "").strip())
         now = time.time()
@@ -342,12 +342,12 @@ class PostgresCatalogueStore:
                 row = db.execute("SELECT id FROM profiles WHERE path = %s", (path,)).fetchone()
                 if row is None:
                     db.execute(
-                        f"INSERT INTO profiles({columns}) VALUES (%s, %s, %s, %s, %s, %s, {vectors}, %s::jsonb)", values
+                        f"INSERT INTO profiles({columns}) VALUES (%s, %s, %s, %s, %s, %s, {vectors}, %s::json)", values
                     )
                 else:
                     # A rewrite keeps the profile's row: its profile_provinces rows stay its own.
                     db.execute(
-                        f"UPDATE profiles SET ({columns}) = (%s, %s, %s, %s, %s, %s, {vectors}, %s::jsonb) "
+                        f"UPDATE profiles SET ({columns}) = (%s, %s, %s, %s, %s, %s, {vectors}, %s::json) "
                         "WHERE id = %s",
                         [*values, row[0]],
                     )

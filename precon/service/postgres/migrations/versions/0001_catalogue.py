@@ -1,4 +1,8 @@
-"""The catalogue: listings and profiles as JSONB documents, with what finds them.
+"""The catalogue: listings and profiles as JSON documents, with what finds them.
+
+A document is ``json``, not ``jsonb``: kept as written (key order, number spelling), so that an answer made of it
+is the SQLite store's byte for byte; what is searched is in the columns beside it. (``doc::jsonb`` reads it as
+``jsonb`` where a query wants the operators.)
 
 Mirrors the SQLite store's layout (``precon.service.store._schema``, layout 6): a typed column per single-valued
 indexed attribute, rows of ``listing_terms``/``listing_numbers`` for arrays and nested paths, the floor plans
@@ -137,7 +141,7 @@ CREATE TABLE listings(
   "c_meteringIncluded" integer,
 {_search_columns(LISTING_SEARCH_FIELDS)}
   s_all tsvector NOT NULL DEFAULT '',
-  doc jsonb NOT NULL
+  doc json NOT NULL
 );
 CREATE INDEX listings_in_order ON listings(featured DESC, updated_at DESC, listing_id);
 CREATE INDEX listings_by_province ON listings(province, featured DESC, updated_at DESC, listing_id);
@@ -197,7 +201,7 @@ CREATE TABLE profiles(
   listing_count integer NOT NULL DEFAULT 0,
 {_search_columns(PROFILE_SEARCH_FIELDS)}
   s_all tsvector NOT NULL DEFAULT '',
-  doc jsonb NOT NULL
+  doc json NOT NULL
 );
 CREATE INDEX profiles_by_id ON profiles(profile_id);
 CREATE INDEX profiles_by_path_key ON profiles(path_key);
