@@ -95,7 +95,7 @@ def assert_same(a: SearchHits, b: SearchHits, text: bool = False) -> None:
         assert a.scores == b.scores
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(expr=expressions)
 def test_filters_equal_the_evaluator(
     stores: tuple[SQLiteStore, PostgresCatalogueStore], built: catalogue.Catalogue, expr: filters.Expr
@@ -110,7 +110,7 @@ def test_filters_equal_the_evaluator(
     assert sorted(i for i in found if i in generated) == expected
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(expr=unit_expressions, province=st.sampled_from([None, "on", "bc"]))
 def test_unit_filters_equal_the_evaluator(
     stores: tuple[SQLiteStore, PostgresCatalogueStore],

@@ -115,6 +115,11 @@ def tsquery(text: TextQuery, any_word: bool = False) -> str:
     return (" | " if any_word else " & ").join(terms)
 
 
+def tsvector(lexemes: Iterable[str]) -> str:
+    """A ``tsvector``'s text of words taken as they are (no parser, no stemming): each one a quoted lexeme."""
+    return " ".join(_lexeme(word) for word in dict.fromkeys(lexemes))
+
+
 def _field_words(record: dict[str, Any], fields: Sequence[str]) -> list[list[str]]:
     return [words(text) for text in searchable_text(record, fields)]
 
@@ -222,39 +227,59 @@ class PostgresCatalogueStore:
         changes: list[CatalogueChange] = []
         touched_profiles: set[str] = set()
         insert_listing = (
-            "INSERT INTO listings(listing_id, province, featured, updated_at, geo_lat, geo_lng, "
+            "INSERT INTO listings(id, listing_id, province, featured, updated_at, geo_lat, geo_lng, "
             f"{_SCALAR_COLUMNS}, {_LISTING_SEARCH_COLUMNS}, s_all, doc) VALUES ("
-            + ", ".join(["%s"] * (6 + len(SCALAR_ATTRIBUTES)))
+            + ", ".join(["%s"] * (7 + len(SCALAR_ATTRIBUTES)))
             + ", "
-            + ", ".join([_VECTOR] * (len(SEARCHABLE_LISTING_FIELDS) + 1))
-            + ", %s::json) RETURNING id"
+            + ", ".join(["%s::tsvector"] * (len(SEARCHABLE_LISTING_FIELDS) + 1))
+            + ", %s::json)"
         )
-        batch = _last_of_each(records, lambda r: str(r.get("listingId") or r.get("objectID") or "").strip())
+        batch: list[tuple[str, dict[str, Any]]] = []
+        for record in _last_of_each(records, lambda r: str(r.get("listingId") or r.get("objectID") or "").strip()):
+            listing_id = str(record.get("listingId") or record.get("objectID") or "").strip()
+            if not listing_id:
+                raise ValueError("a listing needs a listingId")
+            record = {**record, "listingId": listing_id}
+            record.pop("objectID", None)
+            record.setdefault("path", f"Listings/{listing_id}")
+            batch.append((listing_id, record))
+        if not batch:
+            return self._notify(changes)
         now = time.time()
         with self._write() as db:
+            existing = {
+                listing_id: (rowid, _document(text))
+                for listing_id, rowid, text in db.execute(
+                    "SELECT listing_id, id, doc::text FROM listings WHERE listing_id = ANY(%s)",
+                    ([listing_id for listing_id, _ in batch],),
+                )
+            }
+            if existing:  # their rows in the other tables go with them (ON DELETE CASCADE)
+                db.execute("DELETE FROM listings WHERE id = ANY(%s)", ([rowid for rowid, _ in existing.values()],))
+            new_ids = [
+                int(r[0])
+                for r in db.execute(
+                    "SELECT nextval(pg_get_serial_sequence('listings', 'id')) FROM generate_series(1, %s)",
+                    (len(batch),),
+                )
+            ]
             labels: dict[tuple[str, str], str] = {}
             attribute_names: set[str] = set()
             terms: set[tuple[str, str, int]] = set()
             numbers: set[tuple[str, float, int]] = set()
+            rows: list[list[Any]] = []
             plans: list[tuple[int, int]] = []
             plan_values: list[tuple[int, int, int, int, str | None, float | None]] = []
             plan_ids: set[tuple[str, int]] = set()
-            for record in batch:
-                listing_id = str(record.get("listingId") or record.get("objectID") or "").strip()
-                if not listing_id:
-                    raise ValueError("a listing needs a listingId")
-                record = {**record, "listingId": listing_id}
-                record.pop("objectID", None)
-                record.setdefault("path", f"Listings/{listing_id}")
-                row = db.execute("SELECT id, doc::text FROM listings WHERE listing_id = %s", (listing_id,)).fetchone()
-                old = None
-                if row is not None:
-                    old = _document(row[1])
+            for (listing_id, record), rowid in zip(batch, new_ids, strict=True):
+                found = existing.get(listing_id)
+                old = None if found is None else found[1]
+                if old is not None:
                     touched_profiles.update(SQLiteStore._reference_keys(old))
-                    db.execute("DELETE FROM listings WHERE id = %s", (row[0],))  # its rows go with it (cascade)
                 record = complete_listing(record, old, now)
                 lat, lng = _geo_point(record)
                 values: list[Any] = [
+                    rowid,
                     listing_id,
                     province_of(record.get("state")),
                     int(record.get("isFeatured") is True),
@@ -268,10 +293,9 @@ class PostgresCatalogueStore:
                     if attribute.kind == "text" and isinstance(raw, str) and attribute.facet_by_default:
                         labels.setdefault((attribute.path, fold_text(raw)), raw)
                 field_words = _field_words(record, SEARCHABLE_LISTING_FIELDS)
-                values += [*field_words, [w for ws in field_words for w in ws], _json(record)]
-                inserted = db.execute(insert_listing, values).fetchone()
-                assert inserted is not None
-                rowid = int(inserted[0])
+                values += [tsvector(ws) for ws in field_words]
+                values += [tsvector([w for ws in field_words for w in ws]), _json(record)]
+                rows.append(values)
                 SQLiteStore._index_multi(record, rowid, terms, numbers, labels)
                 record_plans, record_plan_values = plan_rows(record, rowid)
                 plans += record_plans
@@ -279,13 +303,19 @@ class PostgresCatalogueStore:
                 plan_ids.update((plan["id"], rowid) for plan in floor_plans(record) if isinstance(plan.get("id"), str))
                 attribute_names.update(record)
                 touched_profiles.update(SQLiteStore._reference_keys(record))
-                changes.append(CatalogueChange("listing", "updated" if row else "created", listing_id))
+                changes.append(CatalogueChange("listing", "created" if found is None else "updated", listing_id))
             with db.cursor() as cursor:
-                cursor.executemany("INSERT INTO listing_terms VALUES (%s, %s, %s)", sorted(terms))
-                cursor.executemany("INSERT INTO listing_numbers VALUES (%s, %s, %s)", sorted(numbers))
-                cursor.executemany("INSERT INTO listing_plans VALUES (%s, %s)", plans)
-                cursor.executemany("INSERT INTO listing_plan_values VALUES (%s, %s, %s, %s, %s, %s)", plan_values)
-                cursor.executemany("INSERT INTO plan_ids VALUES (%s, %s)", sorted(plan_ids))
+                cursor.executemany(insert_listing, rows)
+                for table, table_rows in (
+                    ("listing_terms", sorted(terms)),
+                    ("listing_numbers", sorted(numbers)),
+                    ("listing_plans", plans),
+                    ("listing_plan_values", plan_values),
+                    ("plan_ids", sorted(plan_ids)),
+                ):
+                    with cursor.copy(f"COPY {table} FROM STDIN") as copy:  # table: a fixed name
+                        for table_row in table_rows:
+                            copy.write_row(table_row)
                 cursor.executemany(
                     "INSERT INTO labels VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                     [(a, t, label) for (a, t), label in sorted(labels.items())],
@@ -414,12 +444,17 @@ class PostgresCatalogueStore:
             self._typo_cache = cached
         return cached[1], cached[2]
 
-    def _labels(self) -> dict[tuple[str, str], str]:
-        generation = self.generation()
+    @staticmethod
+    def _generation_in(db: psycopg.Connection[Any]) -> int:
+        row = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _labels(self, db: psycopg.Connection[Any]) -> dict[tuple[str, str], str]:
+        """The facet labels (the first spelling written of each folded value), read on the caller's connection."""
+        generation = self._generation_in(db)
         cached = self._label_cache
         if cached is None or cached[0] != generation:
-            with self._read() as db:
-                rows = db.execute("SELECT attr, term, label FROM labels").fetchall()
+            rows = db.execute("SELECT attr, term, label FROM labels").fetchall()
             cached = (generation, {(a, t): label for a, t, label in rows})
             self._label_cache = cached
         return cached[1]
@@ -438,8 +473,7 @@ class PostgresCatalogueStore:
         """The rows of ``table`` whose document the reference evaluator holds ``expr`` for: a filter on a path
         the index does not hold (the SQLite store's ``precon_match``), kept per generation."""
         expression = filters.to_query(expr)
-        row = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        key = (table, int(row[0]) if row else 0, expression)
+        key = (table, self._generation_in(db), expression)
         with self._cache_lock:
             cached = self._fallbacks.get(key)
             if cached is not None:
@@ -564,7 +598,7 @@ class PostgresCatalogueStore:
             column = f'l."{attribute.column}"'
             sql = f"SELECT {column}, count(*) FROM listings l WHERE {where} AND {column} IS NOT NULL GROUP BY 1"
             rows = db.execute(sql, params).fetchall()
-        labels = self._labels() if attribute.kind == "text" else {}
+        labels = self._labels(db) if attribute.kind == "text" else {}
         counted = []
         for value, count in rows:
             if attribute.kind == "text":
