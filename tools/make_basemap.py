@@ -194,12 +194,15 @@ def write(collection: dict[str, Any], out: Path) -> None:
     import sys
 
     sys.path.insert(0, str(ROOT))
-    from components.basemap import FILLS, LINES
+    from components.basemap import FILLS, LINES, PROVINCE_FILLS
+
+    def fill(feature: dict[str, Any]) -> list[int]:
+        return PROVINCE_FILLS.get(feature["properties"]["code"], FILLS[feature["properties"]["kind"]])
 
     out.mkdir(parents=True, exist_ok=True)
     for name, kinds in FILES.items():
         features = [
-            {**f, "properties": {**f["properties"], "fill": FILLS[kind], "line": LINES[kind]}}
+            {**f, "properties": {**f["properties"], "fill": fill(f), "line": LINES[kind]}}
             for kind in kinds
             for f in collection["features"]
             if f["properties"]["kind"] == kind

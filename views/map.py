@@ -144,22 +144,7 @@ def map_view() -> None:
         )
     map_col, side_col = st.columns([3, 1])
     with map_col:
-        # Not keyed by the radius: a new radius redraws the chart in place instead of making a new one.
-        key = mc.deck_key(api.scope(), chosen.to_params(), centre, points.digest, state[mc.BASEMAP])
-        st.pydeck_chart(
-            ml.map_deck(
-                points,
-                centre,
-                radius_km * 1000,
-                street=state[mc.BASEMAP],
-                cities=basemap.city_rows(cities, places.cities),
-            ),
-            on_select=ml.on_map_pick(key),
-            selection_mode="single-object",
-            key=key,
-            height=mc.MAP_HEIGHT_PX,
-            alt=f"Map of {len(points):,} listings around {place}",
-        )
+        chart_box = st.container()  # filled last: see the end of this function
         st.markdown(
             mc.legend(points.status_counts) + f" &nbsp;·&nbsp; <span style='opacity: 0.7'>{note}.</span>",
             unsafe_allow_html=True,
@@ -194,6 +179,26 @@ def map_view() -> None:
             which = "best matches" if chosen.text else "nearest"
             st.caption(f"Showing the {len(inside):,} {which}, by distance.")
         mc.nearby_table(inside, centre)
+
+    # The chart goes last, so that the browser redraws the map once, when everything else of the rerun is on the
+    # page, not again for each element that arrives after it.
+    with chart_box:
+        # Not keyed by the radius: a new radius redraws the chart in place instead of making a new one.
+        key = mc.deck_key(api.scope(), chosen.to_params(), centre, points.digest, state[mc.BASEMAP])
+        st.pydeck_chart(
+            ml.map_deck(
+                points,
+                centre,
+                radius_km * 1000,
+                street=state[mc.BASEMAP],
+                cities=basemap.city_rows(cities, places.cities),
+            ),
+            on_select=ml.on_map_pick(key),
+            selection_mode="single-object",
+            key=key,
+            height=mc.MAP_HEIGHT_PX,
+            alt=f"Map of {len(points):,} listings around {place}",
+        )
 
 
 map_view()
