@@ -50,3 +50,21 @@ def test_without_postgresql_the_tests_skip_locally_and_fail_under_ci(monkeypatch
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="CI requires"):
         pg_support.unavailable("PostgreSQL is not installed")
+
+
+def test_two_catalogues_in_one_database_each_in_its_own_schema(pg_empty_database: str) -> None:
+    from precon.service.postgres.store import PostgresCatalogueStore
+
+    live = PostgresCatalogueStore(pg_empty_database)
+    sandbox = PostgresCatalogueStore(pg_empty_database, schema="sandbox")
+    try:
+        assert migrations.current(pg_empty_database) == migrations.current(pg_empty_database, "sandbox") == "0001"
+        live.upsert_listings([{"listingId": "A1", "name": "Live Lofts", "state": "Ontario"}])
+        sandbox.upsert_listings([{"listingId": "S1", "name": "Sandbox Lofts", "state": "Ontario"}])
+        assert live.get_listings(["A1", "S1"], None).keys() == {"A1"}
+        assert sandbox.get_listings(["A1", "S1"], None).keys() == {"S1"}
+    finally:
+        live.close()
+        sandbox.close()
+    with pytest.raises(ValueError, match="schema"):
+        migrations.upgrade(pg_empty_database, schema="x; DROP TABLE listings")

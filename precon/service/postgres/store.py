@@ -38,7 +38,7 @@ from precon import filters
 from precon.filters import Expr, fold_text
 from precon.service.derived import complete_listing
 from precon.service.plans import floor_plans, plan_rows
-from precon.service.postgres.migrations import upgrade
+from precon.service.postgres.migrations import schema_options, upgrade
 from precon.service.postgres.sql import PostgresFilterCompiler, unit_clause
 from precon.service.schema import (
     LISTING_ATTRIBUTES,
@@ -75,7 +75,7 @@ from precon.service.store import (
 log = logging.getLogger("precon.store.postgres")
 
 CHANNEL = "precon_catalogue"
-"""Every committed write notifies it, with the new generation as the payload."""
+"""Every committed write notifies it, with the catalogue's schema and new generation as the payload."""
 WRITE_LOCK = 0x70726563
 """The advisory lock that serialises catalogue writes ('prec')."""
 FALLBACK_CACHE_ENTRIES = 64
@@ -155,13 +155,28 @@ class PostgresCatalogueStore:
 
     engine: Literal["postgres"] = "postgres"
 
-    def __init__(self, conninfo: str, *, min_size: int = 1, max_size: int = 8, migrate: bool = True) -> None:
-        """``conninfo``: a libpq connection string or ``postgresql://`` URL."""
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        schema: str = "public",
+        min_size: int = 1,
+        max_size: int = 8,
+        migrate: bool = True,
+    ) -> None:
+        """``conninfo``: a libpq connection string or ``postgresql://`` URL; ``schema``: where the catalogue's tables
+        are (one database holds the live catalogue in ``public`` and the sandbox in ``sandbox``, say)."""
         if migrate:
-            upgrade(conninfo)
+            upgrade(conninfo, schema=schema)
         self.conninfo = conninfo
+        self.schema = schema
         self.pool = ConnectionPool(
-            conninfo, min_size=min_size, max_size=max_size, kwargs={"autocommit": True}, open=True, name="precon"
+            conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"autocommit": True, **schema_options(schema)},
+            open=True,
+            name=f"precon-{schema}",
         )
         self.listeners: list[Callable[[list[CatalogueChange]], None]] = []
         """Called with the changes of every write, after it is committed (webhook events hang here)."""
@@ -192,13 +207,13 @@ class PostgresCatalogueStore:
                 connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
                 yield connection
 
-    @staticmethod
-    def _bump_generation(connection: psycopg.Connection[Any]) -> None:
+    def _bump_generation(self, connection: psycopg.Connection[Any]) -> None:
+        """Raises the generation; at commit, the other replicas hear ``<schema> <generation>`` on :data:`CHANNEL`."""
         row = connection.execute(
             "UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation' RETURNING value"
         ).fetchone()
         assert row is not None
-        connection.execute("SELECT pg_notify(%s, %s)", (CHANNEL, row[0]))
+        connection.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.schema} {row[0]}"))
 
     def generation(self) -> int:
         """The catalogue's generation, raised by every write (of any replica)."""

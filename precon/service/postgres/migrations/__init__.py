@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import psycopg
@@ -15,6 +16,21 @@ from alembic import command
 from alembic.config import Config
 
 FOLDER = Path(__file__).parent
+SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def schema_options(schema: str) -> dict[str, str]:
+    """Connection arguments that put a catalogue's tables in ``schema`` (its extensions stay in ``public``)."""
+    if not SCHEMA_NAME.match(schema):
+        raise ValueError(f"not a schema name: {schema!r}")
+    return {} if schema == "public" else {"options": f"-c search_path={schema},public"}
+
+
+def _connect(conninfo: str, schema: str) -> psycopg.Connection[tuple[object, ...]]:
+    if schema != "public":
+        with psycopg.connect(conninfo, autocommit=True) as connection:
+            connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')  # checked by schema_options
+    return psycopg.connect(conninfo, **schema_options(schema))
 
 
 def config() -> Config:
@@ -23,38 +39,43 @@ def config() -> Config:
     return settings
 
 
-def upgrade(conninfo: str, revision: str = "head") -> None:
-    """Migrates the database ``conninfo`` names (a libpq string or a ``postgresql://`` URL) to ``revision``."""
+def upgrade(conninfo: str, revision: str = "head", schema: str = "public") -> None:
+    """Migrates the database ``conninfo`` names (a libpq string or a ``postgresql://`` URL) to ``revision``: the
+    catalogue in ``schema``."""
+    schema_options(schema)
     engine = sqlalchemy.create_engine(
-        "postgresql+psycopg://", creator=lambda: psycopg.connect(conninfo), poolclass=sqlalchemy.NullPool
+        "postgresql+psycopg://", creator=lambda: _connect(conninfo, schema), poolclass=sqlalchemy.NullPool
     )
     try:
         with engine.begin() as connection:
             settings = config()
             settings.attributes["connection"] = connection
+            settings.attributes["schema"] = schema
             command.upgrade(settings, revision)
     finally:
         engine.dispose()
 
 
-def downgrade(conninfo: str, revision: str = "base") -> None:
+def downgrade(conninfo: str, revision: str = "base", schema: str = "public") -> None:
     """Undoes migrations down to ``revision`` (``base``: an empty database)."""
+    schema_options(schema)
     engine = sqlalchemy.create_engine(
-        "postgresql+psycopg://", creator=lambda: psycopg.connect(conninfo), poolclass=sqlalchemy.NullPool
+        "postgresql+psycopg://", creator=lambda: _connect(conninfo, schema), poolclass=sqlalchemy.NullPool
     )
     try:
         with engine.begin() as connection:
             settings = config()
             settings.attributes["connection"] = connection
+            settings.attributes["schema"] = schema
             command.downgrade(settings, revision)
     finally:
         engine.dispose()
 
 
-def current(conninfo: str) -> str | None:
-    """The database's revision, or None when it was never migrated."""
-    with psycopg.connect(conninfo) as connection:
-        exists = connection.execute("SELECT to_regclass('alembic_version') IS NOT NULL").fetchone()
+def current(conninfo: str, schema: str = "public") -> str | None:
+    """The revision of the catalogue in ``schema``, or None when it was never migrated."""
+    with psycopg.connect(conninfo, **schema_options(schema)) as connection:
+        exists = connection.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{schema}.alembic_version",)).fetchone()
         if not exists or not exists[0]:
             return None
         row = connection.execute("SELECT version_num FROM alembic_version").fetchone()

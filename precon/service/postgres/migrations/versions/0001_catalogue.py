@@ -8,7 +8,9 @@ Mirrors the SQLite store's layout (``precon.service.store._schema``, layout 6): 
 indexed attribute, rows of ``listing_terms``/``listing_numbers`` for arrays and nested paths, the floor plans
 as rows for ``unitFilter``, a ``tsvector`` per searchable field (the words folded as the SQLite store's FTS5
 tokenizer folds them) with a GIN index over all of them, and the position for distance (earthdistance).
-Text that is compared or ordered is ``COLLATE "C"``: byte order, as SQLite's.
+Text that is compared or ordered is ``COLLATE "C"``: byte order, as SQLite's. The tables go in the first schema
+of the connection's ``search_path`` (a second catalogue, the sandbox, has a schema of its own); the extensions
+always in ``public``.
 
 Revision ID: 0001
 Revises:
@@ -57,10 +59,10 @@ def _search_columns(fields: tuple[str, ...]) -> str:
 
 
 UPGRADE = f"""
-CREATE EXTENSION IF NOT EXISTS unaccent;
-CREATE EXTENSION IF NOT EXISTS pg_trgm;
-CREATE EXTENSION IF NOT EXISTS cube;
-CREATE EXTENSION IF NOT EXISTS earthdistance;
+CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public;
+CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public;
+CREATE EXTENSION IF NOT EXISTS cube SCHEMA public;
+CREATE EXTENSION IF NOT EXISTS earthdistance SCHEMA public;
 
 CREATE TABLE meta(key text PRIMARY KEY, value text NOT NULL);
 INSERT INTO meta VALUES ('generation', '0'), ('schema', '6');
