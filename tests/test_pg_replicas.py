@@ -1,0 +1,100 @@
+"""Replicas: several stores (processes, in production) on one PostgreSQL catalogue see each other's writes at once,
+and their writes, however concurrent, leave the catalogue as one writer at a time would."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+
+from precon import filters
+from precon.service import catalogue
+from precon.service.postgres.store import CHANNEL, PostgresCatalogueStore
+from precon.service.search import TextQuery
+from precon.service.store import ListingQuery
+from tests import pg_support
+
+pg_cluster = pg_support.pg_cluster
+pg_database = pg_support.pg_database
+
+
+def test_a_write_of_one_replica_shows_at_once_in_another(pg_database: str) -> None:
+    built = catalogue.generate(60, 3)
+    first = PostgresCatalogueStore(pg_database, migrate=False)
+    second = PostgresCatalogueStore(pg_database, migrate=False)
+    try:
+        first.upsert_profiles(built.profiles)
+        first.upsert_listings(built.listings)
+        # The second replica's caches (facet labels, typo vocabulary, attribute names) are filled...
+        second.search_listings(ListingQuery(facets=("cityOrDistrict",), text=TextQuery.parse("condso")))
+        assert "quayfront" not in second.listing_attribute_names()
+        # ...and followed when the first writes.
+        record = {**built.listings[0], "name": "Zanzibar Quarters", "cityOrDistrict": "Ÿellowknife", "quayfront": 1}
+        first.upsert_listings([record])
+        hits = second.search_listings(ListingQuery(text=TextQuery.parse("zanzibra"), facets=("cityOrDistrict",)))
+        assert [d["listingId"] for d in hits.documents] == [record["listingId"]]
+        assert ("Ÿellowknife", 1) in hits.facets["cityOrDistrict"]
+        assert "quayfront" in second.listing_attribute_names()
+        assert second.search_listings(ListingQuery(filter=filters.parse("quayfront = 1"))).total == 1
+        first.delete_listing(record["listingId"])
+        assert second.search_listings(ListingQuery(filter=filters.parse("quayfront = 1"))).total == 0
+        assert second.get_listings([record["listingId"]], None) == {}
+    finally:
+        first.close()
+        second.close()
+
+
+def test_concurrent_writers_leave_one_consistent_catalogue(pg_database: str) -> None:
+    built = catalogue.generate(80, 4)
+    replicas = [PostgresCatalogueStore(pg_database, migrate=False) for _ in range(3)]
+    errors: list[BaseException] = []
+    actions: list[list[str]] = []
+
+    def write(store: PostgresCatalogueStore, offset: int) -> None:
+        try:
+            for round_ in range(4):
+                batch = [{**r, "name": f"{r['name']} {offset}-{round_}"} for r in built.listings[offset::2]]
+                actions.append([c.action for c in store.upsert_listings(batch)])
+        except BaseException as error:
+            errors.append(error)
+
+    try:
+        replicas[0].upsert_profiles(built.profiles)
+        threads = [threading.Thread(target=write, args=(store, i % 2)) for i, store in enumerate(replicas)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert replicas[1].counts()["listings"] == len(built.listings)
+        # Each listing was created once, by whichever writer came first; every later write updated it.
+        assert sum(a.count("created") for a in actions) == len(built.listings)
+        with psycopg.connect(pg_database) as connection:
+            orphans = connection.execute(
+                "SELECT count(*) FROM listing_terms t LEFT JOIN listings l ON l.id = t.listing WHERE l.id IS NULL"
+            ).fetchone()
+            generation = connection.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        assert orphans == (0,)
+        assert generation is not None and int(generation[0]) == 1 + len(actions)
+    finally:
+        for store in replicas:
+            store.close()
+
+
+def test_every_write_is_announced_on_the_channel_after_its_commit(pg_database: str) -> None:
+    store = PostgresCatalogueStore(pg_database, migrate=False)
+    heard: list[str] = []
+    with psycopg.connect(pg_database, autocommit=True) as listener:
+        listener.execute(f"LISTEN {CHANNEL}")
+        try:
+            store.upsert_listings(catalogue.generate(5, 1).listings)
+            store.delete_listing("no-such-listing")  # nothing changed: nothing announced
+            store.record_view("no-such-listing")  # a view is not a catalogue change
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not heard:
+                for notice in listener.notifies(timeout=0.5, stop_after=1):
+                    heard.append(notice.payload)
+        finally:
+            store.close()
+    assert heard == ["public 1"]
