@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import psycopg
 import pytest
 
@@ -68,3 +70,21 @@ def test_two_catalogues_in_one_database_each_in_its_own_schema(pg_empty_database
         sandbox.close()
     with pytest.raises(ValueError, match="schema"):
         migrations.upgrade(pg_empty_database, schema="x; DROP TABLE listings")
+
+
+def test_replicas_starting_together_migrate_one_after_the_other(pg_empty_database: str) -> None:
+    errors: list[BaseException] = []
+
+    def migrate(schema: str) -> None:
+        try:
+            migrations.upgrade(pg_empty_database, schema=schema)
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=migrate, args=(schema,)) for schema in ["public", "sandbox"] * 3]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert migrations.current(pg_empty_database) == migrations.current(pg_empty_database, "sandbox") == "0001"

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -26,11 +27,8 @@ def schema_options(schema: str) -> dict[str, str]:
     return {} if schema == "public" else {"options": f"-c search_path={schema},public"}
 
 
-def _connect(conninfo: str, schema: str) -> psycopg.Connection[tuple[object, ...]]:
-    if schema != "public":
-        with psycopg.connect(conninfo, autocommit=True) as connection:
-            connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')  # checked by schema_options
-    return psycopg.connect(conninfo, **schema_options(schema))
+MIGRATION_LOCK = 0x70726564
+"""The advisory lock migrations hold: replicas starting together migrate one after the other."""
 
 
 def config() -> Config:
@@ -39,37 +37,36 @@ def config() -> Config:
     return settings
 
 
-def upgrade(conninfo: str, revision: str = "head", schema: str = "public") -> None:
-    """Migrates the database ``conninfo`` names (a libpq string or a ``postgresql://`` URL) to ``revision``: the
-    catalogue in ``schema``."""
-    schema_options(schema)
+def _run(conninfo: str, schema: str, action: Callable[[Config], None]) -> None:
+    """Runs an Alembic command on the catalogue in ``schema`` (made if missing), in one transaction that holds
+    :data:`MIGRATION_LOCK`."""
+    options = schema_options(schema)
     engine = sqlalchemy.create_engine(
-        "postgresql+psycopg://", creator=lambda: _connect(conninfo, schema), poolclass=sqlalchemy.NullPool
+        "postgresql+psycopg://", creator=lambda: psycopg.connect(conninfo, **options), poolclass=sqlalchemy.NullPool
     )
     try:
         with engine.begin() as connection:
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+            if schema != "public":
+                connection.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')  # checked by schema_options
+                connection.exec_driver_sql(f'SET LOCAL search_path TO "{schema}", public')
             settings = config()
             settings.attributes["connection"] = connection
             settings.attributes["schema"] = schema
-            command.upgrade(settings, revision)
+            action(settings)
     finally:
         engine.dispose()
+
+
+def upgrade(conninfo: str, revision: str = "head", schema: str = "public") -> None:
+    """Migrates the database ``conninfo`` names (a libpq string or a ``postgresql://`` URL) to ``revision``: the
+    catalogue in ``schema``."""
+    _run(conninfo, schema, lambda settings: command.upgrade(settings, revision))
 
 
 def downgrade(conninfo: str, revision: str = "base", schema: str = "public") -> None:
     """Undoes migrations down to ``revision`` (``base``: an empty database)."""
-    schema_options(schema)
-    engine = sqlalchemy.create_engine(
-        "postgresql+psycopg://", creator=lambda: _connect(conninfo, schema), poolclass=sqlalchemy.NullPool
-    )
-    try:
-        with engine.begin() as connection:
-            settings = config()
-            settings.attributes["connection"] = connection
-            settings.attributes["schema"] = schema
-            command.downgrade(settings, revision)
-    finally:
-        engine.dispose()
+    _run(conninfo, schema, lambda settings: command.downgrade(settings, revision))
 
 
 def current(conninfo: str, schema: str = "public") -> str | None:
