@@ -7,10 +7,12 @@ import threading
 import time
 
 import psycopg
+import pytest
 
 from precon import filters
 from precon.service import catalogue
 from precon.service.postgres.store import CHANNEL, PostgresCatalogueStore
+from precon.service.runtime import load
 from precon.service.search import TextQuery
 from precon.service.store import ListingQuery
 from tests import pg_support
@@ -98,3 +100,27 @@ def test_every_write_is_announced_on_the_channel_after_its_commit(pg_database: s
         finally:
             store.close()
     assert heard == ["public 1"]
+
+
+def test_an_import_is_one_transaction_whose_events_are_heard_once_after_its_commit(pg_database: str) -> None:
+    built = catalogue.generate(30, 6)
+    store = PostgresCatalogueStore(pg_database, migrate=False)
+    other = PostgresCatalogueStore(pg_database, migrate=False)
+    heard: list[tuple[int, int]] = []
+    store.listeners.append(lambda changes: heard.append((len(changes), other.counts()["listings"])))
+    try:
+        with pytest.raises(ValueError), store.atomic():
+            load(store, built.listings[:20], built.profiles)
+            assert other.counts() == {"listings": 0, "profiles": 0}  # not committed yet
+            store.upsert_listings([{"name": "no id"}])  # a bad record: the whole import is undone
+        assert store.counts() == {"listings": 0, "profiles": 0}
+        assert heard == []
+        with store.atomic():
+            load(store, built.listings, built.profiles)
+            store.delete_listing(built.listings[0]["listingId"])
+        # One call, after the commit: another replica already sees what it announces.
+        assert heard == [(len(built.profiles) + len(built.listings) + 1, len(built.listings) - 1)]
+        assert other.counts() == {"listings": len(built.listings) - 1, "profiles": len(built.profiles)}
+    finally:
+        store.close()
+        other.close()

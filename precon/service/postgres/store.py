@@ -185,6 +185,8 @@ class PostgresCatalogueStore:
         self._label_cache: tuple[int, dict[tuple[str, str], str]] | None = None
         self._attribute_cache: tuple[int, frozenset[str]] | None = None
         self._fallbacks: OrderedDict[tuple[str, int, str], list[int]] = OrderedDict()
+        self._local = threading.local()
+        """``connection`` and ``pending`` (changes) of this thread's :meth:`atomic` block, when in one."""
 
     def close(self) -> None:
         self.pool.close()
@@ -201,11 +203,35 @@ class PostgresCatalogueStore:
 
     @contextmanager
     def _write(self) -> Iterator[psycopg.Connection[Any]]:
-        """A write transaction, one at a time across every process on this database."""
+        """A write transaction, one at a time across every process on this database; inside :meth:`atomic`, that
+        one's."""
+        shared: psycopg.Connection[Any] | None = getattr(self._local, "connection", None)
+        if shared is not None:
+            yield shared
+            return
         with self.pool.connection() as connection:
             with connection.transaction():
                 connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
                 yield connection
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """The writes made inside (by this thread) are one transaction: all of them are committed or none is, and
+        the listeners hear of them once, after the commit (an import, a mirror page). Nested: part of the outer."""
+        if getattr(self._local, "connection", None) is not None:
+            yield
+            return
+        pending: list[CatalogueChange] = []
+        with self.pool.connection() as connection:
+            with connection.transaction():
+                connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                self._local.connection, self._local.pending = connection, pending
+                try:
+                    yield
+                finally:
+                    self._local.connection = self._local.pending = None
+        if pending:
+            self._notify(pending)
 
     def _bump_generation(self, connection: psycopg.Connection[Any]) -> None:
         """Raises the generation; at commit, the other replicas hear ``<schema> <generation>`` on :data:`CHANNEL`."""
@@ -225,12 +251,16 @@ class PostgresCatalogueStore:
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
-        """For loading a whole catalogue: statistics are gathered once at the end."""
+        """For loading a whole catalogue: statistics are gathered once at the end (of :meth:`atomic` when in one)."""
         yield
-        with self.pool.connection() as connection:
+        with self._write() as connection:
             connection.execute("ANALYZE")
 
     def _notify(self, changes: list[CatalogueChange]) -> list[CatalogueChange]:
+        pending: list[CatalogueChange] | None = getattr(self._local, "pending", None)
+        if pending is not None:  # inside atomic(): heard after its commit
+            pending.extend(changes)
+            return changes
         for listener in self.listeners:
             try:
                 listener(changes)
