@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import psycopg
 import pytest
@@ -88,3 +89,32 @@ def test_replicas_starting_together_migrate_one_after_the_other(pg_empty_databas
         thread.join()
     assert errors == []
     assert migrations.current(pg_empty_database) == migrations.current(pg_empty_database, "sandbox") == "0001"
+
+
+def test_replicas_starting_on_an_empty_database_fill_it_once(pg_empty_database: str) -> None:
+    from precon.service.postgres.catalogues import open_catalogues
+
+    opened: list[Any] = []
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            opened.append(open_catalogues(pg_empty_database, 50, 7))
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=start) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert errors == []
+        for live, sandbox in opened:
+            assert live.counts()["listings"] == 50
+            assert sandbox.counts()["listings"] == 40
+            assert live.generation() == 1 + 1  # profiles, then listings: loaded once
+    finally:
+        for stores in opened:
+            for store in stores:
+                store.close()
