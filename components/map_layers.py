@@ -28,7 +28,7 @@ from components.map_centre import (
     set_centre,
 )
 from components.map_data import MapPoints
-from components.maps import BASEMAP_STYLE, centre_layer, circle_layer, view, zoom_for_radius
+from components.maps import basemap_options, centre_layer, circle_layer, view, zoom_for_radius
 
 LISTINGS_LAYER = "listings"
 GRID_LAYER = "click-grid"
@@ -191,9 +191,8 @@ def map_deck(
             basemap.labels_layer(cities),
         ],
         initial_view_state=view(lat, lng, zoom),
-        map_provider="carto" if street else None,
-        map_style=BASEMAP_STYLE if street else None,
         tooltip=TOOLTIP,  # type: ignore[arg-type]
+        **basemap_options(street),
     )
 
 

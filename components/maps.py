@@ -136,12 +136,17 @@ def fitted_view(listings: Sequence[Listing]) -> pdk.ViewState:
     return view((max(lats) + min(lats)) / 2, (max(lngs) + min(lngs)) / 2, zoom)
 
 
+def basemap_options(street: bool) -> dict[str, Any]:
+    """The deck's basemap: Carto's tiles, or none at all. For none, ``map_style`` is left to pydeck, whose default
+    Streamlit reads as "no basemap"; ``map_style=None`` would make Streamlit fetch a Carto style of its choosing."""
+    return {"map_provider": "carto", "map_style": BASEMAP_STYLE} if street else {"map_provider": None}
+
+
 def deck(layers: Sequence[pdk.Layer], initial: pdk.ViewState, *, basemap: bool = False) -> pdk.Deck:
     """A deck of these layers; with no basemap it draws offline, with one it loads tiles from the network."""
     return pdk.Deck(
         layers=list(layers),
         initial_view_state=initial,
-        map_provider="carto" if basemap else None,
-        map_style=BASEMAP_STYLE if basemap else None,
         tooltip=TOOLTIP,  # type: ignore[arg-type]
+        **basemap_options(basemap),
     )

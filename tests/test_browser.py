@@ -382,6 +382,10 @@ def test_delete_is_styled_as_destructive(dashboard: Dashboard, page: Any) -> Non
 
 
 def test_the_map_draws_an_offline_outline_of_canada_with_city_names(dashboard: Dashboard, page: Any) -> None:
+    from urllib.parse import urlsplit
+
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
     page.set_viewport_size({"width": 1400, "height": 1900})  # the size the screenshot takes, so the map is not redrawn
     page.goto(f"{dashboard.url}/map?center=43.65,-79.38&radius=25")
     settle(page, "listings within 25 km")
@@ -390,11 +394,37 @@ def test_the_map_draws_an_offline_outline_of_canada_with_city_names(dashboard: D
     page.wait_for_timeout(4000)  # deck.gl draws its layers (and its labels' font atlas) after the frame is in place
     assert page.get_by_text(re.compile(r"^Error:")).count() == 0, "the map's layers are valid for deck.gl"
     assert_no_exception(page)
+    elsewhere = sorted({url for url in asked if urlsplit(url).hostname not in {"127.0.0.1", "localhost"}})
+    assert not elsewhere, f"the offline map asked other hosts: {elsewhere}"  # no tiles, no style, no fonts
+    assert any(url.endswith("/app/static/basemap/land.json") for url in asked)  # the outline, from the dashboard
     screenshot(page, "map-offline-basemap")
     page.goto(f"{dashboard.url}/map?center=49.5,-97&radius=25")
     settle(page, "listings within 25 km")
     page.get_by_role("slider").first.focus()
     assert_no_exception(page)
+
+
+def test_a_click_on_empty_map_moves_the_centre_there_and_names_it(dashboard: Dashboard, page: Any) -> None:
+    page.set_viewport_size({"width": 1400, "height": 1300})
+    page.goto(f"{dashboard.url}/map?center=43.65,-79.38&radius=10")
+    settle(page, "listings within 10 km")
+    canvas = page.locator('[data-testid="stDeckGlJsonChart"] canvas').first
+    canvas.wait_for(state="attached")
+    page.wait_for_timeout(2000)  # deck.gl draws the layers it picks from
+    box = canvas.bounding_box()
+    assert box is not None
+    target = (box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.3)  # up and left of the centre
+    page.mouse.move(*target)
+    expect(page.get_by_text("Click to centre here")).to_be_visible(timeout=10_000)  # the grid's tooltip
+    page.mouse.click(*target)
+    page.wait_for_function("() => !new URLSearchParams(location.search).get('center').startsWith('43.65,-79.38')")
+    settle(page, "listings within 10 km")
+    lat, lng = (float(part) for part in page.evaluate("new URLSearchParams(location.search).get('center')").split(","))
+    assert lat > 43.65 and lng < -79.38  # where the click was: north and west of the old centre
+    heading = page.get_by_role("heading", name=re.compile("listings? within 10 km of")).first.inner_text()
+    assert re.search(r"within 10 km of \S", heading) and f"{lat:.4f}" not in heading  # named, not coordinates
+    assert_no_exception(page)
+    screenshot(page, "map-clicked-centre")
 
 
 # -- the listing page for a buyer: a plan's deposits in dollars, contradictions flagged --------------------------

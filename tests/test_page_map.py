@@ -214,7 +214,8 @@ def test_every_listing_on_an_offline_map_around_the_biggest_city() -> None:
     assert not app.exception, [e.value for e in app.exception]
 
     spec = deck_spec(app)
-    assert "mapProvider" not in spec and "mapStyle" not in spec  # no basemap: nothing to fetch, draws offline
+    # No basemap: pydeck's default style, which Streamlit reads as "none" (an absent one would fetch Carto's).
+    assert "mapProvider" not in spec and spec["mapStyle"] == "__MAP_STYLE__"
     everything = client().search_listings(per_page=1000, retrieve_attributes=["_geoloc"])
     points = layer(spec, ml.LISTINGS_LAYER)
     assert points["@@type"] == "ScatterplotLayer" and points["pickable"] is True
@@ -406,7 +407,7 @@ def test_the_map_draws_canada_and_names_the_catalogues_cities_with_no_network(mo
     app = open_page(PAGE)
     assert not app.exception, [e.value for e in app.exception]
     spec = deck_spec(app)
-    assert "mapProvider" not in spec and "mapStyle" not in spec
+    assert "mapProvider" not in spec and spec["mapStyle"] == "__MAP_STYLE__"
     shapes = layer(spec, "basemap-shapes")
     assert shapes["@@type"] == "GeoJsonLayer" and shapes["filled"] is True
     # The browser fetches the shapes from the dashboard's own server (static serving), by a relative address.
