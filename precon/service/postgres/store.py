@@ -271,13 +271,9 @@ class PostgresCatalogueStore:
     def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
         changes: list[CatalogueChange] = []
         touched_profiles: set[str] = set()
-        insert_listing = (
-            "INSERT INTO listings(id, listing_id, province, featured, updated_at, geo_lat, geo_lng, "
-            f"{_SCALAR_COLUMNS}, {_LISTING_SEARCH_COLUMNS}, s_all, doc) VALUES ("
-            + ", ".join(["%s"] * (7 + len(SCALAR_ATTRIBUTES)))
-            + ", "
-            + ", ".join(["%s::tsvector"] * (len(SEARCHABLE_LISTING_FIELDS) + 1))
-            + ", %s::json)"
+        copy_listings = (
+            "COPY listings(id, listing_id, province, featured, updated_at, geo_lat, geo_lng, "
+            f"{_SCALAR_COLUMNS}, {_LISTING_SEARCH_COLUMNS}, s_all, doc) FROM STDIN"
         )
         batch: list[tuple[str, dict[str, Any]]] = []
         for record in _last_of_each(records, lambda r: str(r.get("listingId") or r.get("objectID") or "").strip()):
@@ -350,7 +346,9 @@ class PostgresCatalogueStore:
                 touched_profiles.update(SQLiteStore._reference_keys(record))
                 changes.append(CatalogueChange("listing", "created" if found is None else "updated", listing_id))
             with db.cursor() as cursor:
-                cursor.executemany(insert_listing, rows)
+                with cursor.copy(copy_listings) as copy:
+                    for listing_row in rows:
+                        copy.write_row(listing_row)
                 for table, table_rows in (
                     ("listing_terms", sorted(terms)),
                     ("listing_numbers", sorted(numbers)),
