@@ -124,3 +124,18 @@ def test_an_import_is_one_transaction_whose_events_are_heard_once_after_its_comm
     finally:
         store.close()
         other.close()
+
+
+def test_connections_the_server_dropped_are_replaced(pg_database: str) -> None:
+    store = PostgresCatalogueStore(pg_database, migrate=False, min_size=2, max_size=2)
+    try:
+        store.upsert_listings(catalogue.generate(5, 2).listings)
+        with psycopg.connect(pg_database, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid != pg_backend_pid()"
+            )
+        for _ in range(4):  # every pooled connection was cut: each is found dead and replaced on checkout
+            assert store.search_listings(ListingQuery(limit=0)).total == 5
+    finally:
+        store.close()

@@ -175,6 +175,7 @@ class PostgresCatalogueStore:
             min_size=min_size,
             max_size=max_size,
             kwargs={"autocommit": True, **schema_options(schema)},
+            check=ConnectionPool.check_connection,  # a connection the server dropped (a restart) is replaced
             open=True,
             name=f"precon-{schema}",
         )
