@@ -363,3 +363,17 @@ def test_trending_equals_sqlite(pg_database: str, tmp_path: Path, records: list[
     finally:
         sqlite.close()
         postgres.close()
+
+
+def test_a_circle_finds_its_candidates_through_the_earthdistance_index(
+    stores: tuple[SQLiteStore, PostgresCatalogueStore],
+) -> None:
+    _, postgres = stores
+    circle = GeoCircle(43.6532, -79.3832, 25_000)
+    with postgres._read() as db:
+        clauses, params = postgres._listing_where(db, ListingQuery(circle=circle), None)
+        db.execute("SET LOCAL enable_seqscan = off")  # 300 rows: the planner would rather scan them all
+        plan = "\n".join(
+            r[0] for r in db.execute(f"EXPLAIN SELECT count(*) FROM listings l WHERE {' AND '.join(clauses)}", params)
+        )
+    assert "listings_on_earth" in plan

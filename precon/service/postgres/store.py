@@ -4,7 +4,8 @@ Records are JSON documents (``json``: as written, key order kept) beside the col
 migration ``0001_catalogue``). The answers are the SQLite store's (the tests compare the two over one generated
 catalogue): the same filter semantics (the SQLite compiler, with ``%s`` placeholders; unindexed paths through the
 reference evaluator), the same order (``featured DESC, updated_at DESC, listing_id`` in byte order), the same
-facet counts and labels, the same haversine distance, the same trending rank.
+facet counts and labels, the same haversine distance (candidates found through earthdistance's GiST index), the
+same trending rank.
 
 Text: each searchable field's words, folded as the SQLite store's FTS5 tokenizer folds them (case and accents
 ignored: :func:`precon.service.search.words`), are a ``tsvector`` of their own, and all of them together one
@@ -570,6 +571,14 @@ class PostgresCatalogueStore:
             clauses.append(sql)
             params += unit_params
         if query.circle is not None:
+            # earthdistance's cube around the circle finds the candidates through the GiST index (it holds every
+            # point of the circle: its half-side is the arc, longer than the chord); the latitude/longitude box
+            # and the haversine distance then keep what the SQLite store keeps, exactly.
+            clauses.append(
+                "l.geo_lat IS NOT NULL "
+                "AND earth_box(ll_to_earth(%s, %s), %s * earth()) @> ll_to_earth(l.geo_lat, l.geo_lng)"
+            )
+            params += [query.circle.lat, query.circle.lng, query.circle.radius_m / EARTH_RADIUS_M * (1 + 1e-9)]
             min_lat, max_lat, min_lng, max_lng = _bounding_box(query.circle)
             clauses.append("l.geo_lat BETWEEN %s AND %s AND l.geo_lng BETWEEN %s AND %s")
             params += [min_lat, max_lat, min_lng, max_lng]
