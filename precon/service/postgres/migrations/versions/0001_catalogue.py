@@ -10,7 +10,8 @@ as rows for ``unitFilter``, a ``tsvector`` per searchable field (the words folde
 tokenizer folds them) with a GIN index over all of them, and the position for distance (earthdistance).
 Text that is compared or ordered is ``COLLATE "C"``: byte order, as SQLite's. The tables go in the first schema
 of the connection's ``search_path`` (a second catalogue, the sandbox, has a schema of its own); the extensions
-always in ``public``.
+always in ``public``. ``cube`` and ``earthdistance`` serve distance; ``unaccent`` and ``pg_trgm`` are there for
+SQL written by hand (the store folds words in Python, as the SQLite store does, so that both match alike).
 
 Revision ID: 0001
 Revises:
@@ -151,7 +152,6 @@ CREATE INDEX listings_by_province ON listings(province, featured DESC, updated_a
 CREATE INDEX listings_text ON listings USING gin(s_all);
 CREATE INDEX listings_by_position ON listings(geo_lat, geo_lng) WHERE geo_lat IS NOT NULL;
 CREATE INDEX listings_on_earth ON listings USING gist(ll_to_earth(geo_lat, geo_lng)) WHERE geo_lat IS NOT NULL;
-CREATE INDEX listings_by_name_trigram ON listings USING gin("c_name" gin_trgm_ops);
 
 CREATE TABLE listing_terms(
   attr text COLLATE "C" NOT NULL,
@@ -211,7 +211,6 @@ CREATE INDEX profiles_by_collection ON profiles(collection, name_key, path);
 CREATE INDEX profiles_by_name ON profiles(name_key, path);
 CREATE INDEX profiles_by_listing_count ON profiles(listing_count, name_key, path);
 CREATE INDEX profiles_text ON profiles USING gin(s_all);
-CREATE INDEX profiles_by_name_trigram ON profiles USING gin(name_key gin_trgm_ops);
 CREATE TABLE profile_provinces(
   province text COLLATE "C" NOT NULL,
   profile bigint NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
