@@ -394,6 +394,11 @@ class ColumnIndex:
 
     # -- distance and order --------------------------------------------------------------------------------
 
+    def in_box(self, min_lat: float, max_lat: float, min_lng: float, max_lng: float) -> Mask:
+        """Listings whose position is inside these bounds (none without a position)."""
+        with np.errstate(invalid="ignore"):
+            return (self.lat >= min_lat) & (self.lat <= max_lat) & (self.lng >= min_lng) & (self.lng <= max_lng)
+
     def distances(self, lat: float, lng: float, positions: IntArray) -> FloatArray:
         phi1, phi2 = math.radians(lat), np.radians(self.lat[positions])
         d_phi = phi2 - phi1
