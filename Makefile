@@ -39,7 +39,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 bench: $(STAMP)
-	$(BIN)/python bench/service.py
+	$(BIN)/python bench/service.py $(if $(LISTINGS),--listings $(LISTINGS))
 
 # Bursts of load separated by idle pauses, 10 minutes (MINUTES=2 for a quick run): errors, memory, SQLite connections.
 bench-soak: $(STAMP)
