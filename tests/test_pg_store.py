@@ -377,3 +377,25 @@ def test_a_circle_finds_its_candidates_through_the_earthdistance_index(
             r[0] for r in db.execute(f"EXPLAIN SELECT count(*) FROM listings l WHERE {' AND '.join(clauses)}", params)
         )
     assert "listings_on_earth" in plan
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "isFeatured != 1",
+        "isFeatured > 0",
+        "NOT isFeatured <= 1",
+        "hasLocker != 0 OR isFeatured:true",
+        "floorPlans.contactForPricing != 1",
+        "NOT floorPlans.contactForPricing < 1",
+        "isFeatured:maybe",
+        "NOT startPrice:abc",
+        "isFeatured:0 TO 1",
+    ],
+)
+def test_comparisons_that_can_never_hold_are_false_not_errors(
+    stores: tuple[SQLiteStore, PostgresCatalogueStore], text: str
+) -> None:
+    sqlite, postgres = stores
+    expr = filters.parse(text)
+    assert every_id(postgres, filter=expr) == every_id(sqlite, filter=expr)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from precon import filters
-from precon.filters import Expr
+from precon.filters import Compare, Expr
 from precon.service.plans import UnitFilterCompiler
 from precon.service.schema import IndexedAttribute
 from precon.service.sql_filter import FALSE, Fragment, ListingFilterCompiler
@@ -38,6 +38,11 @@ class PostgresFilterCompiler(ListingFilterCompiler):
 
     def compile(self, expr: Expr) -> Fragment:
         fragment = super().compile(expr)
+        return PG_FALSE if fragment == FALSE else fragment
+
+    def _compare(self, expr: Compare) -> Fragment:
+        # Also reached directly (``!=`` is NOT of ``=``), not only through compile(): SQLite's FALSE is ``0``.
+        fragment = super()._compare(expr)
         return PG_FALSE if fragment == FALSE else fragment
 
     def _equals(self, attribute: IndexedAttribute, value: Any) -> Fragment:
