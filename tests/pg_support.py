@@ -26,8 +26,11 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.conftest import Api
 
 SERVER_USER = "postgres"
 """Who runs the server when the tests run as root."""
@@ -224,3 +227,79 @@ def pg_empty_database(pg_cluster: Cluster) -> Iterator[str]:
     name = pg_cluster.database()
     yield pg_cluster.conninfo(name)
     pg_cluster.drop(name)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The service over PostgreSQL, for the service's own test modules (tests/test_pg_suite_*.py run them again)
+# ----------------------------------------------------------------------------------------------------------
+
+
+def pg_api(cluster_: Cluster, data_dir: Path) -> Iterator[Any]:
+    """The ``api`` of tests/conftest.py (the same keys, the same special listings), its catalogue and sandbox in
+    a fresh PostgreSQL database: keys and webhooks stay in ``data_dir``, as they do for now."""
+    import httpx
+
+    from precon.service.accounts import AccountStore
+    from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
+    from precon.service.notify import CatalogueNotifier
+    from precon.service.postgres.catalogues import open_catalogues
+    from precon.service.runtime import DataDirectory
+    from precon.service.server import ServerThread
+    from precon.service.webhooks import WebhookStore
+    from tests import conftest
+
+    name = cluster_.database()
+    settings = ServiceSettings(
+        data_dir=data_dir,
+        default_listings=conftest.TEST_LISTINGS,
+        default_seed=conftest.TEST_SEED,
+        rate_limit=0,
+        dev=True,
+    )
+    live, sandbox = open_catalogues(cluster_.conninfo(name), settings.default_listings, settings.default_seed)
+    accounts = AccountStore(settings.accounts_path)
+    accounts.create_key(DEV_PRODUCT_ID, key=DEV_API_KEY, label="development")
+    webhooks = WebhookStore(settings.webhooks_path)
+    for store, env in ((live, "live"), (sandbox, "sandbox")):
+        CatalogueNotifier(webhooks, accounts, store, env, settings.webhook_first_delay).attach()  # type: ignore[arg-type]
+    directory = DataDirectory(settings, live, sandbox, accounts, webhooks)  # type: ignore[arg-type]
+    accounts.create_key("everything", key=conftest.KEY_ALL)
+    accounts.create_key("ontario", ["v1"], ["on"], key=conftest.KEY_ONTARIO)
+    accounts.create_key("lite", ["v1-lite"], key=conftest.KEY_LITE)
+    accounts.create_key("pei", ["v1"], ["pe"], key=conftest.KEY_PEI)
+    first = live.search_listings(_first_listing_query()).documents[0]["listingId"]
+    record = dict(live.get_listings([first], None)[first])
+    record.update(listingId="XSS0A1", path="Listings/XSS0A1", name=conftest.XSS_NAME, isFeatured=False)
+    if isinstance(record.get("floorPlans"), list):
+        record["floorPlans"] = [{k: v for k, v in plan.items() if k != "id"} for plan in record["floorPlans"]]
+    live.upsert_listings([record])
+    try:
+        with ServerThread(directory.app()) as server, httpx.Client(timeout=30) as http:
+            yield PgApi(server.url, directory, http)
+    finally:
+        directory.close()
+        cluster_.drop(name)
+
+
+def _first_listing_query() -> Any:
+    """The listing with the smallest id (the template conftest's special listing is copied from)."""
+    from precon.filters import parse
+    from precon.service.store import ListingQuery
+
+    return ListingQuery(limit=1, filter=parse("NOT listingId:XSS0A1"))
+
+
+class PgApi(Api):
+    """:class:`tests.conftest.Api` whose oracle reads the stored documents from PostgreSQL."""
+
+    def all_listings(self) -> list[dict[str, Any]]:
+        return self._documents("SELECT doc::text FROM listings ORDER BY listing_id")
+
+    def all_profiles(self) -> list[dict[str, Any]]:
+        return self._documents("SELECT doc::text FROM profiles ORDER BY path")
+
+    def _documents(self, sql: str) -> list[dict[str, Any]]:
+        import orjson
+
+        with self.directory.live.pool.connection() as db:  # type: ignore[attr-defined]
+            return [orjson.loads(text) for (text,) in db.execute(sql)]
