@@ -194,6 +194,9 @@ def test_text_in_named_fields_only(stores: tuple[SQLiteStore, PostgresCatalogueS
         a = sqlite.search_listings(ListingQuery(text=parsed, limit=10_000))
         b = postgres.search_listings(ListingQuery(text=parsed, limit=10_000))
         assert_same(a, b, text=True)
+    unsearchable = TextQuery(words=["toronto"], columns=("photos",))  # no searchable field: nothing, not an error
+    assert postgres.search_listings(ListingQuery(text=unsearchable)).total == 0
+    assert postgres.search_profiles(ProfileQuery(text=unsearchable)).total == 0
 
 
 def test_text_relevance_puts_the_best_matches_first(

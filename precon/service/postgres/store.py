@@ -125,14 +125,15 @@ def _field_words(record: dict[str, Any], fields: Sequence[str]) -> list[list[str
     return [words(text) for text in searchable_text(record, fields)]
 
 
-def _text_match(text: TextQuery, alias: str, fields: Sequence[str]) -> str:
-    """The test of a row's text against ``%s::tsquery``: all fields, or those the query names."""
+def _text_match(text: TextQuery, alias: str, fields: Sequence[str]) -> tuple[str, list[Any]]:
+    """The test of a row's text against the query: in all fields, or in those the query names (none of them a
+    searchable field: no row)."""
     if not text.columns:
-        return f"{alias}.s_all @@ %s::tsquery"
+        return f"{alias}.s_all @@ %s::tsquery", [tsquery(text)]
     named = [f'{alias}."s_{name}"' for name in text.columns if name in fields]
     if not named:
-        return "false"
-    return f"({' || '.join(named)}) @@ %s::tsquery"
+        return "false", []
+    return f"({' || '.join(named)}) @@ %s::tsquery", [tsquery(text)]
 
 
 def _rank(alias: str, fields: Sequence[str], weights: Sequence[float]) -> str:
@@ -586,8 +587,9 @@ class PostgresCatalogueStore:
             clauses.append(f"{sql} <= %s")
             params += [*distance_params, query.circle.radius_m]
         if text is not None:
-            clauses.append(_text_match(text, "l", SEARCHABLE_LISTING_FIELDS))
-            params.append(tsquery(text))
+            sql, text_params = _text_match(text, "l", SEARCHABLE_LISTING_FIELDS)
+            clauses.append(sql)
+            params += text_params
         return clauses, params
 
     def _search(self, query: ListingQuery, text: TextQuery | None) -> SearchHits:
@@ -777,8 +779,9 @@ class PostgresCatalogueStore:
                 clauses.append("p.id = ANY(%s)")
                 params.append(self._matching_ids(db, "profiles", query.filter))
             if text is not None:
-                clauses.append(_text_match(text, "p", SEARCHABLE_PROFILE_FIELDS))
-                params.append(tsquery(text))
+                sql, text_params = _text_match(text, "p", SEARCHABLE_PROFILE_FIELDS)
+                clauses.append(sql)
+                params += text_params
             where = " AND ".join(clauses) or "true"
             count = db.execute(f"SELECT count(*) FROM profiles p WHERE {where}", params).fetchone()
             total = int(count[0]) if count else 0
