@@ -1,5 +1,20 @@
 """The catalogue in PostgreSQL 15 (issue 13): a store answering as :class:`~precon.service.store.SQLiteStore` does.
 
-The schema is made and upgraded by the Alembic migrations in :mod:`precon.service.postgres.migrations`; the
-store is :class:`precon.service.postgres.store.PostgresCatalogueStore`.
+* :mod:`.store`: :class:`~.store.PostgresCatalogueStore`, the :class:`~precon.service.store.CatalogueStore`
+  operations over a psycopg connection pool; several processes (replicas) may share one database.
+* :mod:`.sql`: filter expressions as SQL with bound parameters (the SQLite store's compilers, ``%s`` placeholders).
+* :mod:`.migrations`: the schema, made and upgraded by Alembic from Python (``upgrade(conninfo, schema=...)``);
+  replicas starting together migrate one after the other (an advisory lock).
+* :mod:`.catalogues`: the service's two catalogues in one database, the live one in schema ``public`` and the
+  sandbox in schema ``sandbox``, filled with the defaults on first use (once, whichever replica comes first).
+
+What equals what, and how it is checked (``tests/test_pg_*.py``, on a throw-away cluster, see
+``tests/pg_support.py``): every read answers as the SQLite store's SQL engine does over the same catalogue, the
+stored documents byte for byte (``json``, key order kept); text search matches the same records, ranked by a
+field-weighted ``ts_rank`` rather than FTS5's BM25; the service's API test modules run on both stores.
+
+Caches kept in a process (facet labels, the typo vocabulary, attribute names, unindexed-filter results) are keyed
+by the catalogue's generation, read from the database with every question: a write of any replica
+is seen by the next question of every other one (no staleness). Writes also ``NOTIFY precon_catalogue`` with
+``"<schema> <generation>"`` after their commit, for what would keep a copy in memory.
 """
