@@ -7,6 +7,7 @@ documents. Text searches match the same listings; their order may differ where t
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -402,3 +403,49 @@ def test_comparisons_that_can_never_hold_are_false_not_errors(
     sqlite, postgres = stores
     expr = filters.parse(text)
     assert every_id(postgres, filter=expr) == every_id(sqlite, filter=expr)  # type: ignore[arg-type]
+
+
+def _haversine_m(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    h = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lng2 - lng1) / 2) ** 2
+    return 2 * 6_371_000.0 * math.asin(min(1.0, math.sqrt(h)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lat=st.floats(41.0, 62.0),
+    lng=st.floats(-130.0, -55.0),
+    radius=st.one_of(st.floats(0, 400_000), st.sampled_from([0.0, 1_000.0, 1_000_000.0])),
+)
+def test_a_circle_finds_every_listing_within_its_radius(
+    stores: tuple[SQLiteStore, PostgresCatalogueStore],
+    records: list[dict[str, Any]],
+    lat: float,
+    lng: float,
+    radius: float,
+) -> None:
+    _, postgres = stores
+    found = set(every_id(postgres, circle=GeoCircle(lat, lng, radius)))  # type: ignore[arg-type]
+    for record in records:
+        geo = record.get("_geoloc")
+        if not isinstance(geo, dict) or geo.get("lat") is None or geo.get("lng") is None:
+            assert record["listingId"] not in found
+            continue
+        distance = _haversine_m(lat, lng, geo["lat"], geo["lng"])
+        if abs(distance - radius) > 0.01:  # on the edge, rounding decides
+            assert (record["listingId"] in found) == (distance <= radius), (record["listingId"], distance)
+
+
+def test_a_circle_across_the_antimeridian_finds_listings_on_both_sides(pg_database: str) -> None:
+    store = PostgresCatalogueStore(pg_database, migrate=False)
+    try:
+        store.upsert_listings(
+            [
+                {"listingId": "EAST01", "name": "East", "_geoloc": {"lat": 52.0, "lng": 179.95}},
+                {"listingId": "WEST01", "name": "West", "_geoloc": {"lat": 52.0, "lng": -179.95}},
+                {"listingId": "FARAWY", "name": "Far", "_geoloc": {"lat": 52.0, "lng": 170.0}},
+            ]
+        )
+        assert sorted(every_id(store, circle=GeoCircle(52.0, 179.99, 20_000))) == ["EAST01", "WEST01"]  # type: ignore[arg-type]
+    finally:
+        store.close()

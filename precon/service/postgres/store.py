@@ -53,6 +53,7 @@ from precon.service.schema import (
 from precon.service.search import MIN_PREFIX_LENGTH, TextQuery, TypoIndex, fold, searchable_text, words
 from precon.service.sql_filter import canonical_path
 from precon.service.store import (
+    BOX_MARGIN_DEG,
     EARTH_RADIUS_M,
     MAX_FACET_VALUES,
     TRENDING_DECAY_PER_S,
@@ -574,15 +575,17 @@ class PostgresCatalogueStore:
         if query.circle is not None:
             # earthdistance's cube around the circle finds the candidates through the GiST index (it holds every
             # point of the circle: its half-side is the arc, longer than the chord); the latitude/longitude box
-            # and the haversine distance then keep what the SQLite store keeps, exactly.
+            # (as the SQLite store's column engine has it) and the haversine distance then keep what it keeps.
             clauses.append(
                 "l.geo_lat IS NOT NULL "
                 "AND earth_box(ll_to_earth(%s, %s), %s * earth()) @> ll_to_earth(l.geo_lat, l.geo_lng)"
             )
             params += [query.circle.lat, query.circle.lng, query.circle.radius_m / EARTH_RADIUS_M * (1 + 1e-9)]
             min_lat, max_lat, min_lng, max_lng = _bounding_box(query.circle)
-            clauses.append("l.geo_lat BETWEEN %s AND %s AND l.geo_lng BETWEEN %s AND %s")
-            params += [min_lat, max_lat, min_lng, max_lng]
+            if min_lng >= -180.0 and max_lng <= 180.0:  # a box across the antimeridian would leave some out
+                clauses.append("l.geo_lat BETWEEN %s AND %s AND l.geo_lng BETWEEN %s AND %s")
+                margin = BOX_MARGIN_DEG
+                params += [min_lat - margin, max_lat + margin, min_lng - margin, max_lng + margin]
             sql, distance_params = _distance_sql(query.circle)
             clauses.append(f"{sql} <= %s")
             params += [*distance_params, query.circle.radius_m]
