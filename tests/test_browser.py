@@ -240,6 +240,17 @@ def test_set_a_map_centre_and_radius(dashboard: Dashboard, page: Any) -> None:
     screenshot(page, "journey-map")
 
 
+def subscribe(page: Any, dashboard: Dashboard, target: str) -> str:
+    """Creates a subscription to ``target`` on the Webhooks page; the address of the service the page uses."""
+    page.goto(f"{dashboard.url}/webhooks")
+    settle(page, "Subscriptions", "Reachable")
+    service_url: str = page.get_by_text(re.compile(r"^http://127\.0\.0\.1:\d+$")).first.inner_text().strip()
+    page.get_by_role("textbox", name="Target URL").fill(target)
+    page.get_by_role("button", name=re.compile("Create subscription")).click()
+    settle(page, "Subscribed")
+    return service_url
+
+
 def test_manage_a_webhook_from_creation_to_deletion(dashboard: Dashboard, page: Any) -> None:
     from standardwebhooks import Webhook
 
@@ -248,12 +259,7 @@ def test_manage_a_webhook_from_creation_to_deletion(dashboard: Dashboard, page: 
 
     receiver = Receiver().start()
     try:
-        page.goto(f"{dashboard.url}/webhooks")
-        settle(page, "Subscriptions", "Reachable")
-        service_url = page.get_by_text(re.compile(r"^http://127\.0\.0\.1:\d+$")).first.inner_text().strip()
-        page.get_by_role("textbox", name="Target URL").fill(receiver.url)
-        page.get_by_role("button", name=re.compile("Create subscription")).click()
-        settle(page, "Subscribed")
+        service_url = subscribe(page, dashboard, receiver.url)
         secret = page.get_by_text(re.compile(r"^whsec_")).first.inner_text().strip()
         with Client(service_url, "precon-dev-key", cache=False) as client:
             [subscription] = [s for s in client.list_webhooks() if s.targetUrl == receiver.url]
@@ -301,6 +307,27 @@ def choose_first_option(page: Any, select: Any) -> None:
     raise AssertionError("the select box showed no option")
 
 
+def press_in_delivery(page: Any, rows: Any, label: str, arrived: Any) -> None:
+    """Presses ``label`` in the first of these rows of the delivery log (opening it first), until ``arrived()``;
+    again if the log's own refresh, every few seconds, redrew the row under the click."""
+    for _ in range(3):
+        row = rows.first
+        row.wait_for(timeout=20_000)
+        button = row.get_by_role("button", name=re.compile(label))
+        if not button.is_visible():
+            row.locator("summary").first.click()
+        try:
+            button.click(timeout=5_000)
+        except PlaywrightTimeout:
+            continue
+        settle(page)
+        for _ in range(40):
+            if arrived():
+                return
+            page.wait_for_timeout(250)
+    raise AssertionError(f"{label} sent nothing")
+
+
 def test_send_a_pending_delivery_now_then_replay_it(dashboard: Dashboard, page: Any) -> None:
     """A receiver that fails twice leaves its delivery pending (the next retry minutes away); once it is fixed,
     Send now delivers at once, and Replay sends the same delivery (the same webhook-id) again."""
@@ -309,12 +336,7 @@ def test_send_a_pending_delivery_now_then_replay_it(dashboard: Dashboard, page: 
 
     receiver = Receiver(status=500).start()
     try:
-        page.goto(f"{dashboard.url}/webhooks")
-        settle(page, "Subscriptions", "Reachable")
-        service_url = page.get_by_text(re.compile(r"^http://127\.0\.0\.1:\d+$")).first.inner_text().strip()
-        page.get_by_role("textbox", name="Target URL").fill(receiver.url)
-        page.get_by_role("button", name=re.compile("Create subscription")).click()
-        settle(page, "Subscribed")
+        service_url = subscribe(page, dashboard, receiver.url)
         with Client(service_url, "precon-dev-key", cache=False) as client:
             [subscription] = [s for s in client.list_webhooks() if s.targetUrl == receiver.url]
         choose_first_option(page, page.locator('[data-testid="stSelectbox"]').filter(has_text="Profile").last)
@@ -336,12 +358,8 @@ def test_send_a_pending_delivery_now_then_replay_it(dashboard: Dashboard, page: 
 
         # The log refreshes by itself: the pending delivery shows without a click.
         mine = page.locator('[data-testid="stExpander"]').filter(has_text=receiver.url)
-        row = mine.filter(has_text="pending").first
-        row.wait_for(timeout=20_000)
-        row.click()
-        page.get_by_role("button", name=re.compile("Send now")).first.click()
-        settle(page)
-        headers, _ = receiver.wait_for(3)[2]
+        press_in_delivery(page, mine.filter(has_text="pending"), "Send now", lambda: len(receiver.received) >= 3)
+        headers, _ = receiver.received[2]
         assert headers["webhook-id"] == pending.id
         for _ in range(80):
             if delivery().status == "delivered":
@@ -350,14 +368,9 @@ def test_send_a_pending_delivery_now_then_replay_it(dashboard: Dashboard, page: 
         assert delivery().status == "delivered" and len(delivery().attempts) == 3
         screenshot(page, "journey-webhooks-sent-now")
 
-        row = mine.filter(has_text="delivered").first
-        row.wait_for(timeout=20_000)
-        if not row.get_by_role("button", name=re.compile("Replay")).is_visible():
-            row.click()
-        row.get_by_role("button", name=re.compile("Replay")).click()
-        settle(page)
-        headers, _ = receiver.wait_for(4)[3]
-        assert headers["webhook-id"] == pending.id  # the same delivery, so receivers can deduplicate
+        press_in_delivery(page, mine.filter(has_text="delivered"), "Replay", lambda: len(receiver.received) >= 4)
+        # The same delivery, so receivers can deduplicate.
+        assert {headers["webhook-id"] for headers, _ in receiver.received[3:]} == {pending.id}
         assert_no_exception(page)
         screenshot(page, "journey-webhooks-replayed")
     finally:
@@ -365,13 +378,9 @@ def test_send_a_pending_delivery_now_then_replay_it(dashboard: Dashboard, page: 
 
 
 def test_delete_is_styled_as_destructive(dashboard: Dashboard, page: Any) -> None:
-    page.goto(f"{dashboard.url}/webhooks")
-    settle(page, "Subscriptions", "Reachable")
+    subscribe(page, dashboard, "http://127.0.0.1:9/hook")
     button = page.get_by_role("button", name=re.compile("Delete subscription")).first
     assert button.is_disabled()  # nothing picked, nothing confirmed
-    page.get_by_role("textbox", name="Target URL").fill("http://127.0.0.1:9/hook")
-    page.get_by_role("button", name=re.compile("Create subscription")).click()
-    settle(page, "Subscribed")
     page.locator('[data-testid="stSelectbox"]').filter(has_text="Subscription").first.click()
     page.get_by_role("option").filter(has_text="127.0.0.1:9").first.click()
     page.get_by_text(re.compile("I understand deliveries stop")).click()
