@@ -38,8 +38,11 @@ CLUSTER_THRESHOLD = 3_000
 """Above this many listings with a position, the map draws clusters (counted in Python, :func:`map_data.cluster_rows`:
 only one row per cluster goes to the browser) rather than a dot per listing."""
 CLUSTER_LABEL_COLOUR = [255, 255, 255, 255]
-GRID_CELLS = 61
-"""Cells along each side of the click grid (odd, so the centre is a cell's centre)."""
+GRID_CELLS = 51
+"""Cells along each side of the click grid (odd, so the centre is a cell's centre): a tenth of the radius each."""
+GRID_RADII = 2.5
+"""How far the grid reaches each way, in radii: past the map's edges on a wide screen (the circle spans 80% of its
+height), and no further, since every cell is sent on every change of the radius or the centre."""
 GRID_MIN_HALF_M = 3_000.0
 GRID_COLOUR = [255, 255, 255, 1]
 """All but invisible; a fully transparent cell might not be drawn, and so not picked."""
@@ -60,11 +63,11 @@ sits beside the pointer and lets clicks through, so a click under it still reach
 
 
 def grid_half_extent_m(radius_m: float) -> float:
-    return max(3 * radius_m, GRID_MIN_HALF_M)
+    return max(GRID_RADII * radius_m, GRID_MIN_HALF_M)
 
 
 def grid_rows(lat: float, lng: float, radius_m: float, cells: int = GRID_CELLS) -> tuple[list[dict[str, Any]], float]:
-    """The click grid: ``cells`` × ``cells`` square cells centred on the centre, covering three radii each way.
+    """The click grid: ``cells`` × ``cells`` square cells centred on the centre, covering :data:`GRID_RADII` each way.
 
     Returns the rows (each a cell centre, with its tooltip) and the cell size in metres.
     """
