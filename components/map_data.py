@@ -164,31 +164,30 @@ def _mean(total: list[float]) -> Position:
     return round(float(total[0] / total[2]), CENTRE_DECIMALS), round(float(total[1] / total[2]), CENTRE_DECIMALS)
 
 
-def neighbourhood_positions(points: MapPoints) -> dict[tuple[str, str], Position]:
-    """Each (neighbourhood, city)'s mean listing position, where at least :data:`NEIGHBOURHOOD_MIN_LISTINGS` have
-    one."""
-    sums: dict[tuple[str, str], list[float]] = {}
-    for hood, city, lat, lng in zip(points.neighbourhoods, points.cities, points.lat, points.lng, strict=True):
-        if hood and city:
-            total = sums.setdefault((hood, city), [0.0, 0.0, 0.0])
+def _totals(names: list[str], groups: list[str], points: MapPoints) -> dict[tuple[str, str], list[float]]:
+    """Per (name, group) with a name and a group: the sum of the latitudes, of the longitudes, and the count."""
+    totals: dict[tuple[str, str], list[float]] = {}
+    for name, group, lat, lng in zip(names, groups, points.lat, points.lng, strict=True):
+        if name and group:
+            total = totals.setdefault((name, group), [0.0, 0.0, 0.0])
             total[0] += lat
             total[1] += lng
             total[2] += 1
-    return {key: _mean(total) for key, total in sums.items() if total[2] >= NEIGHBOURHOOD_MIN_LISTINGS}
+    return totals
+
+
+def neighbourhood_positions(points: MapPoints) -> dict[tuple[str, str], Position]:
+    """Each (neighbourhood, city)'s mean listing position, where at least :data:`NEIGHBOURHOOD_MIN_LISTINGS` have
+    one."""
+    totals = _totals(points.neighbourhoods, points.cities, points)
+    return {key: _mean(total) for key, total in totals.items() if total[2] >= NEIGHBOURHOOD_MIN_LISTINGS}
 
 
 def city_positions(points: MapPoints) -> dict[str, Position]:
     """Each city's mean listing position; for a name used in several provinces, that of its largest one."""
-    sums: dict[tuple[str, str], list[float]] = {}
-    for city, province, lat, lng in zip(points.cities, points.provinces, points.lat, points.lng, strict=True):
-        if not city:
-            continue
-        total = sums.setdefault((city, province), [0.0, 0.0, 0.0])
-        total[0] += lat
-        total[1] += lng
-        total[2] += 1
+    provinces = [province or "?" for province in points.provinces]  # a city with no province is still placed
     best: dict[str, list[float]] = {}
-    for (city, _), total in sums.items():
+    for (city, _), total in _totals(points.cities, provinces, points).items():
         if total[2] > best.get(city, [0.0, 0.0, 0.0])[2]:
             best[city] = total
     return {city: _mean(total) for city, total in best.items()}
