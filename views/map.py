@@ -16,6 +16,7 @@ from components import map_centre as mc
 from components import map_layers as ml
 from components.formatting import markdown_text, plural
 from precon.filter_state import SEARCH_MAX_CHARS
+from precon.models import Listing
 
 state = st.session_state
 chosen, problems = shared_filters.current("map")
@@ -79,9 +80,8 @@ with api.guarded():
 
 
 # -- the centre's controls, the map and the table (a change reruns only these) ---------------------------------
-@st.fragment
-def map_view() -> None:
-    resolve_centre()
+def view_controls() -> None:
+    """City, centre, radius and basemap; what they hold is copied into the page's state."""
     city_col, centre_col, radius_col, basemap_col = st.columns([2, 2, 2.5, 2.5], vertical_alignment="bottom")
     city_options = sorted(set(cities) | ({state[mc.W_CITY]} if state.get(mc.W_CITY) else set()), key=str.casefold)
     city_col.selectbox(
@@ -115,23 +115,9 @@ def map_view() -> None:
     state[mc.RADIUS] = float(state[mc.W_RADIUS])
     state[mc.BASEMAP] = bool(state[mc.W_BASEMAP])
 
-    if state.get(mc.CENTRE_ERROR):
-        st.error(state[mc.CENTRE_ERROR], icon="📍")
-    if state.get(mc.URL_ERROR):
-        st.warning(state.pop(mc.URL_ERROR), icon="🔗")  # said once: the next change is the user's
 
-    mc.write_url()
-
-    centre: tuple[float, float] = state[mc.CENTRE]
-    radius_km: float = state[mc.RADIUS]
-    near = mc.place_near(centre, places.cities, places.neighbourhoods)
-    place = state[mc.CITY] or near
-    place_md = markdown_text(state[mc.CITY]) if state[mc.CITY] else near
-
-    with api.guarded():
-        inside, inside_total = mc.listings_within(centre, radius_km, scope)
-
-    # -- the legend, the map and the clicked listing's card ----------------------------------------------------
+def coverage_note() -> str:
+    """How many of the matching listings the map shows, and how."""
     note = f"{len(points):,} of {points.matching:,} matching listings on the map"
     if points.matching > points.fetched:
         note += f" (the first {points.fetched:,}: narrow the filters to see the rest)"
@@ -142,63 +128,96 @@ def map_view() -> None:
             f"; more than {ml.CLUSTER_THRESHOLD:,}, so they are grouped: each circle is the listings near it, "
             "with their count, coloured by the commonest status (click one to centre there)"
         )
-    map_col, side_col = st.columns([3, 1])
-    with map_col:
-        chart_box = st.container()  # filled last: see the end of this function
-        st.markdown(
-            mc.legend(points.status_counts) + f" &nbsp;·&nbsp; <span style='opacity: 0.7'>{note}.</span>",
-            unsafe_allow_html=True,
-        )
-        if state[mc.BASEMAP]:
-            st.caption(
-                "The street map's tiles come from the internet: where they can't load, only the bundled outline "
-                f"of the provinces and the city names show. {basemap.ATTRIBUTION}."
-            )
-        else:
-            st.caption(
-                "Offline map: the bundled outline of Canada's provinces and territories and the catalogue's cities "
-                f"(no streets; the street basemap needs internet). {basemap.ATTRIBUTION}."
-            )
-    with side_col:
-        selected_id = state.get(mc.SELECTED)
-        selected = None
-        if selected_id:
-            with api.guarded():
-                selected = mc.card_listing(selected_id, inside)
-        if selected is not None:
-            mc.listing_card(selected, centre)
-        else:
-            st.info("Click a listing on the map to see it here; click anywhere else to move the centre.", icon="👆")
+    return note
 
-    # -- the listings inside the circle ------------------------------------------------------------------------
-    st.subheader(f"{plural(inside_total, 'listing')} within {mc.format_km(radius_km)} km of {place_md}")
+
+def legend_and_source() -> None:
+    st.markdown(
+        mc.legend(points.status_counts) + f" &nbsp;·&nbsp; <span style='opacity: 0.7'>{coverage_note()}.</span>",
+        unsafe_allow_html=True,
+    )
+    if state[mc.BASEMAP]:
+        st.caption(
+            "The street map's tiles come from the internet: where they can't load, only the bundled outline "
+            f"of the provinces and the city names show. {basemap.ATTRIBUTION}."
+        )
+    else:
+        st.caption(
+            "Offline map: the bundled outline of Canada's provinces and territories and the catalogue's cities "
+            f"(no streets; the street basemap needs internet). {basemap.ATTRIBUTION}."
+        )
+
+
+def clicked_card(inside: list[Listing], centre: tuple[float, float]) -> None:
+    selected_id = state.get(mc.SELECTED)
+    selected = None
+    if selected_id:
+        with api.guarded():
+            selected = mc.card_listing(selected_id, inside)
+    if selected is not None:
+        mc.listing_card(selected, centre)
+    else:
+        st.info("Click a listing on the map to see it here; click anywhere else to move the centre.", icon="👆")
+
+
+def listings_inside(inside: list[Listing], total: int, centre: tuple[float, float], place_md: str) -> None:
+    st.subheader(f"{plural(total, 'listing')} within {mc.format_km(state[mc.RADIUS])} km of {place_md}")
     if not inside:
         st.info("No listing matching the filters is inside the circle: widen the radius or move the centre.")
-    else:
-        if inside_total > len(inside):
-            which = "best matches" if chosen.text else "nearest"
-            st.caption(f"Showing the {len(inside):,} {which}, by distance.")
-        mc.nearby_table(inside, centre)
+        return
+    if total > len(inside):
+        which = "best matches" if chosen.text else "nearest"
+        st.caption(f"Showing the {len(inside):,} {which}, by distance.")
+    mc.nearby_table(inside, centre)
 
-    # The chart goes last, so that the browser redraws the map once, when everything else of the rerun is on the
-    # page, not again for each element that arrives after it.
+
+def the_map(centre: tuple[float, float], place: str) -> None:
+    # Not keyed by the radius: a new radius redraws the chart in place instead of making a new one.
+    key = mc.deck_key(api.scope(), chosen.to_params(), centre, points.digest, state[mc.BASEMAP])
+    st.pydeck_chart(
+        ml.map_deck(
+            points,
+            centre,
+            state[mc.RADIUS] * 1000,
+            street=state[mc.BASEMAP],
+            cities=basemap.city_rows(cities, places.cities),
+        ),
+        on_select=ml.on_map_pick(key),
+        selection_mode="single-object",
+        key=key,
+        height=mc.MAP_HEIGHT_PX,
+        alt=f"Map of {len(points):,} listings around {place}",
+    )
+
+
+@st.fragment
+def map_view() -> None:
+    resolve_centre()
+    view_controls()
+    if state.get(mc.CENTRE_ERROR):
+        st.error(state[mc.CENTRE_ERROR], icon="📍")
+    if state.get(mc.URL_ERROR):
+        st.warning(state.pop(mc.URL_ERROR), icon="🔗")  # said once: the next change is the user's
+    mc.write_url()
+
+    centre: tuple[float, float] = state[mc.CENTRE]
+    near = mc.place_near(centre, places.cities, places.neighbourhoods)
+    place = state[mc.CITY] or near
+    place_md = markdown_text(state[mc.CITY]) if state[mc.CITY] else near
+    with api.guarded():
+        inside, inside_total = mc.listings_within(centre, state[mc.RADIUS], scope)
+
+    map_col, side_col = st.columns([3, 1])
+    with map_col:
+        chart_box = st.container()  # filled last, below
+        legend_and_source()
+    with side_col:
+        clicked_card(inside, centre)
+    listings_inside(inside, inside_total, centre, place_md)
+    # The chart goes last: everything else of the rerun is on the page before the browser starts drawing the map,
+    # which takes a few hundred milliseconds in a browser without a GPU.
     with chart_box:
-        # Not keyed by the radius: a new radius redraws the chart in place instead of making a new one.
-        key = mc.deck_key(api.scope(), chosen.to_params(), centre, points.digest, state[mc.BASEMAP])
-        st.pydeck_chart(
-            ml.map_deck(
-                points,
-                centre,
-                radius_km * 1000,
-                street=state[mc.BASEMAP],
-                cities=basemap.city_rows(cities, places.cities),
-            ),
-            on_select=ml.on_map_pick(key),
-            selection_mode="single-object",
-            key=key,
-            height=mc.MAP_HEIGHT_PX,
-            alt=f"Map of {len(points):,} listings around {place}",
-        )
+        the_map(centre, place)
 
 
 map_view()
