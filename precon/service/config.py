@@ -39,6 +39,10 @@ class ServiceSettings(BaseSettings):
     workers: int = 1
     """Processes serving the data directory together (``precon serve --workers``): with more than one, they map
     one copy of the indexes, share the rate limits, and one of them at a time sends webhook deliveries."""
+    database_url: str | None = None
+    """A ``postgresql://`` URL: the catalogue and the sandbox are kept in that PostgreSQL database (schemas
+    ``public`` and ``sandbox``, migrated and filled on first use) instead of SQLite files in ``data_dir``; keys and
+    webhooks stay in ``data_dir``."""
 
     @property
     def catalogue_path(self) -> Path:

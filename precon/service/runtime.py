@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
@@ -24,6 +24,9 @@ from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
 from precon.service.notify import CatalogueNotifier
 from precon.service.store import CatalogueChange, SQLiteStore
 from precon.service.webhooks import WebhookStore
+
+if TYPE_CHECKING:
+    from precon.service.postgres.store import PostgresCatalogueStore
 
 log = logging.getLogger("precon.service")
 BATCH = 2000
@@ -40,7 +43,7 @@ Progress = Callable[[str, int], None]
 
 
 def load(
-    store: SQLiteStore,
+    store: SQLiteStore | PostgresCatalogueStore,
     listings: Iterable[dict[str, Any]],
     profiles: Iterable[dict[str, Any]],
     progress: Progress | None = None,
@@ -63,18 +66,39 @@ def load(
 @dataclass
 class DataDirectory:
     settings: ServiceSettings
-    live: SQLiteStore
-    sandbox: SQLiteStore
+    live: SQLiteStore | PostgresCatalogueStore
+    sandbox: SQLiteStore | PostgresCatalogueStore
     accounts: AccountStore
     webhooks: WebhookStore
 
     @classmethod
     def open(cls, settings: ServiceSettings, progress: Progress | None = None) -> DataDirectory:
         """The directory's stores, the default catalogue generated and loaded first where there is none
-        (``progress`` hears of each batch written)."""
+        (``progress`` hears of each batch written). With ``settings.database_url``, the catalogue and the sandbox
+        are in that PostgreSQL database (see :mod:`precon.service.postgres`)."""
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        live: SQLiteStore | PostgresCatalogueStore
+        sandbox: SQLiteStore | PostgresCatalogueStore
+        if settings.database_url:
+            from precon.service.postgres.catalogues import open_catalogues
+
+            live, sandbox = open_catalogues(
+                settings.database_url, settings.default_listings, settings.default_seed, progress
+            )
+        else:
+            live, sandbox = cls._open_sqlite(settings, progress)
+        accounts = AccountStore(settings.accounts_path)
+        if settings.dev:
+            accounts.create_key(DEV_PRODUCT_ID, key=DEV_API_KEY, label="development")
+        webhooks = WebhookStore(settings.webhooks_path)
+        for store, env in ((live, "live"), (sandbox, "sandbox")):
+            CatalogueNotifier(webhooks, accounts, store, env, settings.webhook_first_delay).attach()
+        return cls(settings, live, sandbox, accounts, webhooks)
+
+    @staticmethod
+    def _open_sqlite(settings: ServiceSettings, progress: Progress | None) -> tuple[SQLiteStore, SQLiteStore]:
         from precon.service import catalogue
 
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
         shared = settings.workers > 1
         live = SQLiteStore(settings.catalogue_path, shared_indexes=shared)
         if live.counts()["listings"] == 0:
@@ -92,13 +116,7 @@ class DataDirectory:
             fixed = catalogue.sandbox()
             load(sandbox, fixed.listings, fixed.profiles)
         live.warm()
-        accounts = AccountStore(settings.accounts_path)
-        if settings.dev:
-            accounts.create_key(DEV_PRODUCT_ID, key=DEV_API_KEY, label="development")
-        webhooks = WebhookStore(settings.webhooks_path)
-        for store, env in ((live, "live"), (sandbox, "sandbox")):
-            CatalogueNotifier(webhooks, accounts, store, env, settings.webhook_first_delay).attach()
-        return cls(settings, live, sandbox, accounts, webhooks)
+        return live, sandbox
 
     def app(self) -> FastAPI:
         return create_app(
