@@ -1364,26 +1364,8 @@ class SQLiteStore:
     def _profile_facets(
         db: sqlite3.Connection, where: str, params: list[Any], names: Sequence[str]
     ) -> dict[str, list[tuple[str, int]]]:
-        counters: dict[str, dict[str, int]] = {name: {} for name in names}
-        for collection, blob in db.execute(f"SELECT p.collection, p.doc FROM profiles p WHERE {where}", params):
-            document = decode_document(blob)
-            document["collection"] = collection
-            for name in names:
-                counter = counters[name]
-                for value in _collect(document, name):
-                    if isinstance(value, bool):
-                        key = "true" if value else "false"
-                    elif isinstance(value, int | float):
-                        key = _facet_key("number", value)
-                    elif isinstance(value, str):
-                        key = value
-                    else:
-                        continue
-                    counter[key] = counter.get(key, 0) + 1
-        return {
-            name: sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:MAX_FACET_VALUES]
-            for name, counter in counters.items()
-        }
+        rows = db.execute(f"SELECT p.collection, p.doc FROM profiles p WHERE {where}", params)
+        return count_profile_facets(((collection, decode_document(blob)) for collection, blob in rows), names)
 
     def counts(self) -> dict[str, int]:
         db = self._db()
@@ -1404,6 +1386,32 @@ def _first_in_order(matched: IntArray, primary: FloatArray, rank: IntArray, coun
             matched, primary, rank = matched[kept], primary[kept], rank[kept]
     ordered: IntArray = matched[np.lexsort((rank, primary))]
     return ordered
+
+
+def count_profile_facets(
+    documents: Iterable[tuple[str, dict[str, Any]]], names: Sequence[str]
+) -> dict[str, list[tuple[str, int]]]:
+    """Facet counts over profiles given as (collection, document): the most frequent values first, ties by value,
+    at most :data:`MAX_FACET_VALUES` a facet (each store reads its documents its own way, and counts them here)."""
+    counters: dict[str, dict[str, int]] = {name: {} for name in names}
+    for collection, document in documents:
+        document["collection"] = collection
+        for name in names:
+            counter = counters[name]
+            for value in _collect(document, name):
+                if isinstance(value, bool):
+                    key = "true" if value else "false"
+                elif isinstance(value, int | float):
+                    key = _facet_key("number", value)
+                elif isinstance(value, str):
+                    key = value
+                else:
+                    continue
+                counter[key] = counter.get(key, 0) + 1
+    return {
+        name: sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:MAX_FACET_VALUES]
+        for name, counter in counters.items()
+    }
 
 
 def _distance_sql(circle: GeoCircle) -> tuple[str, list[float]]:

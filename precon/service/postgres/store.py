@@ -66,11 +66,11 @@ from precon.service.store import (
     SimilarityFeatures,
     SQLiteStore,
     _bounding_box,
-    _collect,
     _facet_key,
     _geo_point,
     _last_of_each,
     _scalar_value,
+    count_profile_facets,
     province_of,
 )
 
@@ -833,26 +833,8 @@ class PostgresCatalogueStore:
     def _profile_facets(
         db: psycopg.Connection[Any], where: str, params: list[Any], names: Sequence[str]
     ) -> dict[str, list[tuple[str, int]]]:
-        counters: dict[str, dict[str, int]] = {name: {} for name in names}
-        for collection, text in db.execute(f"SELECT p.collection, p.doc::text FROM profiles p WHERE {where}", params):
-            document = _document(text)
-            document["collection"] = collection
-            for name in names:
-                counter = counters[name]
-                for value in _collect(document, name):
-                    if isinstance(value, bool):
-                        key = "true" if value else "false"
-                    elif isinstance(value, int | float):
-                        key = _facet_key("number", value)
-                    elif isinstance(value, str):
-                        key = value
-                    else:
-                        continue
-                    counter[key] = counter.get(key, 0) + 1
-        return {
-            name: sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:MAX_FACET_VALUES]
-            for name, counter in counters.items()
-        }
+        rows = db.execute(f"SELECT p.collection, p.doc::text FROM profiles p WHERE {where}", params)
+        return count_profile_facets(((collection, _document(text)) for collection, text in rows), names)
 
     def counts(self) -> dict[str, int]:
         with self._read() as db:
