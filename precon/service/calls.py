@@ -2,136 +2,21 @@
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import math
-import mmap
-import os
-import struct
-import threading
-import time
-from collections.abc import Hashable
 from dataclasses import dataclass
-from pathlib import Path
 
 from fastapi import Request
 
 from precon.models import PROVINCES, VERSIONS
-from precon.service.accounts import AccountStore, ApiKey
+from precon.service.accounts import AccountStore, ApiKey, digest
 from precon.service.config import ServiceSettings
 from precon.service.errors import ApiError, bad_request, forbidden, no_data_product
 from precon.service.params import QueryParams
+from precon.service.rate_limits import Limiter, RateLimiter, RedisRateLimiter, SharedRateLimiter, redis_client
 from precon.service.shaping import MediaLinks
 from precon.service.store import CatalogueStore
 
 PROVINCE_SEGMENTS = ("all", *PROVINCES)
-
-
-class RateLimiter:
-    """A token bucket per caller (a key, or an address): ``rate`` requests a second on average, ``burst`` at once.
-
-    Buckets that have refilled are forgotten once there are more than :data:`MAX_BUCKETS`, so callers with ever
-    new names (addresses) cannot grow it without bound."""
-
-    MAX_BUCKETS = 10_000
-
-    def __init__(self, rate: float, burst: int) -> None:
-        self.rate = rate
-        self.burst = burst
-        self._buckets: dict[Hashable, tuple[float, float]] = {}
-        self._lock = threading.Lock()
-
-    def retry_after(self, caller: Hashable) -> float:
-        """0 when the request may go ahead, else the seconds until it may."""
-        if self.rate <= 0:
-            return 0.0
-        now = time.monotonic()
-        with self._lock:
-            if len(self._buckets) >= self.MAX_BUCKETS:
-                self._forget_full(now)
-            tokens, stamp = self._buckets.get(caller, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - stamp) * self.rate)
-            if tokens >= 1:
-                self._buckets[caller] = (tokens - 1, now)
-                return 0.0
-            self._buckets[caller] = (tokens, now)
-            return (1 - tokens) / self.rate
-
-    def _forget_full(self, now: float) -> None:
-        refill_s = self.burst / self.rate
-        self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < refill_s}
-        if len(self._buckets) >= self.MAX_BUCKETS:  # all busy: keep the most recent half
-            recent = sorted(self._buckets.items(), key=lambda item: item[1][1])[len(self._buckets) // 2 :]
-            self._buckets = dict(recent)
-
-
-class SharedRateLimiter:
-    """:class:`RateLimiter`'s buckets in a file every worker process maps, so that a caller's rate holds across
-    them all (not once per process). Each bucket is a slot of a fixed table, found by a hash of the caller and
-    taken under a lock of the file (``fcntl``) and of the process (threads); a caller whose bucket has refilled
-    is as good as absent, so its slot is taken by another when the table is crowded, and failing that the oldest
-    slot near the hash is. Time is the system's monotonic clock, the same in every process."""
-
-    SLOTS = 16384
-    PROBE = 16
-    SLOT = struct.Struct("<Qdd")
-    """The caller's hash (0: empty), its tokens, when they were counted."""
-
-    def __init__(self, rate: float, burst: int, path: Path) -> None:
-        self.rate = rate
-        self.burst = burst
-        self._lock = threading.Lock()
-        self._file = path.open("a+b")
-        size = self.SLOTS * self.SLOT.size
-        fcntl.flock(self._file, fcntl.LOCK_EX)
-        try:
-            if os.fstat(self._file.fileno()).st_size < size:
-                os.ftruncate(self._file.fileno(), size)
-        finally:
-            fcntl.flock(self._file, fcntl.LOCK_UN)
-        self._map = mmap.mmap(self._file.fileno(), size)
-
-    @staticmethod
-    def _hash(caller: Hashable) -> int:
-        digest = hashlib.blake2b(repr(caller).encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "little") or 1
-
-    def retry_after(self, caller: Hashable) -> float:
-        """0 when the request may go ahead, else the seconds until it may."""
-        if self.rate <= 0:
-            return 0.0
-        wanted = self._hash(caller)
-        start = wanted % self.SLOTS
-        refill_s = self.burst / self.rate
-        burst = float(self.burst)
-        with self._lock:
-            fcntl.flock(self._file, fcntl.LOCK_EX)
-            try:
-                now = time.monotonic()
-                chosen, tokens, stamp = -1, burst, now
-                free, oldest, oldest_stamp = -1, start, math.inf
-                for step in range(self.PROBE):
-                    slot = (start + step) % self.SLOTS
-                    key, slot_tokens, slot_stamp = self.SLOT.unpack_from(self._map, slot * self.SLOT.size)
-                    if key == wanted:
-                        chosen, tokens, stamp = slot, slot_tokens, min(slot_stamp, now)
-                        break
-                    if free < 0 and (key == 0 or now - slot_stamp >= refill_s or slot_stamp > now):
-                        free = slot
-                    if slot_stamp < oldest_stamp:
-                        oldest, oldest_stamp = slot, slot_stamp
-                if chosen < 0:
-                    chosen = free if free >= 0 else oldest
-                tokens = min(burst, tokens + (now - stamp) * self.rate)
-                wait = 0.0
-                if tokens >= 1:
-                    tokens -= 1
-                else:
-                    wait = (1 - tokens) / self.rate
-                self.SLOT.pack_into(self._map, chosen * self.SLOT.size, wanted, tokens, now)
-                return wait
-            finally:
-                fcntl.flock(self._file, fcntl.LOCK_UN)
 
 
 def too_many(message: str, wait: float) -> ApiError:
@@ -167,8 +52,10 @@ class Service:
         self.live = live
         self.sandbox = sandbox
         self.accounts = accounts
-        self.limiter: RateLimiter | SharedRateLimiter
-        self.guessing: RateLimiter | SharedRateLimiter
+        self.limiter: Limiter
+        """Requests with a valid key, per key."""
+        self.guessing: Limiter
+        """Requests without a valid key, per client address: keys cannot be guessed at speed."""
         if settings.workers > 1:  # the limits hold across the worker processes, in files they share
             self.limiter = SharedRateLimiter(settings.rate_limit, settings.rate_burst, settings.rate_limits_path)
             self.guessing = SharedRateLimiter(
@@ -177,7 +64,12 @@ class Service:
         else:
             self.limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
             self.guessing = RateLimiter(settings.failed_auth_rate, settings.failed_auth_burst)
-        """Requests without a valid key, per client address: keys cannot be guessed at speed."""
+        if settings.redis_url:  # the limits hold across the replicas; the local ones decide when Redis is away
+            client = redis_client(settings.redis_url)
+            self.limiter = RedisRateLimiter(settings.rate_limit, settings.rate_burst, client, "keys", self.limiter)
+            self.guessing = RedisRateLimiter(
+                settings.failed_auth_rate, settings.failed_auth_burst, client, "addresses", self.guessing
+            )
 
     @staticmethod
     def product(key: ApiKey, product_id: str, version: str, province: str) -> str:
@@ -203,14 +95,16 @@ class Service:
         cached: ApiKey | None = getattr(request.state, "api_key", None)
         if cached is not None:
             return cached
-        key = self.accounts.authenticate(request.headers.get("x-api-key"))
+        raw = request.headers.get("x-api-key")
+        key = self.accounts.authenticate(raw)
         if key is None:
             address = request.client.host if request.client else ""
             wait = self.guessing.retry_after(address)
             if wait > 0:
                 raise too_many("Too many requests without a valid key from this address", wait)
             raise forbidden()
-        wait = self.limiter.retry_after(key.key_id)
+        # Per key by its digest, not its row id: the same in every replica's key store, and never another key's.
+        wait = self.limiter.retry_after(digest(raw or ""))
         if wait > 0:
             raise too_many(f"Too many requests: this key may make {self.settings.rate_limit:g} requests a second", wait)
         request.state.api_key = key

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from precon.service.webhooks import PRODUCTION_SCHEDULE_S
@@ -43,6 +44,19 @@ class ServiceSettings(BaseSettings):
     """A ``postgresql://`` URL: the catalogue and the sandbox are kept in that PostgreSQL database (schemas
     ``public`` and ``sandbox``, migrated and filled on first use) instead of SQLite files in ``data_dir``; keys and
     webhooks stay in ``data_dir``."""
+    redis_url: str | None = None
+    """A ``redis://`` (or ``rediss://``, ``unix://``) URL: the rate limits are kept in that Redis, so that they hold
+    across every replica of the service using it rather than per replica. When Redis does not answer within a
+    quarter of a second, each replica limits on its own until it does again (and logs a warning)."""
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, url: str | None) -> str | None:
+        if not url:
+            return None
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("a Redis URL starts with redis://, rediss:// or unix://")
+        return url
 
     @property
     def catalogue_path(self) -> Path:
