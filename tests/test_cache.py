@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
 import sqlite3
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -21,6 +17,7 @@ from fastapi import FastAPI, Request, Response
 
 from precon.cache import DEFAULT_FILE_NAME, REDIS_PREFIX, ResponseCache
 from precon.service.server import ServerThread
+from tests import redis_support
 
 KEY_A = "raw-secret-key-AAAA-1234567890"
 KEY_B = "raw-secret-key-BBBB-0987654321"
@@ -127,44 +124,7 @@ def base_url(origin_server: tuple[Origin, str]) -> str:
 # -- redis ---------------------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        message = "redis-server not installed: apt-get install -y redis-server"
-        if os.environ.get("PRECON_REQUIRE_SYSTEM_TESTS"):
-            pytest.fail(message + " (CI requires the Redis tests)")
-        pytest.skip(message)
-    port = _free_port()
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                if client.ping():
-                    break
-            except redis.ConnectionError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("redis-server did not answer PING") from None
-                time.sleep(0.05)
-        yield url
-    finally:
-        client.close()
-        process.terminate()
-        process.wait(timeout=10)
+redis_url = redis_support.redis_url
 
 
 # -- caches --------------------------------------------------------------------------------------------------------
@@ -452,7 +412,7 @@ def test_from_env_memory(monkeypatch: pytest.MonkeyPatch, origin: Origin, base_u
 
 
 def test_from_env_redis_url_connects_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PRECON_CACHE_URL", f"redis://127.0.0.1:{_free_port()}/3")
+    monkeypatch.setenv("PRECON_CACHE_URL", f"redis://127.0.0.1:{redis_support.free_port()}/3")
     cache = ResponseCache.from_env()  # nothing listens there: building the cache must not connect
     assert (cache.backend, cache.path) == ("redis", None)
     cache.close()
