@@ -1,4 +1,5 @@
-"""API keys and the data products they grant, stored hashed in their own SQLite file.
+"""API keys and the data products they grant, stored hashed in their own SQLite file (or, with a database URL, in
+PostgreSQL: :class:`precon.service.postgres.accounts.PostgresAccountStore`, which answers the same).
 
 A key belongs to an account; the account holds one or more data products; a product grant names the versions
 and provinces it opens. Only a SHA-256 digest of each key is stored: keys are 256-bit random tokens, so a fast
@@ -13,6 +14,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from precon.models import PROVINCES, VERSIONS
 from precon.service.sqlite import Connections
@@ -69,6 +71,40 @@ def digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+def key_hint(raw: str) -> str:
+    """What is shown of a key: its first characters, or only an ellipsis for a key too short to show any."""
+    return raw[:6] + "…" if len(raw) >= 24 else "…"
+
+
+def new_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def grant_of(product_id: str, versions: str, provinces: str) -> Grant:
+    """A grant as stored: its versions and provinces comma-separated."""
+    return Grant(product_id, frozenset(versions.split(",")), frozenset(provinces.split(",")))
+
+
+def allows_any(versions: set[str], province: str | None, granted_versions: str, granted_provinces: str) -> bool:
+    """Whether a stored grant opens any of ``versions`` in ``province`` (any province when None)."""
+    return bool(versions & set(granted_versions.split(","))) and (
+        province is None or province in granted_provinces.split(",")
+    )
+
+
+def normalised_grant(
+    product_id: str, versions: list[str] | tuple[str, ...] | None, provinces: list[str] | tuple[str, ...] | None
+) -> tuple[str, str, str]:
+    """The product id, versions and provinces of a new grant as stored (every one unless narrowed); ValueError
+    for a missing product or an unknown version or province."""
+    product_id = product_id.strip()
+    if not product_id:
+        raise ValueError("a product id is required")
+    granted_versions = _normalise(versions, frozenset(VERSIONS), "versions")
+    granted_provinces = _normalise(provinces, ALL_PROVINCES, "provinces")
+    return product_id, ",".join(sorted(granted_versions)), ",".join(sorted(granted_provinces))
+
+
 def _normalise(values: list[str] | tuple[str, ...] | None, allowed: frozenset[str], what: str) -> frozenset[str]:
     if not values:
         return allowed
@@ -79,6 +115,29 @@ def _normalise(values: list[str] | tuple[str, ...] | None, allowed: frozenset[st
     if what == "provinces" and "all" in chosen:
         return allowed
     return frozenset(chosen)
+
+
+class Accounts(Protocol):
+    """What the service asks of the keys and products: :class:`AccountStore` (SQLite) or
+    :class:`precon.service.postgres.accounts.PostgresAccountStore`."""
+
+    def create_key(
+        self,
+        product_id: str,
+        versions: list[str] | tuple[str, ...] | None = None,
+        provinces: list[str] | tuple[str, ...] | None = None,
+        *,
+        label: str = "",
+        key: str | None = None,
+    ) -> str: ...
+
+    def authenticate(self, key: str | None) -> ApiKey | None: ...
+
+    def key_ids_allowing(self, versions: set[str], province: str | None) -> set[int]: ...
+
+    def products(self) -> list[str]: ...
+
+    def close(self) -> None: ...
 
 
 class AccountStore:
@@ -104,12 +163,8 @@ class AccountStore:
         Every version and province is granted unless narrowed; a given ``key`` is registered as it is (the
         development key), and granted the product again if it already exists.
         """
-        product_id = product_id.strip()
-        if not product_id:
-            raise ValueError("a product id is required")
-        granted_versions = _normalise(versions, frozenset(VERSIONS), "versions")
-        granted_provinces = _normalise(provinces, ALL_PROVINCES, "provinces")
-        raw = key or KEY_PREFIX + secrets.token_urlsafe(32)
+        product_id, granted_versions, granted_provinces = normalised_grant(product_id, versions, provinces)
+        raw = key or new_key()
         now = time.time()
         with self._connections.transaction() as db:
             db.execute("INSERT OR IGNORE INTO products VALUES (?, ?)", (product_id, now))
@@ -119,12 +174,12 @@ class AccountStore:
                 if row
                 else db.execute(
                     "INSERT INTO api_keys(digest, hint, label, created_at) VALUES (?, ?, ?, ?)",
-                    (digest(raw), raw[:6] + "…" if len(raw) >= 24 else "…", label, now),
+                    (digest(raw), key_hint(raw), label, now),
                 ).lastrowid
             )
             db.execute(
                 "INSERT OR REPLACE INTO grants VALUES (?, ?, ?, ?)",
-                (key_id, product_id, ",".join(sorted(granted_versions)), ",".join(sorted(granted_provinces))),
+                (key_id, product_id, granted_versions, granted_provinces),
             )
         return raw
 
@@ -136,7 +191,7 @@ class AccountStore:
         if row is None:
             return None
         grants = tuple(
-            Grant(product, frozenset(versions.split(",")), frozenset(provinces.split(",")))
+            grant_of(product, versions, provinces)
             for product, versions, provinces in db.execute(
                 "SELECT g.product_id, g.versions, g.provinces FROM grants g JOIN products p ON p.id = g.product_id "
                 "WHERE g.key_id = ? ORDER BY p.created_at, g.product_id",
@@ -147,15 +202,11 @@ class AccountStore:
 
     def key_ids_allowing(self, versions: set[str], province: str | None) -> set[int]:
         """The keys granted any of ``versions`` in ``province`` (any province when None)."""
-        found = set()
-        for key_id, granted_versions, granted_provinces in self._db().execute(
-            "SELECT key_id, versions, provinces FROM grants"
-        ):
-            if versions & set(granted_versions.split(",")) and (
-                province is None or province in granted_provinces.split(",")
-            ):
-                found.add(key_id)
-        return found
+        rows = self._db().execute("SELECT key_id, versions, provinces FROM grants")
+        return {key_id for key_id, v, p in rows if allows_any(versions, province, v, p)}
 
     def products(self) -> list[str]:
         return [r[0] for r in self._db().execute("SELECT id FROM products ORDER BY id")]
+
+    def close(self) -> None:
+        self._connections.close()

@@ -1,0 +1,102 @@
+"""API keys, products and grants in PostgreSQL: :class:`PostgresAccountStore`, answering as
+:class:`precon.service.accounts.AccountStore` does (the tables of the migration ``0002``).
+
+Only a SHA-256 digest of each key is stored. Creating a key is one transaction of upserts, so replicas that start
+together and each register the development key end with one key holding one grant of the product.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from psycopg_pool import ConnectionPool
+
+from precon.service.accounts import ApiKey, allows_any, digest, grant_of, key_hint, new_key, normalised_grant
+from precon.service.postgres.migrations import upgrade
+
+
+class PostgresAccountStore:
+    """Keys and products in a PostgreSQL database (migrated first when ``migrate``)."""
+
+    def __init__(self, conninfo: str, *, min_size: int = 1, max_size: int = 4, migrate: bool = True) -> None:
+        if migrate:
+            upgrade(conninfo)
+        self.conninfo = conninfo
+        self.pool: ConnectionPool[Any] = ConnectionPool(
+            conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"autocommit": True},
+            check=ConnectionPool.check_connection,
+            open=True,
+            name="precon-accounts",
+        )
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def create_key(
+        self,
+        product_id: str,
+        versions: list[str] | tuple[str, ...] | None = None,
+        provinces: list[str] | tuple[str, ...] | None = None,
+        *,
+        label: str = "",
+        key: str | None = None,
+    ) -> str:
+        """Grants ``product_id`` (created if new) to a new key and returns the key, the only time it is seen.
+
+        Every version and province is granted unless narrowed; a given ``key`` is registered as it is (the
+        development key), and granted the product again if it already exists.
+        """
+        product_id, granted_versions, granted_provinces = normalised_grant(product_id, versions, provinces)
+        raw = key or new_key()
+        hashed = digest(raw)
+        now = time.time()
+        with self.pool.connection() as db, db.transaction():
+            db.execute("INSERT INTO products VALUES (%s, %s) ON CONFLICT (id) DO NOTHING", (product_id, now))
+            # Looked up before inserting, so that registering a known key again uses no identity value.
+            row = db.execute("SELECT id FROM api_keys WHERE digest = %s", (hashed,)).fetchone()
+            if row is None:
+                row = db.execute(
+                    "INSERT INTO api_keys(digest, hint, label, created_at) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT (digest) DO NOTHING RETURNING id",
+                    (hashed, key_hint(raw), label, now),
+                ).fetchone()
+            if row is None:  # another replica registered it meanwhile (committed: read committed sees it)
+                row = db.execute("SELECT id FROM api_keys WHERE digest = %s", (hashed,)).fetchone()
+            assert row is not None
+            db.execute(
+                "INSERT INTO grants VALUES (%s, %s, %s, %s) ON CONFLICT (key_id, product_id) "
+                "DO UPDATE SET versions = excluded.versions, provinces = excluded.provinces",
+                (row[0], product_id, granted_versions, granted_provinces),
+            )
+        return raw
+
+    def authenticate(self, key: str | None) -> ApiKey | None:
+        if not key:
+            return None
+        with self.pool.connection() as db:
+            row = db.execute("SELECT id, hint FROM api_keys WHERE digest = %s", (digest(key),)).fetchone()
+            if row is None:
+                return None
+            grants = tuple(
+                grant_of(product, versions, provinces)
+                for product, versions, provinces in db.execute(
+                    "SELECT g.product_id, g.versions, g.provinces FROM grants g JOIN products p ON p.id = g.product_id "
+                    "WHERE g.key_id = %s ORDER BY p.created_at, g.product_id",
+                    (row[0],),
+                )
+            )
+        return ApiKey(int(row[0]), str(row[1]), grants)
+
+    def key_ids_allowing(self, versions: set[str], province: str | None) -> set[int]:
+        """The keys granted any of ``versions`` in ``province`` (any province when None)."""
+        with self.pool.connection() as db:
+            rows = db.execute("SELECT key_id, versions, provinces FROM grants").fetchall()
+        return {int(key_id) for key_id, v, p in rows if allows_any(versions, province, v, p)}
+
+    def products(self) -> list[str]:
+        with self.pool.connection() as db:
+            return [str(r[0]) for r in db.execute("SELECT id FROM products ORDER BY id")]
