@@ -5,20 +5,30 @@ skipped, and the rest still load.
 
 Floor-plan ids are unique across the catalogue (clients name files after them): a listing whose plans repeat an
 id, or that carries an id another listing holds (in the store, or earlier in the same file), is refused.
+
+:func:`import_file` writes a file's records into a store. Into PostgreSQL the whole import is one transaction,
+under the store's write lock (imports from several replicas run one after the other, none losing the other's
+writes): all of it is committed or none, and the webhook events of its changes are published once, by the
+process that ran it, after the commit. Into SQLite each batch is a transaction of its own.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from precon.models import PROFILE_COLLECTIONS, Listing, Profile
 from precon.service.derived import with_plan_ids
+
+if TYPE_CHECKING:
+    from precon.service.postgres.store import PostgresCatalogueStore
+    from precon.service.store import SQLiteStore
 
 
 @dataclass
@@ -221,25 +231,64 @@ def _plan_id_taken(
     return None
 
 
-def read_file(path: str | Path, plan_holders: PlanHolders | None = None) -> ImportReport:
-    """The records of a file, checked; ``plan_holders`` (the target store's) lets a listing be refused for a
-    floor-plan id a stored listing holds."""
-    report = ImportReport()
+@dataclass
+class ParsedFile:
+    """A file's records, each checked on its own (not yet against the store's floor-plan ids)."""
+
+    listings: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    """(line, listing) in file order."""
+    profiles: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[tuple[int, str]] = field(default_factory=list)
+
+
+def parse_file(path: str | Path) -> ParsedFile:
+    """The records of a file, each classified and checked; what is wrong with the others, by line."""
+    parsed = ParsedFile()
     text = Path(path).read_text(encoding="utf-8")
-    listings: list[tuple[int, dict[str, Any]]] = []
     for line, record in _records(text):
         if isinstance(record, ValueError):
-            report.problems.append((line, str(record)))
+            parsed.problems.append((line, str(record)))
             continue
         try:
             kind, checked = classify(record)
         except ValueError as error:
-            report.problems.append((line, str(error)))
+            parsed.problems.append((line, str(error)))
             continue
         if kind == "listing":
-            listings.append((line, checked))
+            parsed.listings.append((line, checked))
         else:
-            report.profiles.append(checked)
-    _refuse_plan_ids_of_other_listings(listings, plan_holders, report)
+            parsed.profiles.append(checked)
+    return parsed
+
+
+def check_plan_ids(parsed: ParsedFile, plan_holders: PlanHolders | None = None) -> ImportReport:
+    """The report of a parsed file: its listings refused where a floor-plan id is another listing's (one earlier
+    in the file, or one ``plan_holders`` finds stored)."""
+    report = ImportReport(profiles=list(parsed.profiles), problems=list(parsed.problems))
+    _refuse_plan_ids_of_other_listings(parsed.listings, plan_holders, report)
     report.problems.sort(key=lambda problem: problem[0])
+    return report
+
+
+def read_file(path: str | Path, plan_holders: PlanHolders | None = None) -> ImportReport:
+    """The records of a file, checked; ``plan_holders`` (the target store's) lets a listing be refused for a
+    floor-plan id a stored listing holds."""
+    return check_plan_ids(parse_file(path), plan_holders)
+
+
+def import_file(store: SQLiteStore | PostgresCatalogueStore, path: str | Path) -> ImportReport:
+    """Writes a file's good records into ``store`` (profiles first, then listings) and answers what was read.
+
+    PostgreSQL: one transaction under the store's write lock, the floor-plan ids checked inside it (against what
+    the imports that ran first committed); a failure anywhere leaves the catalogue as it was and publishes no
+    event, and the store's listeners hear of every change once, after the commit. SQLite: a transaction a batch.
+    """
+    from precon.service.runtime import load
+
+    parsed = parse_file(path)  # the slow part, before the lock
+    atomic = store.atomic() if store.engine == "postgres" else nullcontext()  # type: ignore[union-attr]
+    with atomic:
+        report = check_plan_ids(parsed, store.listings_holding_plans)
+        if report.listings or report.profiles:
+            load(store, report.listings, report.profiles)
     return report
