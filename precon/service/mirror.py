@@ -4,20 +4,28 @@ The copy is written to a work file beside the catalogue, page by page, and the n
 after each page's records; an interrupted mirror run again with the same source picks up at that page (a
 page written twice is written the same: records are upserted). When every page is in, the work file
 replaces the catalogue.
+
+Into PostgreSQL (``into``), the pages are fetched into the same work file, resumably; when every page is in, the
+copy replaces the catalogue in one transaction (records the copy lacks removed, the others upserted), under the
+store's write lock: a replica reading meanwhile sees the old catalogue or the new one, and the store's listeners
+(webhook events) hear of each change once, after the commit. The work file is then removed.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from precon.client import Client
-from precon.service.store import SQLiteStore
+from precon.service.store import CatalogueChange, SQLiteStore, decode_document
+
+if TYPE_CHECKING:
+    from precon.service.postgres.store import PostgresCatalogueStore
 
 MIRROR_PAGE_SIZE = 1000
 """The most the API gives in one page: the fewest requests."""
@@ -55,11 +63,14 @@ def mirror(
     province: str = "all",
     progress: Progress | None = None,
     page_size: int = MIRROR_PAGE_SIZE,
-    on_store: Callable[[SQLiteStore], None] | None = None,
+    on_store: Callable[[SQLiteStore | PostgresCatalogueStore], None] | None = None,
+    into: PostgresCatalogueStore | None = None,
 ) -> MirrorReport:
-    """Mirrors the client's deployment into the catalogue file ``target``; resumes an interrupted run.
+    """Mirrors the client's deployment into the catalogue file ``target``, or into the PostgreSQL catalogue
+    ``into`` (``target`` then names the work file only); resumes an interrupted run.
 
-    ``on_store`` is given the store being written before anything is, to listen to its changes.
+    ``on_store`` is given the store the records are written to (the work file, or ``into``) before anything is,
+    to listen to its changes.
     """
     source = {"url": client.api_url, "product": client.product_id, "version": client.version, "province": province}
     work = _work_file(target)
@@ -68,17 +79,47 @@ def mirror(
     resumed = state is not None and state.get("source") == source
     if not resumed:
         store.close()
-        for path in (work, Path(f"{work}-wal"), Path(f"{work}-shm")):
-            path.unlink(missing_ok=True)
+        _remove(work)
         store = SQLiteStore(work)
         state = {"source": source, "phase": "profiles", "page": 0}
         _save_checkpoint(store, state)
     assert state is not None
     if on_store is not None:
-        on_store(store)  # e.g. webhook notifications of every record written
+        on_store(store if into is None else into)  # e.g. webhook notifications of every record written
+    requests = _fetch(client, store, state, province, page_size, progress)
+    counts = store.counts()
+    if into is not None:
+        replace_catalogue(into, _documents(store, "profiles"), _documents(store, "listing_docs"))
+        store.close()
+        _remove(work)
+        return MirrorReport(counts["profiles"], counts["listings"], resumed, requests)
+    store.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
+    work.replace(target)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{work}{suffix}").unlink(missing_ok=True)
+    return MirrorReport(counts["profiles"], counts["listings"], resumed, requests)
+
+
+def _remove(work: Path) -> None:
+    for path in (work, Path(f"{work}-wal"), Path(f"{work}-shm")):
+        path.unlink(missing_ok=True)
+
+
+def _fetch(
+    client: Client,
+    store: SQLiteStore,
+    state: dict[str, Any],
+    province: str,
+    page_size: int,
+    progress: Progress | None,
+) -> int:
+    """Fetches the pages from the checkpoint ``state`` on into the work file; answers the requests made."""
+    source = state["source"]
     requests = 0
     for phase, operation in (("profiles", "search_profiles"), ("listings", "search_listings")):
-        if state["phase"] == "listings" and phase == "profiles":
+        if state["phase"] == "done" or (state["phase"] == "listings" and phase == "profiles"):
             continue
         while True:
             params: dict[str, Any] = {"product_id": client.product_id, "page": state["page"], "perPage": page_size}
@@ -98,14 +139,39 @@ def mirror(
                 progress(phase, min(total, next_page * page_size), total)
             if last:
                 break
-    counts = store.counts()
-    store.close()
-    for suffix in ("-wal", "-shm"):
-        Path(f"{target}{suffix}").unlink(missing_ok=True)
-    work.replace(target)
-    for suffix in ("-wal", "-shm"):
-        Path(f"{work}{suffix}").unlink(missing_ok=True)
-    return MirrorReport(counts["profiles"], counts["listings"], resumed, requests)
+    return requests
+
+
+def _documents(store: SQLiteStore, table: str) -> list[dict[str, Any]]:
+    """The stored documents of the work file's ``profiles`` or ``listing_docs``, in the order written."""
+    rows = store._db().execute(f"SELECT doc FROM {table} ORDER BY id")  # table: a fixed name
+    return [decode_document(row[0]) for row in rows]
+
+
+def replace_catalogue(
+    store: PostgresCatalogueStore, profiles: Iterable[dict[str, Any]], listings: Iterable[dict[str, Any]]
+) -> list[CatalogueChange]:
+    """Makes ``store`` hold these records and no others, in one transaction: the records it holds that are not
+    among them are removed, these are upserted (profiles first). The store's listeners hear of every change
+    once, after the commit; a failure leaves the catalogue as it was."""
+    from precon.service.runtime import load
+
+    profiles, listings = list(profiles), list(listings)
+    keep_listings = {str(r.get("listingId") or r.get("objectID") or "").strip() for r in listings}
+    keep_profiles = {str(r.get("path") or "").strip() for r in profiles}
+    changes: list[CatalogueChange] = []
+    with store.atomic():
+        with store.pool.connection() as db:  # under the write lock: what is committed cannot change meanwhile
+            stored_listings = [row[0] for row in db.execute("SELECT listing_id FROM listings ORDER BY listing_id")]
+            stored_profiles = [row[0] for row in db.execute("SELECT path FROM profiles ORDER BY path")]
+        for listing_id in stored_listings:
+            if listing_id not in keep_listings:
+                changes += store.delete_listing(listing_id)
+        for path in stored_profiles:
+            if path not in keep_profiles:
+                changes += store.delete_profile(path)
+        changes += load(store, listings, profiles)
+    return changes
 
 
 def _write_page(store: SQLiteStore, phase: str, records: list[dict[str, Any]], state: dict[str, Any]) -> None:
