@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,74 @@ data_option = click.option(
     help="The data directory: catalogue, sandbox and keys.",
 )
 
+database_option = click.option(
+    "--database",
+    "database_url",
+    envvar="PRECON_SERVICE_DATABASE_URL",
+    default=None,
+    metavar="URL",
+    help="A postgresql:// URL (or $PRECON_SERVICE_DATABASE_URL): the catalogue and the sandbox are kept in that "
+    "PostgreSQL database instead of SQLite files in the data directory.",
+)
+
+_URL_PASSWORD = re.compile(r"^(?P<head>[a-z][a-z0-9+.-]*://[^:@/?#]*:)(?P<secret>.*)@(?=[^@]*$)", re.IGNORECASE)
+_PARAMETER_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<secret>'(?:[^'\\]|\\.)*'|[^\s&]*)", re.IGNORECASE)
+
+
+def redact(database_url: str) -> str:
+    """The URL or connection string with its password (in the user part, or a ``password`` parameter) shown as
+    ``***``: what logs and messages say instead of the URL."""
+    before_query, question, query = database_url.partition("?")
+    before_query = _URL_PASSWORD.sub(r"\g<head>***@", before_query)
+    return _PARAMETER_PASSWORD.sub(r"\g<head>***", before_query + question + query)
+
+
+def _password(database_url: str) -> str | None:
+    """The password the URL carries, as libpq reads it (None: none, or the URL cannot be read)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        password = conninfo_to_dict(database_url).get("password")
+    except Exception:  # an unreadable URL: the patterns of redact() are all there is
+        return None
+    return str(password) if password else None
+
+
+def scrub(text: str, database_url: str | None) -> str:
+    """``text`` (an error message, a line of output) with the database URL's password nowhere in it."""
+    if not database_url:
+        return text
+    text = text.replace(database_url, redact(database_url))
+    password = _password(database_url)
+    if password:
+        text = text.replace(password, "***")
+    return _PARAMETER_PASSWORD.sub(r"\g<head>***", text)
+
+
+@contextlib.contextmanager
+def _database_errors(database_url: str | None, note: str = "") -> Iterator[None]:
+    """A failure to reach or use the database ends the command with its message (and ``note``), the password
+    scrubbed out."""
+    if not database_url:
+        yield
+        return
+    import psycopg
+    import sqlalchemy.exc
+
+    try:
+        yield
+    except (psycopg.Error, sqlalchemy.exc.SQLAlchemyError) as error:  # the migrations run through SQLAlchemy
+        message = f"PostgreSQL at {redact(database_url)}: {type(error).__name__}: {error}{note}"
+        raise click.ClickException(scrub(message, database_url)) from None
+
+
+def _open_postgres(database_url: str, sandbox: bool = False) -> Any:
+    """The PostgreSQL catalogue (``sandbox``: the sandbox) at the URL, migrated."""
+    from precon.service.postgres.catalogues import SANDBOX_SCHEMA
+    from precon.service.postgres.store import PostgresCatalogueStore
+
+    return PostgresCatalogueStore(database_url, schema=SANDBOX_SCHEMA if sandbox else "public", max_size=4)
+
 
 @click.group()
 def main() -> None:
@@ -63,6 +133,7 @@ def main() -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8000, show_default=True, type=int, help="Port to bind (0 picks a free one).")
 @data_option
+@database_option
 @click.option("--dev", is_flag=True, help=f"Loopback only, with the development key {DEV_API_KEY!r}.")
 @click.option("--rate-limit", type=float, default=None, help="Requests a second per key (0: no limit).")
 @click.option(
@@ -71,8 +142,17 @@ def main() -> None:
     default=None,
     help="Processes serving requests (default: one per core); they share one copy of the indexes.",
 )
-def serve(host: str, port: int, data_dir: Path, dev: bool, rate_limit: float | None, workers: int | None) -> None:
-    """Serve the listings API over the catalogue in the data directory (made on first use)."""
+def serve(
+    host: str,
+    port: int,
+    data_dir: Path,
+    database_url: str | None,
+    dev: bool,
+    rate_limit: float | None,
+    workers: int | None,
+) -> None:
+    """Serve the listings API over the catalogue in the data directory, or in PostgreSQL with --database (made on
+    first use)."""
     import uvicorn
 
     from precon.service.protocol import JsonErrorsProtocol
@@ -84,13 +164,17 @@ def serve(host: str, port: int, data_dir: Path, dev: bool, rate_limit: float | N
     overrides: dict[str, Any] = {"data_dir": data_dir, "dev": dev, "workers": workers}
     if rate_limit is not None:
         overrides["rate_limit"] = rate_limit
+    if database_url:
+        overrides["database_url"] = database_url
     settings = ServiceSettings(**overrides)
-    click.echo(f"Opening {data_dir} (the first run generates the default catalogue)…", err=True)
+    where = f" and PostgreSQL at {redact(settings.database_url)}" if settings.database_url else ""
+    click.echo(f"Opening {data_dir}{where} (the first run generates the default catalogue)…", err=True)
     if workers == 1:
         from precon.service.runtime import DataDirectory, settle_heap
 
         _fewer_malloc_arenas()
-        directory = DataDirectory.open(settings)
+        with _database_errors(settings.database_url):
+            directory = DataDirectory.open(settings)
         app = directory.app()
         settle_heap()
         if dev:
@@ -104,8 +188,6 @@ def _serve_workers(settings: ServiceSettings, host: str, port: int) -> None:
     """``serve`` with several worker processes: the data directory made ready (and its indexes written) once, in a
     process of its own that ends before they start, so this supervising process stays small; then uvicorn's
     supervisor starts the workers, each of which opens the directory from the settings in its environment."""
-    import subprocess
-
     import uvicorn
 
     from precon.service.protocol import JsonErrorsProtocol
@@ -119,9 +201,12 @@ def _serve_workers(settings: ServiceSettings, host: str, port: int) -> None:
             "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2"),  # see _fewer_malloc_arenas
         }
     )
+    if settings.database_url:
+        os.environ["PRECON_SERVICE_DATABASE_URL"] = settings.database_url
     prepare = "from precon.service.runtime import prepare_workers; prepare_workers()"
-    if subprocess.run([sys.executable, "-c", prepare], check=False).returncode != 0:
-        raise click.ClickException(f"could not open the data directory {settings.data_dir}")
+    if _run_scrubbed([sys.executable, "-c", prepare], settings.database_url) != 0:
+        where = f" or the database {redact(settings.database_url)}" if settings.database_url else ""
+        raise click.ClickException(f"could not open the data directory {settings.data_dir}{where}")
     if settings.dev:
         click.echo(f"Development key: {DEV_API_KEY}  product: {DEV_PRODUCT_ID}", err=True)
     uvicorn.run(
@@ -134,6 +219,21 @@ def _serve_workers(settings: ServiceSettings, host: str, port: int) -> None:
         access_log=False,
         http=JsonErrorsProtocol,
     )
+
+
+def _run_scrubbed(command: list[str], database_url: str | None) -> int:
+    """Runs ``command``, its standard error passed on line by line with the database password scrubbed out (a
+    traceback may quote the URL); answers its exit status."""
+    import subprocess
+
+    if not database_url:
+        return subprocess.run(command, check=False).returncode
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace") as process:
+        assert process.stderr is not None
+        for line in process.stderr:
+            sys.stderr.write(scrub(line, database_url))
+            sys.stderr.flush()
+    return process.returncode
 
 
 def _fewer_malloc_arenas() -> None:
@@ -227,11 +327,12 @@ def prepare_catalogue(data_dir: Path) -> None:
 @click.option("--profiles", default=None, type=click.IntRange(1, 100_000), help="Default: scaled to listings.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write NDJSON here.")
 @data_option
-def generate_catalogue(count: int, seed: int, profiles: int | None, out: Path | None, data_dir: Path) -> None:
-    """Replace the data directory's catalogue with a generated one."""
+@database_option
+def generate_catalogue(
+    count: int, seed: int, profiles: int | None, out: Path | None, data_dir: Path, database_url: str | None
+) -> None:
+    """Replace the data directory's catalogue (or the PostgreSQL one, with --database) with a generated one."""
     from precon.service import catalogue as generator
-    from precon.service.runtime import load
-    from precon.service.store import SQLiteStore
 
     started = time.perf_counter()
     built = generator.generate(count, seed, profiles)
@@ -244,38 +345,64 @@ def generate_catalogue(count: int, seed: int, profiles: int | None, out: Path | 
         with out.open("wb") as handle:
             for record in [*built.profiles, *built.listings]:
                 handle.write(orjson.dumps(record) + b"\n")
-    target = ServiceSettings(data_dir=data_dir).catalogue_path
+    if database_url:
+        from precon.service.mirror import replace_catalogue
+
+        with _database_errors(database_url, "; the catalogue is unchanged"):
+            store = _open_postgres(database_url)
+            try:
+                replace_catalogue(store, built.profiles, built.listings)
+            finally:
+                store.close()
+        click.echo(f"wrote PostgreSQL at {redact(database_url)} in {time.perf_counter() - started:.1f} s", err=True)
+        return
+    _replace_sqlite(ServiceSettings(data_dir=data_dir).catalogue_path, built.listings, built.profiles)
+    click.echo(
+        f"wrote {ServiceSettings(data_dir=data_dir).catalogue_path} in {time.perf_counter() - started:.1f} s", err=True
+    )
+
+
+def _replace_sqlite(target: Path, listings: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> None:
+    """The catalogue file replaced whole by one holding these records (written beside it, then renamed)."""
+    from precon.service.runtime import load
+    from precon.service.store import SQLiteStore
+
     target.parent.mkdir(parents=True, exist_ok=True)
     fresh = target.with_name(target.name + ".new")
     for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
         leftover.unlink(missing_ok=True)
     store = SQLiteStore(fresh)
-    load(store, built.listings, built.profiles)
+    load(store, listings, profiles)
     store.close()
     for suffix in ("-wal", "-shm"):
         Path(f"{target}{suffix}").unlink(missing_ok=True)
     fresh.replace(target)
-    click.echo(f"wrote {target} in {time.perf_counter() - started:.1f} s", err=True)
 
 
 @catalogue.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--sandbox", is_flag=True, help="Import into the v1-sandbox catalogue.")
 @data_option
-def import_catalogue(file: Path, sandbox: bool, data_dir: Path) -> None:
-    """Load listings and profiles from JSON or NDJSON; bad records are reported by line and skipped."""
-    from precon.service.importer import read_file
-    from precon.service.runtime import load
+@database_option
+def import_catalogue(file: Path, sandbox: bool, data_dir: Path, database_url: str | None) -> None:
+    """Load listings and profiles from JSON or NDJSON; bad records are reported by line and skipped. Into
+    PostgreSQL (--database) the whole import is one transaction."""
+    from precon.service.importer import import_file
     from precon.service.store import SQLiteStore
 
     settings = ServiceSettings(data_dir=data_dir)
-    store = SQLiteStore(settings.sandbox_path if sandbox else settings.catalogue_path)
-    report = read_file(file, plan_holders=store.listings_holding_plans)
+    with _database_errors(database_url, "; nothing was imported"):
+        if database_url:
+            store = _open_postgres(database_url, sandbox)
+        else:
+            store = SQLiteStore(settings.sandbox_path if sandbox else settings.catalogue_path)
+        try:
+            _notify_subscribers(store, settings, "sandbox" if sandbox else "live")
+            report = import_file(store, file)
+        finally:
+            store.close()
     for line, problem in report.problems:
         click.echo(f"{file}:{line}: skipped: {problem}", err=True)
-    _notify_subscribers(store, settings, "sandbox" if sandbox else "live")
-    load(store, report.listings, report.profiles)
-    store.close()
     click.echo(
         f"imported {len(report.listings)} listings and {len(report.profiles)} profiles; skipped {len(report.problems)}",
         err=True,
@@ -291,13 +418,18 @@ def import_catalogue(file: Path, sandbox: bool, data_dir: Path) -> None:
 @click.option("--province", default="all", show_default=True, help="Copy one province only.")
 @click.option("--version", default="v1", show_default=True, help="The API version to read.")
 @data_option
-def mirror_catalogue(source: str, key: str, product_id: str, province: str, version: str, data_dir: Path) -> None:
-    """Copy every listing and profile of a deployment here, to work offline; rerun to resume."""
+@database_option
+def mirror_catalogue(
+    source: str, key: str, product_id: str, province: str, version: str, data_dir: Path, database_url: str | None
+) -> None:
+    """Copy every listing and profile of a deployment here, to work offline; rerun to resume. Into PostgreSQL
+    (--database) the pages are fetched into the data directory, then replace the catalogue in one transaction."""
     from precon.client import Client
     from precon.errors import PreconError
     from precon.service.mirror import mirror
 
-    target = ServiceSettings(data_dir=data_dir).catalogue_path
+    settings = ServiceSettings(data_dir=data_dir)
+    target = settings.catalogue_path
     target.parent.mkdir(parents=True, exist_ok=True)
     bars: dict[str, Any] = {}
 
@@ -310,25 +442,31 @@ def mirror_catalogue(source: str, key: str, product_id: str, province: str, vers
         if done >= total:
             bar.__exit__(None, None, None)
 
-    settings = ServiceSettings(data_dir=data_dir)
-    with Client(source, key, product_id, version=version, cache=False) as client:
+    with _database_errors(database_url, "; the catalogue is unchanged, the pages fetched are kept: rerun to resume"):
+        into = _open_postgres(database_url) if database_url else None
         try:
-            report = mirror(
-                client,
-                target,
-                province=province,
-                progress=progress,
-                on_store=lambda store: _notify_subscribers(store, settings, "live"),
-            )
+            with Client(source, key, product_id, version=version, cache=False) as client:
+                report = mirror(
+                    client,
+                    target,
+                    province=province,
+                    progress=progress,
+                    on_store=lambda store: _notify_subscribers(store, settings, "live"),
+                    into=into,
+                )
         except PreconError as error:
             for bar in bars.values():
                 bar.__exit__(None, None, None)
             raise click.ClickException(
                 f"{error}\nThe copy so far is kept: run the same command again to resume."
             ) from None
+        finally:
+            if into is not None:
+                into.close()
+    where = target if database_url is None else f"PostgreSQL at {redact(database_url)}"
     click.echo(
         f"{'resumed; ' if report.resumed else ''}mirrored {report.listings} listings and {report.profiles} profiles "
-        f"into {target} ({report.requests} requests)",
+        f"into {where} ({report.requests} requests)",
         err=True,
     )
 
