@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +99,8 @@ class Cluster:
             log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
             raise RuntimeError(f"{' '.join(args[:2])} failed ({result.returncode}): {result.stderr.strip()}\n{log}")
 
-    def start(self) -> None:
+    def start(self, settings: Iterable[str] = ()) -> None:
+        """Makes and starts the cluster; ``settings`` are more ``name=value`` server settings (later ones win)."""
         self._run(
             str(self.bindir / "initdb"),
             "-D",
@@ -121,6 +122,7 @@ class Cluster:
                 "-c full_page_writes=off",
                 "-c max_connections=100",
                 "-c shared_buffers=32MB",
+                *(f"-c {setting}" for setting in settings),
             ]
         )
         self._run(str(self.bindir / "pg_ctl"), "start", "-D", str(self.data), "-l", str(self.log), "-w", "-o", options)
