@@ -1,0 +1,131 @@
+"""deploy/: the HAProxy configuration checks as HAProxy reads it, and replicas on PostgreSQL behind it lose no
+client request when one of them is killed (bench/cluster.py measures the same at scale, with webhooks and the
+rate limit).
+
+Needs Debian's haproxy and PostgreSQL: skipped with a message without them, a failure under CI
+(``PRECON_REQUIRE_SYSTEM_TESTS``), as tests/pg_support.py has it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bench.stack import HAProxy, Replica, free_port
+from precon.service.config import DEV_API_KEY
+from tests import pg_support
+
+pg_cluster = pg_support.pg_cluster
+
+LISTINGS = 300
+LOOP_S = 5.0
+KILL_AFTER_S = 1.5
+
+
+@pytest.fixture
+def haproxy() -> None:
+    if shutil.which("haproxy") is None:
+        pg_support.unavailable("haproxy is not installed (apt-get install -y haproxy): deployment tests skipped")
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"PRECON_REPLICA_1": "127.0.0.1:8001", "PRECON_REPLICA_2": "127.0.0.1:8002"},
+        {f"PRECON_REPLICA_{n}": f"10.0.0.{n}:8000" for n in range(1, 7)},
+        {"PRECON_REPLICA_1": "127.0.0.1:8001", "PRECON_HAPROXY_USER": "haproxy", "PRECON_HAPROXY_LOG": "/dev/log"},
+    ],
+    ids=["two-replicas", "six-replicas", "as-a-service"],
+)
+def test_the_haproxy_config_checks_without_warnings(haproxy: None, tmp_path: Path, env: dict[str, str]) -> None:
+    """``haproxy -c -dW`` (a warning fails too) on deploy/haproxy.cfg as the bench, the test and a service run it."""
+    checked = HAProxy.check({**HAProxy.environment(free_port(), [], tmp_path / "admin.sock"), **env})
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "Configuration file is valid" in checked.stdout
+
+
+def test_every_replica_declared_has_its_health_check(haproxy: None, tmp_path: Path) -> None:
+    """A replica is declared for each PRECON_REPLICA_<n> set, and each is health-checked on /healthz."""
+    text = (Path(__file__).resolve().parents[1] / "deploy" / "haproxy.cfg").read_text()
+    assert "option httpchk GET /healthz" in text
+    assert "default-server check" in text
+    for number in range(1, 7):
+        assert f'server replica{number} "${{PRECON_REPLICA_{number}}}"' in text
+
+
+@pytest.fixture
+def replicas(haproxy: None, pg_cluster: pg_support.Cluster, tmp_path: Path) -> Iterator[tuple[HAProxy, list[Replica]]]:
+    """Two replicas on one fresh database (the first start of either fills it) behind HAProxy."""
+    database = pg_cluster.database()
+    env = {
+        "PRECON_SERVICE_DATABASE_URL": pg_cluster.url(database),
+        "PRECON_SERVICE_DEFAULT_LISTINGS": str(LISTINGS),
+        "PRECON_SERVICE_RATE_LIMIT": "0",
+    }
+    started = [Replica(f"replica{n}", free_port(), tmp_path / f"replica{n}", dict(env)) for n in (1, 2)]
+    proxy = HAProxy.start([r.address for r in started], tmp_path)
+    try:
+        for replica in started:
+            replica.start(wait=False)
+        for replica in started:
+            replica.wait_healthy(timeout_s=120)
+            proxy.wait_status(replica.name, "UP")
+        yield proxy, started
+    finally:
+        for replica in started:
+            replica.stop()
+        proxy.stop()
+        pg_cluster.drop(database)
+
+
+def test_a_replica_killed_mid_run_fails_no_client_request(replicas: tuple[HAProxy, list[Replica]]) -> None:
+    """Clients loop over searches through HAProxy while one replica is killed with SIGKILL: every request is
+    answered 200 (HAProxy sends the ones the dead replica held, or would have been given, to the other one), the
+    dead replica leaves the rotation, and both served requests before the kill."""
+    proxy, (survivor, victim) = replicas
+    statuses: Counter[int] = Counter()
+    after_kill: Counter[int] = Counter()
+    killed = threading.Event()
+    stop = threading.Event()
+    lock = threading.Lock()
+    queries = [{"search": "condo"}, {"facets": "type,cityOrDistrict"}, {"filterQuery": "minBeds >= 2"}, {}]
+
+    def client(offset: int) -> None:
+        with httpx.Client(base_url=proxy.url, headers={"x-api-key": DEV_API_KEY}, timeout=30) as http:
+            position = offset
+            while not stop.is_set():
+                try:
+                    status = http.get("/v1/all/search_listings", params=queries[position % len(queries)]).status_code
+                except httpx.HTTPError:
+                    status = 0
+                position += 1
+                with lock:
+                    statuses[status] += 1
+                    if killed.is_set():
+                        after_kill[status] += 1
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(KILL_AFTER_S)
+        served_before = {name: int(row["stot"]) for name, row in proxy.servers().items()}
+        victim.kill()
+        killed.set()
+        proxy.wait_status(victim.name, "DOWN", timeout_s=10)
+        time.sleep(max(0.0, LOOP_S - KILL_AFTER_S - 1))
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert set(statuses) == {200}, f"clients saw {dict(statuses)}"
+    assert after_kill[200] > 10, f"too few requests after the kill to tell: {dict(after_kill)}"
+    assert served_before[victim.name] > 0 and served_before[survivor.name] > 0
+    assert proxy.servers()[survivor.name]["status"].startswith("UP")
