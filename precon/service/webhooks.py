@@ -1,7 +1,8 @@
 """Webhook subscriptions and their deliveries: a durable outbox, signed posts, retries, and the attempt log.
 
-A delivery is written to the outbox (this SQLite file) in the same transaction as its event, before anything
-is sent. The worker claims due deliveries for a lease, posts them signed per the Standard Webhooks scheme,
+A delivery is written to the outbox (this SQLite file, or with a database URL PostgreSQL:
+:class:`precon.service.postgres.webhooks.PostgresWebhookStore`) in the same transaction as its event, before
+anything is sent. The worker claims due deliveries for a lease, posts them signed per the Standard Webhooks scheme,
 records every attempt, and schedules the next after a growing, jittered wait, until the schedule is spent
 and the delivery is marked failed. A service killed mid-send finds its claimed deliveries due again when the
 lease runs out: delivery is at least once, and receivers deduplicate on ``webhook-id``.
@@ -25,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import httpcore
 import orjson
@@ -34,6 +35,9 @@ from standardwebhooks import Webhook
 from precon.service.errors import ApiError
 from precon.service.sqlite import Connections
 from precon.service.webhook_targets import GuardedBackend, TargetPolicy
+
+if TYPE_CHECKING:
+    from precon.service.postgres.webhooks import PostgresWebhookStore
 
 log = logging.getLogger("precon.webhooks")
 
@@ -184,6 +188,9 @@ class RetrySchedule:
 
 class WebhookStore:
     """Subscriptions, events, the delivery outbox and the attempt log, in one SQLite file."""
+
+    shared = False
+    """Only the processes of this machine use the file (one of them sends: see :attr:`DeliveryWorker.exclusive`)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -439,43 +446,57 @@ class WebhookStore:
                 params.append(value)
         total = db.execute(f"SELECT count(*) FROM deliveries d WHERE {where}", params).fetchone()[0]
         rows = db.execute(
-            "SELECT d.id, d.event_id, e.type, e.env, d.subscription_id, d.target_url, d.status, d.attempts, "
-            f"d.next_attempt_at, d.created_at, d.updated_at FROM deliveries d JOIN events e ON e.id = d.event_id "
+            f"SELECT {DELIVERY_COLUMNS} FROM deliveries d JOIN events e ON e.id = d.event_id "
             f"WHERE {where} ORDER BY d.created_at DESC, d.id DESC LIMIT ? OFFSET ?",
             [*params, limit, offset],
         ).fetchall()
         results = []
         for row in rows:
-            attempts = [
-                {"attemptedAt": a[0], "status": a[1], "latencyMs": a[2], "error": a[3], "response": a[4]}
-                for a in db.execute(
-                    "SELECT attempted_at, status_code, latency_ms, error, response_excerpt FROM attempts "
-                    "WHERE delivery_id = ? ORDER BY id",
-                    (row[0],),
-                )
-            ]
-            next_at = row[8]
-            results.append(
-                {
-                    "id": row[0],
-                    "eventId": row[1],
-                    "event": row[2],
-                    "env": row[3],
-                    "subscription": row[4],
-                    "targetUrl": row[5],
-                    "status": row[6],
-                    "attempts": attempts,
-                    "nextAttemptAt": None
-                    if next_at is None or row[6] != "pending"
-                    else datetime.fromtimestamp(next_at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                    "createdAt": row[9],
-                    "updatedAt": row[10],
-                }
-            )
+            attempts = db.execute(
+                "SELECT attempted_at, status_code, latency_ms, error, response_excerpt FROM attempts "
+                "WHERE delivery_id = ? ORDER BY id",
+                (row[0],),
+            ).fetchall()
+            results.append(delivery_view(row, attempts))
         return total, results
 
     def close(self) -> None:
         self._connections.close()
+
+
+DELIVERY_COLUMNS = (
+    "d.id, d.event_id, e.type, e.env, d.subscription_id, d.target_url, d.status, d.attempts, "
+    "d.next_attempt_at, d.created_at, d.updated_at"
+)
+"""What :func:`delivery_view` is made of, from ``deliveries d JOIN events e``."""
+
+
+def delivery_view(row: Sequence[Any], attempts: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """A delivery as the log shows it: a row of :data:`DELIVERY_COLUMNS` and its attempts (``attempted_at,
+    status_code, latency_ms, error, response_excerpt``, the oldest first)."""
+    next_at = row[8]
+    return {
+        "id": row[0],
+        "eventId": row[1],
+        "event": row[2],
+        "env": row[3],
+        "subscription": row[4],
+        "targetUrl": row[5],
+        "status": row[6],
+        "attempts": [
+            {"attemptedAt": a[0], "status": a[1], "latencyMs": a[2], "error": a[3], "response": a[4]} for a in attempts
+        ],
+        "nextAttemptAt": None
+        if next_at is None or row[6] != "pending"
+        else datetime.fromtimestamp(next_at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "createdAt": row[9],
+        "updatedAt": row[10],
+    }
+
+
+Outbox: TypeAlias = "WebhookStore | PostgresWebhookStore"
+"""A webhook store: the SQLite file's or PostgreSQL's, which answer alike (``shared``: whether replicas on other
+machines use it too)."""
 
 
 def sign(secret: str, message_id: str, timestamp: datetime, body: bytes) -> dict[str, str]:
@@ -491,7 +512,7 @@ def sign(secret: str, message_id: str, timestamp: datetime, body: bytes) -> dict
 class DeliveryWorker:
     """Posts due deliveries in background threads until stopped."""
 
-    store: WebhookStore
+    store: Outbox
     policy: TargetPolicy
     schedule: RetrySchedule = field(default_factory=RetrySchedule)
     senders: int = SENDERS
@@ -501,12 +522,14 @@ class DeliveryWorker:
 
     exclusive: Path | None = None
     """A lock file: with one, this worker sends only while it holds the lock, so that of the processes serving one
-    data directory exactly one sends (and another takes over within :data:`ELECTION_S` when it stops)."""
+    data directory exactly one sends (and another takes over within :data:`ELECTION_S` when it stops). Ignored for
+    a shared store (PostgreSQL): no file lock reaches the other machines, so every process sends, its claims
+    (``FOR UPDATE SKIP LOCKED``, leased) keeping each delivery to one sender."""
     _pool: httpcore.ConnectionPool | None = None
     _election: threading.Thread | None = None
 
     def start(self) -> DeliveryWorker:
-        if self.exclusive is None:
+        if self.exclusive is None or self.store.shared:
             return self._start_senders()
         thread = threading.Thread(target=self._elect, args=(self.exclusive,), name="webhook-election", daemon=True)
         thread.start()
@@ -557,7 +580,7 @@ class DeliveryWorker:
         while not self._stop.is_set():
             try:
                 batch = self.store.claim_due(limit=1)
-            except sqlite3.Error:
+            except Exception:  # the outbox unreachable for a while (locked, a database restarting): try again
                 log.exception("cannot read the webhook outbox")
                 batch = []
             if not batch:

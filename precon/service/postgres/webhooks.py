@@ -1,0 +1,336 @@
+"""Webhook subscriptions, events, the delivery outbox and the attempt log in PostgreSQL:
+:class:`PostgresWebhookStore`, answering as :class:`precon.service.webhooks.WebhookStore` does (the tables of the
+migration ``0002``).
+
+Several replicas, each running a :class:`~precon.service.webhooks.DeliveryWorker`, share the outbox. A claim is one
+statement: the due deliveries are taken ``FOR UPDATE SKIP LOCKED`` (a delivery another sender is claiming is
+skipped, not waited for, nor taken twice) and leased: their ``next_attempt_at`` moves to the lease's end and
+``claimed_by`` names the claimant. A sender that dies mid-send (its replica killed) leaves its deliveries leased:
+when the lease runs out (:data:`~precon.service.webhooks.CLAIM_LEASE_S`) they are due again and the next poll of
+any worker takes them (at least once; receivers deduplicate on ``webhook-id``). Times are the database's clock,
+so replicas whose clocks differ agree on what is due. Workers poll every
+:data:`~precon.service.webhooks.POLL_S`: a delivery stored by another replica is sent within that of being due.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from precon.service.postgres.migrations import upgrade
+from precon.service.webhooks import (
+    CLAIM_LEASE_S,
+    CLAIMANT,
+    DELIVERY_COLUMNS,
+    MAX_SUBSCRIPTIONS_PER_KEY,
+    Due,
+    Event,
+    RetrySchedule,
+    Subscription,
+    SubscriptionLimitReached,
+    _process_alive,
+    delivery_view,
+    new_secret,
+    now_iso,
+)
+
+NOW = "extract(epoch FROM clock_timestamp())::float8"
+"""The database's clock, in epoch seconds (what ``next_attempt_at`` holds)."""
+SUBSCRIBE_LOCK = 0x70726568
+"""With a key's id, the advisory lock its subscription creates hold: the count and the insert see one another."""
+_DELIVERIES = "webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id"
+
+
+class PostgresWebhookStore:
+    """The webhook outbox in a PostgreSQL database (migrated first when ``migrate``), shared by replicas."""
+
+    shared = True
+    """Replicas on other machines use it too: every process's worker sends, claims keeping each delivery to one."""
+
+    def __init__(self, conninfo: str, *, min_size: int = 1, max_size: int = 8, migrate: bool = True) -> None:
+        if migrate:
+            upgrade(conninfo)
+        self.conninfo = conninfo
+        self.pool: ConnectionPool[Any] = ConnectionPool(
+            conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"autocommit": True},
+            check=ConnectionPool.check_connection,
+            open=True,
+            name="precon-webhooks",
+        )
+
+    @contextmanager
+    def _transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        with self.pool.connection() as db, db.transaction():
+            yield db
+
+    # -- subscriptions -------------------------------------------------------------------------------------
+
+    def subscribe(
+        self, key_id: int, env: str, event: str, target_url: str, limit: int = MAX_SUBSCRIPTIONS_PER_KEY
+    ) -> Subscription:
+        """A new subscription of the key; :class:`SubscriptionLimitReached` if it already holds ``limit``.
+
+        The key's creates take an advisory lock for their transaction, so that creates at the same time, from any
+        replica, count one another and cannot take a key past the limit.
+        """
+        subscription = Subscription(
+            id="wh_" + uuid.uuid4().hex[:20],
+            key_id=key_id,
+            env=env,
+            event=event,
+            target_url=target_url,
+            secret=new_secret(),
+            created_at=now_iso(),
+        )
+        with self._transaction() as db:
+            db.execute("SELECT pg_advisory_xact_lock(%s, %s)", (SUBSCRIBE_LOCK & 0x7FFFFFFF, key_id & 0x7FFFFFFF))
+            inserted = db.execute(
+                "INSERT INTO webhook_subscriptions SELECT %s, %s, %s, %s, %s, %s, %s "
+                "WHERE (SELECT count(*) FROM webhook_subscriptions WHERE key_id = %s) < %s",
+                (
+                    subscription.id,
+                    key_id,
+                    env,
+                    event,
+                    target_url,
+                    subscription.secret,
+                    subscription.created_at,
+                    key_id,
+                    limit,
+                ),
+            ).rowcount
+        if inserted != 1:
+            raise SubscriptionLimitReached(limit)
+        return subscription
+
+    def subscriptions(
+        self, key_id: int | None = None, event: str | None = None, env: str | None = None
+    ) -> list[Subscription]:
+        clauses, params = [], []
+        for column, value in (("key_id", key_id), ("event", event), ("env", env)):
+            if value is not None:
+                clauses.append(f"{column} = %s")
+                params.append(value)
+        where = " AND ".join(clauses) or "true"
+        with self.pool.connection() as db:
+            rows = db.execute(
+                "SELECT id, key_id, env, event, target_url, secret, created_at FROM webhook_subscriptions "
+                f"WHERE {where} ORDER BY created_at, id",
+                params,
+            ).fetchall()
+        return [Subscription(*row) for row in rows]
+
+    def unsubscribe(self, key_id: int, subscription_id: str) -> bool:
+        """Removes a subscription; its deliveries still waiting are cancelled (the log keeps them)."""
+        with self._transaction() as db:
+            removed = (
+                db.execute(
+                    "DELETE FROM webhook_subscriptions WHERE id = %s AND key_id = %s", (subscription_id, key_id)
+                ).rowcount
+                > 0
+            )
+            if removed:
+                db.execute(
+                    "UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, updated_at = %s "
+                    "WHERE subscription_id = %s AND status = 'pending'",
+                    (now_iso(), subscription_id),
+                )
+            return removed
+
+    # -- events and the outbox -----------------------------------------------------------------------------
+
+    def publish(self, events: Sequence[Event], first_delay: float = 0.0) -> list[tuple[str, int]]:
+        """Stores events and one delivery per subscriber, in one transaction, before anything is sent.
+
+        An event nobody subscribed to is not stored. Answers each event's id and its number of deliveries.
+        """
+        published = []
+        with self._transaction() as db, db.cursor() as cursor:
+            for event in events:
+                event_id = "evt_" + uuid.uuid4().hex
+                published.append((event_id, len(event.subscribers)))
+                if not event.subscribers:
+                    continue
+                created = now_iso()
+                body = orjson.dumps(
+                    {"id": event_id, "type": event.type, "createdAt": created, "env": event.env, "data": event.data}
+                )
+                cursor.execute(
+                    "INSERT INTO webhook_events VALUES (%s, %s, %s, %s, %s)",
+                    (event_id, event.type, event.env, created, body),
+                )
+                cursor.executemany(
+                    "INSERT INTO webhook_deliveries(id, event_id, subscription_id, key_id, target_url, secret, "
+                    f"status, next_attempt_at, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, 'pending', "
+                    f"{NOW} + %s, %s, %s)",
+                    [
+                        (
+                            "msg_" + uuid.uuid4().hex,
+                            event_id,
+                            s.id,
+                            s.key_id,
+                            s.target_url,
+                            s.secret,
+                            first_delay,
+                            created,
+                            created,
+                        )
+                        for s in event.subscribers
+                    ],
+                )
+        return published
+
+    def claim_due(self, limit: int, lease_s: float = CLAIM_LEASE_S) -> list[Due]:
+        """Takes up to ``limit`` due deliveries for a lease: they are due again if not finished by then. Deliveries
+        that another sender is claiming at the same moment are skipped (``SKIP LOCKED``): none is taken twice."""
+        with self.pool.connection() as db:
+            rows = db.execute(
+                "WITH due AS (SELECT id, next_attempt_at FROM webhook_deliveries "
+                f"WHERE status = 'pending' AND next_attempt_at <= {NOW} "
+                "ORDER BY next_attempt_at LIMIT %s FOR UPDATE SKIP LOCKED) "
+                f"UPDATE webhook_deliveries d SET next_attempt_at = {NOW} + %s, claimed_by = %s "
+                "FROM due, webhook_events e WHERE d.id = due.id AND e.id = d.event_id "
+                "RETURNING due.next_attempt_at, d.id, d.event_id, d.target_url, d.secret, d.attempts, e.body",
+                (limit, lease_s, CLAIMANT),
+            ).fetchall()
+        return [Due(*row[1:6], bytes(row[6])) for row in sorted(rows, key=lambda row: (row[0], row[1]))]
+
+    def release_abandoned_claims(self) -> int:
+        """Deliveries claimed by a process of this host that no longer runs are due at once, not after the lease.
+        (A claim of another machine's process runs out with its lease.)"""
+        host = CLAIMANT.rsplit(":", 1)[0]
+        with self.pool.connection() as db:
+            claims = db.execute(
+                "SELECT id, claimed_by FROM webhook_deliveries WHERE status = 'pending' AND claimed_by LIKE %s",
+                (host.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%",),
+            ).fetchall()
+            abandoned = []
+            for delivery_id, claimant in claims:
+                pid = int(claimant.rsplit(":", 1)[1])
+                if pid != os.getpid() and not _process_alive(pid):
+                    abandoned.append((delivery_id, claimant))
+            with db.transaction(), db.cursor() as cursor:
+                cursor.executemany(
+                    f"UPDATE webhook_deliveries SET next_attempt_at = {NOW}, claimed_by = NULL "
+                    "WHERE id = %s AND claimed_by = %s AND status = 'pending'",
+                    abandoned,
+                )
+        return len(abandoned)
+
+    def record_attempt(
+        self,
+        delivery: Due,
+        *,
+        status_code: int | None,
+        latency_ms: float,
+        error: str | None,
+        excerpt: str | None,
+        schedule: RetrySchedule,
+    ) -> str:
+        """Logs an attempt and moves the delivery on: delivered, due again later, or failed."""
+        attempts = delivery.attempts + 1
+        succeeded = status_code is not None and 200 <= status_code < 300
+        wait = None if succeeded else schedule.next_wait(attempts)
+        status = "delivered" if succeeded else ("pending" if wait is not None else "failed")
+        stamp = now_iso()
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO webhook_attempts(delivery_id, attempted_at, status_code, latency_ms, error, "
+                "response_excerpt) VALUES (%s, %s, %s, %s, %s, %s)",
+                (delivery.id, stamp, status_code, round(latency_ms, 1), error, excerpt),
+            )
+            db.execute(
+                f"UPDATE webhook_deliveries SET attempts = %s, status = %s, next_attempt_at = {NOW} + %s::float8, "
+                "claimed_by = NULL, updated_at = %s WHERE id = %s",
+                (attempts, status, wait, stamp, delivery.id),
+            )
+        return status
+
+    def send_now(self, key_id: int, delivery_id: str) -> str | None:
+        """A pending delivery is attempted at once instead of at its next scheduled retry; if that attempt fails,
+        the retries carry on from where the schedule was. Answers what came of it: ``due`` (it is due now),
+        ``sending`` (a sender is posting it already: nothing to do), the status of a delivery that is not
+        pending (``delivered``, ``failed``, ``cancelled``: nothing is sent), or None for no such delivery of the key.
+        """
+        with self._transaction() as db:
+            row = db.execute(
+                f"SELECT status, claimed_by IS NOT NULL AND next_attempt_at > {NOW} FROM webhook_deliveries "
+                "WHERE id = %s AND key_id = %s FOR UPDATE",
+                (delivery_id, key_id),
+            ).fetchone()
+            if row is None:
+                return None
+            status: str = row[0]
+            if status != "pending":
+                return status
+            if row[1]:
+                return "sending"
+            db.execute(
+                f"UPDATE webhook_deliveries SET next_attempt_at = {NOW}, updated_at = %s WHERE id = %s",
+                (now_iso(), delivery_id),
+            )
+            return "due"
+
+    def replay(self, key_id: int, delivery_id: str) -> bool:
+        """Sends any delivery again, at once: a delivered or failed one is pending again, a pending one is attempted
+        now rather than at its next retry (as :meth:`send_now`; one a sender is posting already is left to it).
+        Its earlier attempts stay in the log. A delivery of a deleted subscription is not sent again (the
+        subscription is locked: a delete at the same time comes before or after, and cancels it then).
+        """
+        with self._transaction() as db:
+            row = db.execute(
+                f"SELECT d.status = 'pending' AND d.claimed_by IS NOT NULL AND d.next_attempt_at > {NOW} "
+                "FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id "
+                "WHERE d.id = %s AND d.key_id = %s FOR UPDATE OF d FOR SHARE OF s",
+                (delivery_id, key_id),
+            ).fetchone()
+            if row is None:
+                return False
+            if row[0]:
+                return True
+            db.execute(
+                f"UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = {NOW}, claimed_by = NULL, "
+                "updated_at = %s WHERE id = %s",
+                (now_iso(), delivery_id),
+            )
+            return True
+
+    def deliveries(
+        self, key_id: int, subscription_id: str | None, offset: int, limit: int, delivery_id: str | None = None
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """The key's deliveries, newest first, each with its event and every attempt."""
+        where, params = "d.key_id = %s", [key_id]
+        for column, value in (("d.subscription_id", subscription_id), ("d.id", delivery_id)):
+            if value:
+                where += f" AND {column} = %s"
+                params.append(value)
+        with self._transaction() as db:
+            db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            count = db.execute(f"SELECT count(*) FROM webhook_deliveries d WHERE {where}", params).fetchone()
+            rows = db.execute(
+                f"SELECT {DELIVERY_COLUMNS} FROM {_DELIVERIES} WHERE {where} "
+                "ORDER BY d.created_at DESC, d.id DESC LIMIT %s OFFSET %s",
+                [*params, limit, offset],
+            ).fetchall()
+            attempts: dict[str, list[tuple[Any, ...]]] = {row[0]: [] for row in rows}
+            for delivery, *attempt in db.execute(
+                "SELECT delivery_id, attempted_at, status_code, latency_ms, error, response_excerpt "
+                "FROM webhook_attempts WHERE delivery_id = ANY(%s) ORDER BY id",
+                (list(attempts),),
+            ):
+                attempts[delivery].append(tuple(attempt))
+        total = int(count[0]) if count else 0
+        return total, [delivery_view(row, attempts[row[0]]) for row in rows]
+
+    def close(self) -> None:
+        self.pool.close()
