@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 API_PORT ?= 8000
 
-.PHONY: run serve test lint bench bench-soak bench-dashboard bench-map bench-peers lock install clean
+.PHONY: run serve test lint bench bench-soak bench-dashboard bench-map bench-peers bench-cluster lock install clean
 
 install: $(STAMP)
 
@@ -57,6 +57,12 @@ bench-map: $(STAMP)
 # interleaved: throughput ratio and totals agreement per class, at 50,000 listings (LISTINGS=5000 for a quick run).
 bench-peers: $(STAMP)
 	$(BIN)/python bench/peers.py $(if $(LISTINGS),--listings $(LISTINGS))
+
+# PostgreSQL, Redis, HAProxy (deploy/haproxy.cfg) and 3 replicas on loopback (Debian's postgresql, redis-server and
+# haproxy): throughput with 1, 2 and 3 replicas, one killed mid-run (failed requests, webhook events lost or sent
+# twice), the rate limit across replicas (QUICK=1 for a short run).
+bench-cluster: $(STAMP)
+	$(BIN)/python bench/cluster.py $(if $(QUICK),--quick) $(if $(LISTINGS),--listings $(LISTINGS))
 
 # Re-pin after editing pyproject.toml's dependencies (no registry addresses are recorded).
 lock:
