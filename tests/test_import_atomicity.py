@@ -1,4 +1,5 @@
-"""Imports commit whole batches: a profile never without its province rows, re-imports leave no orphan rows.
+"""Imports commit whole batches: a profile never without its province rows, re-imports leave no orphan rows. Into
+PostgreSQL the whole import is one transaction: killed partway, it leaves the catalogue as it was.
 
 A profile is in a province when a listing referring to it is (``/v1/on/search_profiles`` finds it there). Those
 rows are written in the transaction that writes the listings or the profiles, so an import killed at any moment
@@ -180,3 +181,69 @@ def test_an_import_killed_partway_leaves_every_profile_with_its_provinces(
     # whole batches, and every stored profile is found in the provinces of the listings referring to it.
     assert committed % BATCH == 0 or committed == total
     assert_province_search_finds_every_profile(target)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# into PostgreSQL: the whole import, or nothing
+# ----------------------------------------------------------------------------------------------------------
+
+
+def import_in_progress(conninfo: str) -> bool:
+    """Whether a writer holds the catalogue's write lock (an import's transaction is open)."""
+    import psycopg
+
+    from precon.service.postgres.store import WRITE_LOCK
+
+    with psycopg.connect(conninfo) as db:
+        row = db.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 0 AND objid = %s AND granted",
+            (WRITE_LOCK,),
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def test_an_import_into_postgresql_killed_partway_leaves_the_catalogue_as_it_was(
+    tmp_path: Path, importer: list[subprocess.Popen[bytes]]
+) -> None:
+    from precon.service.postgres.store import PostgresCatalogueStore
+    from tests import pg_support
+
+    cluster = pg_support.cluster()
+    name = cluster.database()
+    url = cluster.url(name)
+    total = 3 * BATCH + 1000
+    first = write_ndjson(tmp_path / "first.ndjson", many_small_records(200, builders=20))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRECON_SERVICE_")}
+    done = subprocess.run(
+        [str(PRECON), "catalogue", "import", str(first), "--data", str(tmp_path / "data"), "--database", url],
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    store = PostgresCatalogueStore(url, migrate=False)
+    try:
+        before = (store.counts(), store.generation())
+        big = write_ndjson(tmp_path / "big.ndjson", many_small_records(total, builders=400))
+        process = subprocess.Popen(
+            [str(PRECON), "catalogue", "import", str(big), "--data", str(tmp_path / "data"), "--database", url],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        importer.append(process)
+        deadline = time.monotonic() + 60
+        while process.poll() is None and not import_in_progress(cluster.conninfo(name)):
+            assert time.monotonic() < deadline, "the import never started writing"
+            time.sleep(0.005)
+        time.sleep(0.3)  # batches written in its transaction, not committed
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        after = (store.counts(), store.generation())
+        finished = {"listings": total, "profiles": 800}  # the first file's records are among the second's
+        assert after == before or (process.returncode == 0 and after[0] == finished)
+        assert after == before, "the import finished before it could be killed: the test proved nothing"
+    finally:
+        store.close()
+        cluster.drop(name)
