@@ -350,3 +350,31 @@ def test_a_mirror_into_postgresql_cut_short_changes_nothing_and_resumes(
         assert store.counts()["listings"] == 300
     finally:
         store.close()
+
+
+def test_a_mirror_whose_last_transaction_failed_writes_again_without_fetching_again(
+    source: str, database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from precon.service import mirror as mirroring
+
+    real = mirroring.replace_catalogue
+    calls: list[int] = []
+
+    def fail_first(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise psycopg.OperationalError("the server went away")
+        return real(*args)
+
+    monkeypatch.setattr(mirroring, "replace_catalogue", fail_first)
+    store = PostgresCatalogueStore(database)
+    try:
+        with Client(source, KEY, "remote", cache=False) as client:
+            with pytest.raises(psycopg.OperationalError):
+                mirror(client, tmp_path / "catalogue.sqlite3", province="pe", into=store)
+            assert store.counts()["listings"] == 0
+            again = mirror(client, tmp_path / "catalogue.sqlite3", province="pe", into=store)
+        assert again.resumed and again.requests == 0  # every page was in the work file already
+        assert store.counts()["listings"] == again.listings > 0
+    finally:
+        store.close()
