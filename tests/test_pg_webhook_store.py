@@ -163,6 +163,7 @@ def test_attempts_retries_failure_send_now_and_replay(store: Outbox) -> None:
     )
     _, [done] = store.deliveries(7, None, 0, 10)
     assert done["status"] == "delivered" and len(done["attempts"]) == 4
+    assert repr(done["attempts"][-1]["latencyMs"]) == "3.0", "a float, as SQLite's REAL column answers"
     assert store.deliveries(7, "wh_other", 0, 10) == (0, [])
     assert store.deliveries(8, None, 0, 10) == (0, [])
 
@@ -173,6 +174,7 @@ def test_the_delivery_log_pages_newest_first(store: Outbox) -> None:
     total, page = store.deliveries(7, None, 1, 2)
     everything = store.deliveries(7, None, 0, 10)[1]
     assert total == 5 and page == everything[1:3]
+    assert store.deliveries(7, None, 10, 2) == (5, []), "a page past the end still tells the total"
     assert sorted(d["eventId"] for d in everything) == sorted(events)
     assert [d["createdAt"] for d in everything] == sorted((d["createdAt"] for d in everything), reverse=True)
     assert set(everything[0]) == {

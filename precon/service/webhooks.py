@@ -588,7 +588,10 @@ class DeliveryWorker:
                 self._wake.clear()
                 continue
             for delivery in batch:
-                self.send(delivery)
+                try:
+                    self.send(delivery)
+                except Exception:  # its attempt not recorded (the outbox unreachable): due again after the lease
+                    log.exception("cannot record the attempt of delivery %s", delivery.id)
 
     def send(self, delivery: Due) -> str:
         timestamp = datetime.now(UTC)

@@ -46,6 +46,18 @@ NOW = "extract(epoch FROM clock_timestamp())::float8"
 SUBSCRIBE_LOCK = 0x70726568
 """With a key's id, the advisory lock its subscription creates hold: the count and the insert see one another."""
 _DELIVERIES = "webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id"
+_ATTEMPTS = (
+    "SELECT coalesce(json_agg(json_build_array(a.attempted_at, a.status_code, a.latency_ms, a.error, "
+    "a.response_excerpt) ORDER BY a.id), '[]') FROM webhook_attempts a WHERE a.delivery_id = d.id"
+)
+"""A delivery's attempts, the oldest first, as one JSON array (read in the same statement as the delivery)."""
+
+
+def _attempt(
+    attempted_at: str, status_code: int | None, latency_ms: float, error: str | None, excerpt: str | None
+) -> tuple[Any, ...]:
+    """An attempt read back from JSON, its latency a float again (JSON writes ``3.0`` as ``3``)."""
+    return attempted_at, status_code, float(latency_ms), error, excerpt
 
 
 class PostgresWebhookStore:
@@ -54,7 +66,7 @@ class PostgresWebhookStore:
     shared = True
     """Replicas on other machines use it too: every process's worker sends, claims keeping each delivery to one."""
 
-    def __init__(self, conninfo: str, *, min_size: int = 1, max_size: int = 8, migrate: bool = True) -> None:
+    def __init__(self, conninfo: str, *, min_size: int = 2, max_size: int = 8, migrate: bool = True) -> None:
         if migrate:
             upgrade(conninfo)
         self.conninfo = conninfo
@@ -314,23 +326,18 @@ class PostgresWebhookStore:
             if value:
                 where += f" AND {column} = %s"
                 params.append(value)
-        with self._transaction() as db:
-            db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            count = db.execute(f"SELECT count(*) FROM webhook_deliveries d WHERE {where}", params).fetchone()
+        with self.pool.connection() as db:  # one statement, one snapshot: the rows, their attempts, the total
             rows = db.execute(
-                f"SELECT {DELIVERY_COLUMNS} FROM {_DELIVERIES} WHERE {where} "
+                f"SELECT {DELIVERY_COLUMNS}, ({_ATTEMPTS}), count(*) OVER () FROM {_DELIVERIES} WHERE {where} "
                 "ORDER BY d.created_at DESC, d.id DESC LIMIT %s OFFSET %s",
                 [*params, limit, offset],
             ).fetchall()
-            attempts: dict[str, list[tuple[Any, ...]]] = {row[0]: [] for row in rows}
-            for delivery, *attempt in db.execute(
-                "SELECT delivery_id, attempted_at, status_code, latency_ms, error, response_excerpt "
-                "FROM webhook_attempts WHERE delivery_id = ANY(%s) ORDER BY id",
-                (list(attempts),),
-            ):
-                attempts[delivery].append(tuple(attempt))
-        total = int(count[0]) if count else 0
-        return total, [delivery_view(row, attempts[row[0]]) for row in rows]
+            if rows or not offset:
+                total = int(rows[0][-1]) if rows else 0
+            else:  # a page past the end: only the total
+                count = db.execute(f"SELECT count(*) FROM webhook_deliveries d WHERE {where}", params).fetchone()
+                total = int(count[0]) if count else 0
+        return total, [delivery_view(row, [_attempt(*a) for a in row[-2]]) for row in rows]
 
     def close(self) -> None:
         self.pool.close()
