@@ -34,6 +34,7 @@ import argparse
 import os
 import random
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -236,8 +237,8 @@ def profiles(stack: Stack) -> list[tuple[str, str]]:
 @dataclass
 class Failover:
     get_samples: list[tuple[float, Sample]] = field(default_factory=list)
-    posts: list[tuple[float, int]] = field(default_factory=list)
-    """(time, status) of every trigger (0: no answer at all)."""
+    posts: list[tuple[float, int | str]] = field(default_factory=list)
+    """(time, status) of every trigger (the exception's name where no answer came)."""
     events: set[str] = field(default_factory=set)
     """Ids of the events the service acknowledged (a 200 to the trigger)."""
     deliveries_promised: int = 0
@@ -264,9 +265,9 @@ def trigger_loop(base_url: str, chosen: Sequence[tuple[str, str]], offset: int, 
             try:
                 body = {"id": profile_id, "collection": collection}
                 answer = client.post("/v1/all/trigger_profile_webhook", json=body)
-                status = answer.status_code
-            except httpx.HTTPError:
-                status = 0
+                status: int | str = answer.status_code
+            except httpx.HTTPError as error:
+                status = type(error).__name__  # no answer at all
             with state.lock:
                 state.posts.append((time.monotonic(), status))
                 if status == 200:
@@ -407,7 +408,8 @@ def print_report(report: JsonDict) -> None:
     hooks = fail["webhooks"]
     print(
         f"\nPrecon cluster on loopback: {report['listings']:,} listings, {report['cpus']} CPUs, concurrency "
-        f"{report['concurrency']}, PostgreSQL + Redis + HAProxy + {REPLICAS} replicas (precon serve --workers 1)"
+        f"{report['concurrency']}, PostgreSQL + Redis + HAProxy + {REPLICAS} replicas (precon serve --workers 1); "
+        f"code {report['code']}"
     )
     print(f"{'replicas':>8} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'failed':>7}  served by")
     for run in runs:
@@ -444,8 +446,23 @@ def print_report(report: JsonDict) -> None:
     print(f"\nFailover ({fail['seconds']} s, mix + webhook stream through HAProxy, one replica killed with SIGKILL):")
     for label, value in rows:
         print(f"  {label:<50} {value}")
+    if fail["post_failures"]:
+        print(
+            "  (a POST the killed replica held gets no answer: HAProxy closes the client's connection as the replica's"
+            " closed, and does not send it again, since it may have been done; GETs are sent to another replica)"
+        )
     for note in report["notes"]:
         print(f"note: {note}")
+
+
+def code_version() -> str:
+    """The commit measured, and whether the service's code had changes not yet committed."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    changed = git("status", "--porcelain", "--", "precon")
+    return git("rev-parse", "--short", "HEAD") + (" with uncommitted changes to precon/" if changed else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -502,6 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "cannot grow with replicas past the machine's cores"
         )
     report = {
+        "code": code_version(),
         "listings": args.listings,
         "seed": args.seed,
         "cpus": os.cpu_count(),
