@@ -54,7 +54,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH_DIR))
 
 import service  # noqa: E402
-from service import OUT_DIR, BenchRequest, Sample, Vocabulary, build_mix, by_category, run_mix  # noqa: E402
+from service import (  # noqa: E402
+    OUT_DIR,
+    BenchRequest,
+    Sample,
+    Vocabulary,
+    build_mix,
+    by_category,
+    process_tree,
+    run_mix,
+)
 from stack import HAProxy, Receiver, Redis, Replica, StackError, free_port  # noqa: E402
 
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID  # noqa: E402
@@ -180,11 +189,43 @@ def read_vocabulary(stack: Stack, rng: random.Random) -> Vocabulary:
 # -- throughput -------------------------------------------------------------------------------------------------
 
 
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float:
+    """User and system CPU seconds of one process and its live descendants."""
+    total = 0
+    for member in process_tree(pid):
+        try:
+            stat = Path(f"/proc/{member}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / TICKS_PER_S
+
+
+def cpu_by_part(stack: Stack) -> dict[str, float]:
+    """CPU seconds used so far by the replicas (together), PostgreSQL (every backend), HAProxy, Redis, and this
+    process (the clients, the receiver)."""
+    postmaster = int((stack.postgres.data / "postmaster.pid").read_text().split()[0])
+    replicas = [r.process.pid for r in stack.replicas if r.process is not None and r.process.poll() is None]
+    times = os.times()
+    return {
+        "replicas": sum(_cpu_s(pid) for pid in replicas),
+        "postgres": _cpu_s(postmaster),
+        "haproxy": _cpu_s(stack.proxy.process.pid),
+        "redis": _cpu_s(stack.redis.process.pid),
+        "clients": times.user + times.system,
+    }
+
+
 def throughput(stack: Stack, replicas: int, mix: Sequence[BenchRequest], concurrency: int) -> JsonDict:
-    before = stack.served_by()
+    before, cpu_before = stack.served_by(), cpu_by_part(stack)
     samples, wall = run_mix(cast(Any, Endpoint(stack.proxy.url)), KEY, mix, concurrency)
-    after = stack.served_by()
+    after, cpu_after = stack.served_by(), cpu_by_part(stack)
     latency = by_category(samples)["all"]
+    cpu = {part: cpu_after[part] - cpu_before[part] for part in cpu_after}
     return {
         "replicas": replicas,
         "requests": len(samples),
@@ -194,6 +235,8 @@ def throughput(stack: Stack, replicas: int, mix: Sequence[BenchRequest], concurr
         "p95_ms": latency["p95"],
         "failures": sum(s.status != 200 for s in samples),
         "served_by": {name: after.get(name, 0) - before.get(name, 0) for name in after},
+        "cpu_ms_per_request": {part: round(seconds * 1000 / len(samples), 1) for part, seconds in cpu.items()},
+        "cpus_busy": round(sum(cpu.values()) / wall, 2),
     }
 
 
@@ -418,6 +461,12 @@ def print_report(report: JsonDict) -> None:
             f"{run['replicas']:>8} {run['requests']:>9} {run['requests_per_s']:>8.1f} {run['p50_ms']:>8.1f} "
             f"{run['p95_ms']:>8.1f} {run['failures']:>7}  {served}"
         )
+    print(f"\nCPU ms per request ({report['cpus']} CPUs on the machine):")
+    parts = list(runs[0]["cpu_ms_per_request"])
+    print(f"{'replicas':>8} " + " ".join(f"{part:>9}" for part in parts) + f" {'CPUs busy':>10}")
+    for run in runs:
+        shares = " ".join(f"{run['cpu_ms_per_request'][part]:>9.1f}" for part in parts)
+        print(f"{run['replicas']:>8} {shares} {run['cpus_busy']:>10.2f}")
     rows = [
         ("failed requests seen by clients (target 0)", f"{fail['get_failures'] + fail['post_failures']}"),
         ("  queries (GET)", f"{fail['get_failures']} of {fail['get_requests']} {fail['get_failed_statuses'] or ''}"),
