@@ -452,7 +452,8 @@ def print_report(report: JsonDict) -> None:
     print(
         f"\nPrecon cluster on loopback: {report['listings']:,} listings, {report['cpus']} CPUs, concurrency "
         f"{report['concurrency']}, PostgreSQL + Redis + HAProxy + {REPLICAS} replicas (precon serve --workers 1); "
-        f"code {report['code']}"
+        f"code {report['code']}; load average {report['load_average']['start']} at the start, "
+        f"{report['load_average']['end']} at the end"
     )
     print(f"{'replicas':>8} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'failed':>7}  served by")
     for run in runs:
@@ -519,6 +520,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     shutil.rmtree(WORK_DIR, ignore_errors=True)
     WORK_DIR.mkdir(parents=True)
     print(f"Precon cluster benchmark: {args.listings:,} listings; logs in {WORK_DIR}")
+    load_at_start = round(os.getloadavg()[0], 1)
     notes: list[str] = []
     try:
         stack = Stack.start(args.listings, args.seed)
@@ -572,6 +574,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "listings": args.listings,
         "seed": args.seed,
         "cpus": os.cpu_count(),
+        "load_average": {"start": load_at_start, "end": round(os.getloadavg()[0], 1)},
         "concurrency": args.concurrency,
         "mix_requests": args.requests,
         "throughput": runs,
