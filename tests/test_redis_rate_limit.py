@@ -78,13 +78,15 @@ def test_the_bucket_arithmetic_is_the_in_process_limiters(
     server: redis.Redis, redis_url: str, rate: float, burst: int, tokens: float, age: float
 ) -> None:
     remote = limiter(redis_url, rate, burst)
+    started = time.monotonic()
     server.hset(remote.key("caller"), mapping={"tokens": repr(tokens), "stamp": repr(redis_now(server) - age)})
+    from_redis = remote.retry_after("caller")
+    spent = time.monotonic() - started  # the bucket refilled meanwhile: the results may differ by that much
     local = RateLimiter(rate, burst)
     local._buckets["caller"] = (tokens, time.monotonic() - age)
-    expected = local.retry_after("caller")
-    assert remote.retry_after("caller") == pytest.approx(expected, abs=0.01)
+    assert from_redis == pytest.approx(local.retry_after("caller"), abs=spent + 0.002)
     left = float(server.hget(remote.key("caller"), "tokens") or -1)
-    assert left == pytest.approx(local._buckets["caller"][0], abs=0.01 * rate)
+    assert left == pytest.approx(local._buckets["caller"][0], abs=rate * (spent + 0.002))
 
 
 def test_a_bucket_counted_ahead_of_redis_clock_is_counted_as_now(server: redis.Redis, redis_url: str) -> None:
@@ -100,7 +102,7 @@ def test_a_burst_then_the_rate_as_in_process(server: redis.Redis, redis_url: str
     waits = [(remote.retry_after(7), local.retry_after(7)) for _ in range(6)]
     assert [r for r, _ in waits[:4]] == [0.0] * 4
     for from_redis, in_process in waits[4:]:
-        assert from_redis == pytest.approx(in_process, abs=0.05) and from_redis > 0.9
+        assert from_redis == pytest.approx(in_process, abs=0.1) and from_redis > 0.5
 
 
 def test_a_bucket_is_named_by_limiter_and_caller_and_expires_once_refilled(server: redis.Redis, redis_url: str) -> None:
@@ -215,7 +217,7 @@ def test_a_hanging_redis_costs_one_timeout_then_is_left_alone_for_a_while() -> N
         assert first_s < REDIS_TIMEOUT_S + SLACK_S
         started = time.monotonic()
         waits = [hanging.retry_after("k") for _ in range(20)]
-        assert time.monotonic() - started < 0.05  # not asked again during RETRY_S
+        assert time.monotonic() - started < REDIS_TIMEOUT_S  # not asked again during RETRY_S: not one timeout
         assert waits[:2] == [0.0] * 2 and all(wait > 0 for wait in waits[2:])
 
 
@@ -238,7 +240,17 @@ def test_a_service_whose_redis_hangs_answers_and_limits_locally(tmp_path: Path) 
         )
         directory = DataDirectory.open(settings)
         try:
-            with ServerThread(directory.app()) as running, httpx.Client(timeout=30) as http:
+            app = directory.app()
+            keys_limiter = app.state.service.limiter
+            asked: list[str] = []
+            take = keys_limiter._take
+
+            def counted(**arguments: list[object]) -> object:
+                asked.append(str(arguments["keys"]))
+                return take(**arguments)
+
+            keys_limiter._take = counted
+            with ServerThread(app) as running, httpx.Client(timeout=30) as http:
                 timings: list[tuple[int, float]] = []
                 for _ in range(6):
                     started = time.monotonic()
@@ -252,5 +264,6 @@ def test_a_service_whose_redis_hangs_answers_and_limits_locally(tmp_path: Path) 
         finally:
             directory.close()
     assert [status for status, _ in timings] == [200] * 4 + [429] * 2
-    assert timings[0][1] < REDIS_TIMEOUT_S + 1.0 and all(spent < 0.5 for _, spent in timings[1:]), timings
+    assert len(asked) == 1  # the first request waited out the timeout; the others were not kept waiting
+    assert timings[0][1] < REDIS_TIMEOUT_S + 1.0 and all(spent < 1.0 for _, spent in timings[1:]), timings
     assert unknown.status_code == 403  # the addresses' limiter falls back too (its own first timeout included)
