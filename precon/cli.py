@@ -7,7 +7,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -259,17 +259,24 @@ def keys() -> None:
 @click.option("--provinces", cls=ManyValues, help="Provinces to grant (default: all): on bc ab ….")
 @click.option("--label", default="", help="A note to remember the key by.")
 @data_option
+@database_option
 def create_key(
-    product_id: str, versions: tuple[str, ...], provinces: tuple[str, ...], label: str, data_dir: Path
+    product_id: str,
+    versions: tuple[str, ...],
+    provinces: tuple[str, ...],
+    label: str,
+    data_dir: Path,
+    database_url: str | None,
 ) -> None:
     """Create a key for a product; the key is printed once, alone on stdout."""
-    from precon.service.accounts import AccountStore
-
-    accounts = AccountStore(ServiceSettings(data_dir=data_dir).accounts_path)
+    with _database_errors(database_url):
+        accounts = _open_accounts(ServiceSettings(data_dir=data_dir, database_url=database_url))
     try:
         key = accounts.create_key(product_id, _split(versions), _split(provinces), label=label)
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
+    finally:
+        accounts.close()
     click.echo(key)
 
 
@@ -278,14 +285,45 @@ def catalogue() -> None:
     """Build, import and inspect catalogues."""
 
 
-def _notify_subscribers(store: Any, settings: ServiceSettings, env: str) -> None:
-    """Changes this command makes reach webhook subscribers: through the outbox a running service sends from."""
+def _open_accounts(settings: ServiceSettings) -> Any:
+    """The keys and products the service reads: in PostgreSQL with a database URL, else in the data directory."""
+    if settings.database_url:
+        from precon.service.postgres.accounts import PostgresAccountStore
+
+        return PostgresAccountStore(settings.database_url)
     from precon.service.accounts import AccountStore
-    from precon.service.notify import CatalogueNotifier
+
+    return AccountStore(settings.accounts_path)
+
+
+def _open_webhooks(settings: ServiceSettings) -> Any:
+    """The webhook subscriptions and the outbox the service sends from: in PostgreSQL with a database URL (every
+    replica's delivery worker sends from it), else in the data directory."""
+    if settings.database_url:
+        from precon.service.postgres.webhooks import PostgresWebhookStore
+
+        return PostgresWebhookStore(settings.database_url)
     from precon.service.webhooks import WebhookStore
 
-    webhooks = WebhookStore(settings.webhooks_path)
-    CatalogueNotifier(webhooks, AccountStore(settings.accounts_path), store, env, settings.webhook_first_delay).attach()
+    return WebhookStore(settings.webhooks_path)
+
+
+@contextlib.contextmanager
+def _subscribers(settings: ServiceSettings, env: str) -> Iterator[Callable[[Any], None]]:
+    """A function that makes the changes written to a store reach webhook subscribers, through the outbox the
+    service sends from: each change once, published by this process after its write is committed."""
+    from precon.service.notify import CatalogueNotifier
+
+    accounts = _open_accounts(settings)
+    try:
+        webhooks = _open_webhooks(settings)
+        try:
+            delay = settings.webhook_first_delay
+            yield lambda store: CatalogueNotifier(webhooks, accounts, store, env, delay).attach() and None
+        finally:
+            webhooks.close()
+    finally:
+        accounts.close()
 
 
 @catalogue.command("prepare")
@@ -390,15 +428,16 @@ def import_catalogue(file: Path, sandbox: bool, data_dir: Path, database_url: st
     from precon.service.importer import import_file
     from precon.service.store import SQLiteStore
 
-    settings = ServiceSettings(data_dir=data_dir)
+    settings = ServiceSettings(data_dir=data_dir, database_url=database_url)
     with _database_errors(database_url, "; nothing was imported"):
         if database_url:
             store = _open_postgres(database_url, sandbox)
         else:
             store = SQLiteStore(settings.sandbox_path if sandbox else settings.catalogue_path)
         try:
-            _notify_subscribers(store, settings, "sandbox" if sandbox else "live")
-            report = import_file(store, file)
+            with _subscribers(settings, "sandbox" if sandbox else "live") as notify:
+                notify(store)
+                report = import_file(store, file)
         finally:
             store.close()
     for line, problem in report.problems:
@@ -428,7 +467,7 @@ def mirror_catalogue(
     from precon.errors import PreconError
     from precon.service.mirror import mirror
 
-    settings = ServiceSettings(data_dir=data_dir)
+    settings = ServiceSettings(data_dir=data_dir, database_url=database_url)
     target = settings.catalogue_path
     target.parent.mkdir(parents=True, exist_ok=True)
     bars: dict[str, Any] = {}
@@ -445,15 +484,11 @@ def mirror_catalogue(
     with _database_errors(database_url, "; the catalogue is unchanged, the pages fetched are kept: rerun to resume"):
         into = _open_postgres(database_url) if database_url else None
         try:
-            with Client(source, key, product_id, version=version, cache=False) as client:
-                report = mirror(
-                    client,
-                    target,
-                    province=province,
-                    progress=progress,
-                    on_store=lambda store: _notify_subscribers(store, settings, "live"),
-                    into=into,
-                )
+            with (
+                _subscribers(settings, "live") as notify,
+                Client(source, key, product_id, version=version, cache=False) as client,
+            ):
+                report = mirror(client, target, province=province, progress=progress, on_store=notify, into=into)
         except PreconError as error:
             for bar in bars.values():
                 bar.__exit__(None, None, None)
