@@ -584,3 +584,21 @@ def test_redact_hides_the_password_of_every_form_of_url(url: str, shown: str, se
 def test_scrub_hides_the_password_as_libpq_reads_it() -> None:
     url = "postgresql://bob:s3cr%40t@db.example/precon"
     assert scrub("FATAL: password s3cr@t refused", url) == "FATAL: password *** refused"
+
+
+def test_keys_create_database_writes_the_key_to_postgresql(pg_cluster: pg_support.Cluster, tmp_path: Path) -> None:
+    from precon.service.postgres.accounts import PostgresAccountStore
+
+    name = pg_cluster.database()
+    url = with_password(pg_cluster.url(name))
+    done = run_precon("keys", "create", "--product", "acme", "--provinces", "on", "--data", tmp_path, "--database", url)
+    assert done.returncode == 0, done.stderr
+    assert PASSWORD not in done.stdout + done.stderr
+    assert not (tmp_path / "accounts.sqlite3").exists()
+    accounts = PostgresAccountStore(pg_cluster.url(name), migrate=False)
+    try:
+        found = accounts.authenticate(done.stdout.strip())
+        assert found is not None and found.allows("v1", "on") and not found.allows("v1", "bc")
+    finally:
+        accounts.close()
+        pg_cluster.drop(name)

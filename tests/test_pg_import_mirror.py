@@ -25,7 +25,6 @@ from precon.service.postgres.store import CHANNEL, PostgresCatalogueStore
 from precon.service.runtime import BATCH, DataDirectory
 from precon.service.server import ServerThread
 from precon.service.store import ListingQuery, ProfileQuery, SQLiteStore
-from precon.service.webhooks import WebhookStore
 from tests import pg_support
 
 pg_cluster = pg_support.pg_cluster
@@ -70,13 +69,13 @@ def snapshot(store: SQLiteStore | PostgresCatalogueStore) -> tuple[Any, ...]:
     return (store.counts(), answers, profiles.total, profiles.documents)
 
 
-def outbox(webhooks: WebhookStore, key_id: int) -> list[str]:
+def outbox(webhooks: Any, key_id: int) -> list[str]:
     """The event type of every delivery to the key stored in the outbox, oldest first."""
     _, deliveries = webhooks.deliveries(key_id, None, 0, 100_000)
     return [delivery["event"] for delivery in reversed(deliveries)]
 
 
-def subscribe_everything(accounts: Any, webhooks: WebhookStore) -> int:
+def subscribe_everything(accounts: Any, webhooks: Any) -> int:
     """A key that reads everything, subscribed to every listing and profile event of the live catalogue: its id."""
     found = accounts.authenticate(accounts.create_key("everything"))
     assert found is not None
@@ -87,18 +86,17 @@ def subscribe_everything(accounts: Any, webhooks: WebhookStore) -> int:
 
 
 @pytest.fixture
-def hooks(tmp_path: Path) -> Iterator[tuple[Path, WebhookStore, int]]:
-    """A data directory whose outbox a key subscribed to everything (the one ``precon catalogue`` publishes to):
-    (the directory, its webhook store, the key's id)."""
-    from precon.service.accounts import AccountStore
+def hooks(tmp_path: Path, database: str) -> Iterator[tuple[Path, Any, int]]:
+    """The outbox in the database, with a key subscribed to everything (``precon catalogue --database``
+    publishes there, and every replica sends from it): (a data directory, the webhook store, the key's id)."""
+    from precon.service.postgres.accounts import PostgresAccountStore
+    from precon.service.postgres.webhooks import PostgresWebhookStore
 
-    settings = ServiceSettings(data_dir=tmp_path / "data")
-    settings.data_dir.mkdir()
-    accounts = AccountStore(settings.accounts_path)
-    webhooks = WebhookStore(settings.webhooks_path)
+    accounts = PostgresAccountStore(database)
+    webhooks = PostgresWebhookStore(database, migrate=False)
     key_id = subscribe_everything(accounts, webhooks)
     accounts.close()
-    yield settings.data_dir, webhooks, key_id
+    yield tmp_path / "data", webhooks, key_id
     webhooks.close()
 
 
@@ -169,7 +167,7 @@ def small_listings(count: int, start: int = 0, prefix: str = "L") -> list[dict[s
 
 
 def test_a_failing_import_leaves_postgresql_unchanged_and_publishes_nothing(
-    database: str, built: catalogue.Catalogue, tmp_path: Path, hooks: tuple[Path, WebhookStore, int]
+    database: str, built: catalogue.Catalogue, tmp_path: Path, hooks: tuple[Path, Any, int]
 ) -> None:
     data, webhooks, key_id = hooks
     first = write_ndjson(tmp_path / "first.ndjson", [*built.profiles, *built.listings])
