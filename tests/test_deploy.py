@@ -51,7 +51,7 @@ def test_the_haproxy_config_checks_without_warnings(haproxy: None, tmp_path: Pat
     assert "Configuration file is valid" in checked.stdout
 
 
-def test_every_replica_declared_has_its_health_check(haproxy: None, tmp_path: Path) -> None:
+def test_every_replica_declared_has_its_health_check() -> None:
     """A replica is declared for each PRECON_REPLICA_<n> set, and each is health-checked on /healthz."""
     text = (Path(__file__).resolve().parents[1] / "deploy" / "haproxy.cfg").read_text()
     assert "option httpchk GET /healthz" in text
