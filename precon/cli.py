@@ -314,16 +314,16 @@ def _subscribers(settings: ServiceSettings, env: str) -> Iterator[Callable[[Any]
     service sends from: each change once, published by this process after its write is committed."""
     from precon.service.notify import CatalogueNotifier
 
-    accounts = _open_accounts(settings)
-    try:
+    with contextlib.ExitStack() as opened:
+        accounts = _open_accounts(settings)
+        opened.callback(accounts.close)
         webhooks = _open_webhooks(settings)
-        try:
-            delay = settings.webhook_first_delay
-            yield lambda store: CatalogueNotifier(webhooks, accounts, store, env, delay).attach() and None
-        finally:
-            webhooks.close()
-    finally:
-        accounts.close()
+        opened.callback(webhooks.close)
+
+        def notify(store: Any) -> None:
+            CatalogueNotifier(webhooks, accounts, store, env, settings.webhook_first_delay).attach()
+
+        yield notify
 
 
 @catalogue.command("prepare")
