@@ -414,3 +414,31 @@ def test_the_import_command_refuses_a_taken_plan_id(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert f"{second}:1: skipped: listing BBB222: floor plan id 'p1'" in result.stderr
     assert "imported 1 listings and 0 profiles; skipped 1" in result.stderr
+
+
+def test_import_file_into_sqlite_writes_what_read_file_reports(tmp_path: Path) -> None:
+    from precon.service.importer import import_file
+
+    plans = [{"id": "P-1", "name": "One"}]
+    records = [
+        {"listingId": "IMP001", "name": "First", "state": "Ontario", "floorPlans": plans},
+        {"listingId": "IMP002", "name": "Second", "state": "Ontario", "floorPlans": plans},  # P-1 is taken
+        {"path": "Builders/imp", "name": "Importer Builder"},
+        {"path": "Nowhere/x"},
+    ]
+    file = tmp_path / "records.ndjson"
+    file.write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in records))
+    store = SQLiteStore(tmp_path / "catalogue.sqlite3")
+    heard: list[int] = []
+    store.listeners.append(lambda changes: heard.append(len(changes)))
+    try:
+        expected = read_file(file, plan_holders=store.listings_holding_plans)
+        report = import_file(store, file)
+        assert report == expected
+        assert [line for line, _ in report.problems] == [2, 4]
+        assert store.counts() == {"listings": 1, "profiles": 1}
+        assert sum(heard) == 2
+        again = import_file(store, file)  # P-1 is IMP001's own: it keeps it
+        assert [line for line, _ in again.problems] == [2, 4]
+    finally:
+        store.close()
