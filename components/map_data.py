@@ -41,8 +41,26 @@ STATUSES = tuple(STATUS_COLOURS)
 OTHER = len(STATUSES)
 """The status code of a listing whose status has no colour of its own."""
 
+FAR_CELL_FACTOR = 8
+"""Listings beyond the box around the centre are counted in cells this many times wider (see :func:`cluster_rows`)."""
+
 FloatArray = npt.NDArray[np.float64]
 CodeArray = npt.NDArray[np.int64]
+IndexArray = npt.NDArray[np.intp]
+
+
+@dataclass(frozen=True)
+class Near:
+    """A box around a centre, ``half_m`` metres each way (north–south and east–west)."""
+
+    lat: float
+    lng: float
+    half_m: float
+
+    def contains(self, lat: FloatArray, lng: FloatArray) -> npt.NDArray[np.bool_]:
+        dlat = self.half_m / 111_320.0
+        dlng = self.half_m / (111_320.0 * max(math.cos(math.radians(self.lat)), 0.01))
+        return (np.abs(lat - self.lat) <= dlat) & (np.abs(lng - self.lng) <= dlng)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -213,25 +231,43 @@ def listing_rows(points: MapPoints) -> list[dict[str, Any]]:
     return rows
 
 
-def cluster_rows(points: MapPoints, lat: float, zoom: float, cell_px: int = CLUSTER_CELL_PX) -> list[dict[str, Any]]:
+def cluster_rows(
+    points: MapPoints, lat: float, zoom: float, cell_px: int = CLUSTER_CELL_PX, near: Near | None = None
+) -> list[dict[str, Any]]:
     """The listings counted into square cells of ``cell_px`` pixels at ``zoom``: one row per cell that has any,
     at the mean position of its listings, coloured by its commonest status, its radius (metres) growing with the
-    square root of its count. In numpy, so 50,000 listings take milliseconds and send a few hundred rows."""
+    square root of its count. In numpy, so 50,000 listings take milliseconds and send a few hundred rows.
+
+    With ``near``, only the listings inside that box are counted in such cells; those beyond it, which the map
+    shows only when panned or zoomed out, in cells :data:`FAR_CELL_FACTOR` times wider. A country-wide catalogue
+    then sends hundreds of rows on every step, not thousands."""
     if not len(points):
         return []
-    codes = points.status_codes()
     metres_per_px = 40_075_016.0 * max(math.cos(math.radians(lat)), 0.05) / (512 * 2**zoom)
-    cell_m = cell_px * metres_per_px
+    cell_m = np.full(len(points), cell_px * metres_per_px)
+    if near is not None:
+        cell_m[~near.contains(points.lat, points.lng)] *= FAR_CELL_FACTOR
     dlat = cell_m / 111_320.0
     dlng = cell_m / (111_320.0 * max(math.cos(math.radians(lat)), 0.05))
+    far = (cell_m > cell_m.min()).astype(np.int64)
     keys = np.floor(points.lat / dlat).astype(np.int64) * 1_000_003 + np.floor(points.lng / dlng).astype(np.int64)
-    cells, which = np.unique(keys, return_inverse=True)
+    cells, which = np.unique(keys * 2 + far, return_inverse=True)
     counts = np.bincount(which, minlength=len(cells))
-    mean_lat = np.bincount(which, points.lat, len(cells)) / counts
-    mean_lng = np.bincount(which, points.lng, len(cells)) / counts
-    by_status = np.zeros((len(cells), OTHER + 1), dtype=np.int64)
-    np.add.at(by_status, (which, codes), 1)
-    largest = int(counts.max())
+    sizes = np.bincount(which, cell_m, len(cells)) / counts
+    cell_far = cells % 2 == 1
+    largest = np.where(cell_far, counts[cell_far].max(initial=1), counts[~cell_far].max(initial=1))
+    return _cluster_rows(points, which, counts, sizes, largest)
+
+
+def _cluster_rows(
+    points: MapPoints, which: IndexArray, counts: IndexArray, cell_m: FloatArray, largest: IndexArray
+) -> list[dict[str, Any]]:
+    """One row per cell: ``which`` names each listing's cell; ``counts``, ``cell_m`` and ``largest`` (the count of
+    the largest cell of its size, which a circle's size is relative to) are per cell."""
+    mean_lat = np.bincount(which, points.lat, len(counts)) / counts
+    mean_lng = np.bincount(which, points.lng, len(counts)) / counts
+    by_status = np.zeros((len(counts), OTHER + 1), dtype=np.int64)
+    np.add.at(by_status, (which, points.status_codes()), 1)
     colours = [*STATUS_COLOURS.values(), OTHER_COLOUR]
     names = [*STATUSES, "Other"]
     rows = []
@@ -244,7 +280,7 @@ def cluster_rows(points: MapPoints, lat: float, zoom: float, cell_px: int = CLUS
                 "lng": round(float(mean_lng[index]), CENTRE_DECIMALS),
                 "count": count,
                 "label": f"{count:,}",
-                "radius": round(cell_m * (0.18 + 0.27 * math.sqrt(count / largest)), 1),
+                "radius": round(float(cell_m[index]) * (0.18 + 0.27 * math.sqrt(count / largest[index])), 1),
                 "colour": colours[int(mix.argmax())],
                 "title": f"{count:,} listing{'s' if count != 1 else ''}",
                 "detail": " · ".join(f"{int(n):,} {names[i]}" for i, n in enumerate(mix) if n)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pydeck as pdk
@@ -19,11 +20,14 @@ from pydeck.bindings.json_tools import default_serialize
 
 from components import basemap, map_data
 from components.map_centre import (
+    CENTRE,
+    DEFAULT_RADIUS_KM,
     MAP_HEIGHT_PX,
+    RADIUS,
     SELECTED,
     CentreError,
+    format_centre,
     parse_centre,
-    place_of_point,
     rounded,
     set_centre,
 )
@@ -38,11 +42,17 @@ CLUSTER_THRESHOLD = 3_000
 """Above this many listings with a position, the map draws clusters (counted in Python, :func:`map_data.cluster_rows`:
 only one row per cluster goes to the browser) rather than a dot per listing."""
 CLUSTER_LABEL_COLOUR = [255, 255, 255, 255]
+NEAR_RADII = 4.0
+"""Clusters within this many radii of the centre (each way; the map shows about 1.3 up and down, 2.5 across a wide
+screen) are counted in cells of the opening zoom; those beyond, in cells :data:`map_data.FAR_CELL_FACTOR` times
+wider, since they are seen only panned or zoomed out."""
 GRID_CELLS = 51
-"""Cells along each side of the click grid (odd, so the centre is a cell's centre): a tenth of the radius each."""
+"""Cells across the click grid, west to east (odd, so the centre is a cell's centre): a tenth of the radius each."""
 GRID_RADII = 2.5
-"""How far the grid reaches each way, in radii: past the map's edges on a wide screen (the circle spans 80% of its
-height), and no further, since every cell is sent on every change of the radius or the centre."""
+"""How far the grid reaches east and west, in radii: past the map's edges on a wide screen (the circle spans 80% of
+its height), and no further, since every cell is sent on every change of the radius or the centre."""
+GRID_ROWS = 31
+"""Cells from south to north: 1.5 radii each way, past the top and bottom edges (1.25 radii from the centre)."""
 GRID_MIN_HALF_M = 3_000.0
 GRID_COLOUR = [255, 255, 255, 1]
 """All but invisible; a fully transparent cell might not be drawn, and so not picked."""
@@ -66,47 +76,60 @@ def grid_half_extent_m(radius_m: float) -> float:
     return max(GRID_RADII * radius_m, GRID_MIN_HALF_M)
 
 
-def grid_rows(lat: float, lng: float, radius_m: float, cells: int = GRID_CELLS) -> tuple[list[dict[str, Any]], float]:
-    """The click grid: ``cells`` × ``cells`` square cells centred on the centre, covering :data:`GRID_RADII` each way.
+@dataclass(frozen=True)
+class ClickGrid:
+    """The click grid around a centre: :data:`GRID_ROWS` rows of :data:`GRID_CELLS` square cells reaching
+    :data:`GRID_RADII` radii east and west, cell (0, 0) on the centre.
 
-    Returns the rows (each a cell centre, with its tooltip) and the cell size in metres.
-    """
-    half = grid_half_extent_m(radius_m)
-    size = 2 * half / (cells - 1)
-    dlat = size / 111_320.0
-    dlng = size / (111_320.0 * max(math.cos(math.radians(lat)), 0.01))
-    middle = cells // 2
-    rows = []
-    for i in range(cells):
-        cell_lat = lat + (i - middle) * dlat
-        if not -85 <= cell_lat <= 85:
-            continue
-        for j in range(cells):
-            cell_lng = lng + (j - middle) * dlng
-            if not -180 <= cell_lng <= 180:
-                continue
-            centre = rounded((cell_lat, cell_lng))
-            rows.append(
-                {"lat": centre[0], "lng": centre[1], "title": "Click to centre here", "detail": place_of_point(centre)}
-            )
-    return rows, size
+    A cell is sent as its offsets ``i`` (north) and ``j`` (east) from the centre cell, and the layer places it
+    with an expression of them: so the rows are the same for every centre and radius, and a picked cell is turned
+    back into a position by the grid drawn (:meth:`position`). Each row carries the tooltip's words, since
+    Streamlit's tooltip shows a field a row lacks as its ``{name}``."""
 
+    lat: float
+    lng: float
+    size_m: float
 
-def click_grid_layer(lat: float, lng: float, radius_m: float) -> pdk.Layer:
-    rows, size = grid_rows(lat, lng, radius_m)
-    return pdk.Layer(
-        "GridCellLayer",
-        id=GRID_LAYER,
-        data=rows,
-        get_position=["lng", "lat"],
-        cell_size=size,
-        offset=[0, 0],
-        extruded=False,
-        get_fill_color=GRID_COLOUR,
-        pickable=True,
-        auto_highlight=True,
-        highlight_color=GRID_HIGHLIGHT,
-    )
+    @classmethod
+    def around(cls, lat: float, lng: float, radius_m: float) -> ClickGrid:
+        return cls(lat, lng, 2 * grid_half_extent_m(radius_m) / (GRID_CELLS - 1))
+
+    @property
+    def dlat(self) -> float:
+        return self.size_m / 111_320.0
+
+    @property
+    def dlng(self) -> float:
+        return self.size_m / (111_320.0 * max(math.cos(math.radians(self.lat)), 0.01))
+
+    def position(self, i: int, j: int) -> tuple[float, float]:
+        return rounded((self.lat + i * self.dlat, self.lng + j * self.dlng))
+
+    def rows(self) -> list[dict[str, int]]:
+        """Every cell on the globe, as its offsets."""
+        across, up = GRID_CELLS // 2, GRID_ROWS // 2
+        return [
+            {"i": i, "j": j, "title": "Click to centre here", "detail": ""}
+            for i in range(-up, up + 1)
+            if -85 <= self.lat + i * self.dlat <= 85
+            for j in range(-across, across + 1)
+            if -180 <= self.lng + j * self.dlng <= 180
+        ]
+
+    def layer(self) -> pdk.Layer:
+        return pdk.Layer(
+            "GridCellLayer",
+            id=GRID_LAYER,
+            data=self.rows(),
+            get_position=f"[{self.lng!r} + j * {self.dlng!r}, {self.lat!r} + i * {self.dlat!r}]",
+            cell_size=self.size_m,
+            offset=[0, 0],
+            extruded=False,
+            get_fill_color=GRID_COLOUR,
+            pickable=True,
+            auto_highlight=True,
+            highlight_color=GRID_HIGHLIGHT,
+        )
 
 
 def listings_layer(points: MapPoints) -> pdk.Layer:
@@ -146,7 +169,7 @@ def cluster_layers(rows: Sequence[Mapping[str, Any]]) -> list[pdk.Layer]:
     counts = pdk.Layer(
         "TextLayer",
         id=CLUSTER_LABELS_LAYER,
-        data=list(rows),
+        data=[{"lat": row["lat"], "lng": row["lng"], "label": row["label"]} for row in rows],  # half the bytes
         get_position=["lng", "lat"],
         get_text="label",
         get_size=12,
@@ -181,13 +204,14 @@ def map_deck(
     lat, lng = centre
     zoom = zoom_for_radius(lat, radius_m, height_px)
     if len(points) > CLUSTER_THRESHOLD:
-        drawn = cluster_layers(map_data.cluster_rows(points, lat, zoom))
+        near = map_data.Near(lat, lng, NEAR_RADII * radius_m)
+        drawn = cluster_layers(map_data.cluster_rows(points, lat, zoom, near=near))
     else:
         drawn = [listings_layer(points)]
     return CompactDeck(
         layers=[
             *basemap.shapes_layers(filled=not street),
-            click_grid_layer(lat, lng, radius_m),
+            ClickGrid.around(lat, lng, radius_m).layer(),
             circle_layer(lat, lng, radius_m),
             *drawn,
             centre_layer(lat, lng),
@@ -209,13 +233,24 @@ def apply_pick(state: MutableMapping[str, Any], objects: Mapping[str, Sequence[M
         state[SELECTED] = str(picked_listing[0]["id"])
         return
     if picked_cell:
-        try:
-            centre = parse_centre(f"{picked_cell[0]['lat']},{picked_cell[0]['lng']}")
-        except (CentreError, KeyError, TypeError):
-            return
-        set_centre(state, centre)
+        centre = _picked_position(state, picked_cell[0])
+        if centre is not None:
+            set_centre(state, centre)
         return
     state[SELECTED] = None
+
+
+def _picked_position(state: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[float, float] | None:
+    """Where a picked cluster is, or the centre of a picked grid cell (of the grid drawn around the state's centre
+    at its radius: the click's callback runs before anything changes them)."""
+    try:
+        if "i" in row and "j" in row and state.get(CENTRE) is not None:
+            lat, lng = state[CENTRE]
+            grid = ClickGrid.around(lat, lng, float(state.get(RADIUS, DEFAULT_RADIUS_KM)) * 1000)
+            return parse_centre(format_centre(grid.position(int(row["i"]), int(row["j"]))))
+        return parse_centre(f"{row['lat']},{row['lng']}")
+    except (CentreError, KeyError, TypeError, ValueError):
+        return None
 
 
 def on_map_pick(key: str) -> Callable[[], None]:

@@ -9,6 +9,7 @@ import math
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -47,6 +48,17 @@ def deck_spec(app: AppTest) -> dict[str, Any]:
 
 def layer(spec: dict[str, Any], layer_id: str) -> dict[str, Any]:
     return next(item for item in spec["layers"] if item["id"] == layer_id)
+
+
+def grid_cells(spec: dict[str, Any]) -> list[dict[str, float]]:
+    """Where the browser draws each click-grid row: the layer's position expression, evaluated for the row."""
+    grid = layer(spec, ml.GRID_LAYER)
+    expression = grid["getPosition"].removeprefix("@@=")
+    cells = []
+    for row in grid["data"]:
+        lng, lat = eval(expression, {"__builtins__": {}}, {"i": row["i"], "j": row["j"]})
+        cells.append({"lat": lat, "lng": lng})
+    return cells
 
 
 def table_ids(app: AppTest) -> list[str]:
@@ -134,13 +146,22 @@ def test_radius_from_a_link_is_kept_on_the_slider_scale() -> None:
 
 
 def test_click_grid_covers_the_circle_with_cells_about_a_tenth_of_the_radius() -> None:
-    rows, size = ml.grid_rows(*TORONTO, 10_000)
-    assert 900 <= size <= 1100  # about 1 km at city scale
-    assert {"lat": 43.65, "lng": -79.38, "title": "Click to centre here", "detail": "43.6500, -79.3800"} in rows
-    far = max(mc.haversine_km(*TORONTO, row["lat"], row["lng"]) for row in rows)
-    assert far > 2.5 * 10  # two radii and a half each way, and more in the corners
-    lats = sorted({row["lat"] for row in rows})
+    grid = ml.ClickGrid.around(*TORONTO, 10_000)
+    assert 900 <= grid.size_m <= 1100  # about 1 km at city scale
+    spec = json.loads(ml.CompactDeck(layers=[grid.layer()]).to_json())
+    cells = grid_cells(spec)
+    assert len(cells) == ml.GRID_CELLS * ml.GRID_ROWS
+    assert any(math.isclose(c["lat"], 43.65) and math.isclose(c["lng"], -79.38) for c in cells)
+    assert all(row["title"] == "Click to centre here" for row in layer(spec, ml.GRID_LAYER)["data"])  # the tooltip
+    east = max(mc.haversine_km(*TORONTO, TORONTO[0], c["lng"]) for c in cells)
+    north = max(mc.haversine_km(*TORONTO, c["lat"], TORONTO[1]) for c in cells)
+    assert east > 2.4 * 10 and north > 1.4 * 10  # past the map's edges: the circle spans 80% of its height
+    lats = sorted({round(c["lat"], 6) for c in cells})
     assert all(0 < b - a < 0.01 for a, b in itertools.pairwise(lats))
+    for row, cell in zip(layer(spec, ml.GRID_LAYER)["data"], cells, strict=True):  # a pick lands where it's drawn
+        state: dict[str, Any] = {mc.CENTRE: TORONTO, mc.RADIUS: 10.0}
+        ml.apply_pick(state, {ml.GRID_LAYER: [row]})
+        assert mc.haversine_km(*state[mc.CENTRE], cell["lat"], cell["lng"]) < 0.002
 
 
 def test_a_pick_opens_a_card_or_moves_the_centre() -> None:
@@ -333,9 +354,9 @@ def test_a_bad_centre_is_an_inline_message_and_the_view_stays() -> None:
 @pytest.mark.usefixtures("embedded_dashboard")
 def test_clicking_the_map_moves_the_centre_and_clicking_a_listing_opens_its_card() -> None:
     app = open_page(PAGE, {"center": "43.65,-79.38", "radius": "10"})
-    grid = layer(deck_spec(app), ml.GRID_LAYER)["data"]
+    grid = grid_cells(deck_spec(app))
     index = next(i for i, row in enumerate(grid) if row["lat"] > 43.69 and row["lng"] > -79.35)
-    cell = grid[index]
+    cell = dict(zip(("lat", "lng"), mc.rounded((grid[index]["lat"], grid[index]["lng"])), strict=True))
     pick(app, ml.GRID_LAYER, index)
     assert not app.exception, [e.value for e in app.exception]
     assert app.query_params["center"] == mc.format_centre((cell["lat"], cell["lng"]))
@@ -454,14 +475,14 @@ def test_after_a_click_the_heading_names_the_nearest_neighbourhood_or_city_and_t
     app = open_page(PAGE)
     city = app.selectbox(key=mc.W_CITY).value
     assert city and f"within 10 km of {city}" in page_text(app)
-    grid = layer(deck_spec(app), ml.GRID_LAYER)["data"]
+    grid = grid_cells(deck_spec(app))
     centre = mc.parse_centre(app.query_params["center"])
     index = next(
         i
         for i, row in enumerate(grid)
         if 1.5 < mc.haversine_km(*centre, row["lat"], row["lng"]) < 3 and row["lat"] > centre[0]
     )
-    cell = grid[index]
+    cell = dict(zip(("lat", "lng"), mc.rounded((grid[index]["lat"], grid[index]["lng"])), strict=True))
     pick(app, ml.GRID_LAYER, index)
     assert not app.exception, [e.value for e in app.exception]
     assert app.query_params["center"] == mc.format_centre((cell["lat"], cell["lng"])) and "near" not in app.query_params
@@ -531,6 +552,45 @@ def test_fifty_thousand_listings_are_counted_into_a_few_hundred_clusters() -> No
     }
     assert len(json.dumps(rows)) < 400_000  # what goes to the browser stays small
     assert map_data.cluster_rows(map_data.points_of([Listing(listingId="NOWHER")], 1), 43.7, zoom) == []
+
+
+def test_clusters_far_from_the_centre_are_counted_in_wider_cells() -> None:
+    from components import map_data
+    from precon.models import Listing
+
+    listings = [  # a degree by a degree and a half around Toronto
+        Listing(listingId=f"L{i}", _geoloc={"lat": 43.2 + i * 7919 % 1000 / 1000, "lng": -80 + i * 104729 % 1000 / 700})
+        for i in range(50_000)
+    ]  # fmt: skip
+    points = map_data.points_of(listings, 50_000)
+    zoom = ml.zoom_for_radius(43.7, 5_000)
+    near = map_data.Near(43.7, -79.3, 20_000)
+    everywhere = map_data.cluster_rows(points, 43.7, zoom)
+    rows = map_data.cluster_rows(points, 43.7, zoom, near=near)
+    assert sum(row["count"] for row in rows) == 50_000
+    assert len(rows) < len(everywhere) / 3  # what goes to the browser on every step
+
+    # Inside the box (less a wide cell's width at its edges), the clusters are those of the box's listings alone.
+    inside = near.contains(points.lat, points.lng)
+    alone = map_data.MapPoints(
+        ids=[x for x, keep in zip(points.ids, inside, strict=True) if keep], names=[], cities=[], provinces=[],
+        neighbourhoods=[], statuses=[s for s, keep in zip(points.statuses, inside, strict=True) if keep], prices=[],
+        lat=points.lat[inside], lng=points.lng[inside], matching=0, fetched=0,
+    )  # fmt: skip
+    margin_m = (
+        map_data.FAR_CELL_FACTOR
+        * map_data.CLUSTER_CELL_PX
+        * 40_075_016
+        * math.cos(math.radians(43.7))
+        / (512 * 2**zoom)
+    )
+    inner = map_data.Near(43.7, -79.3, 20_000 - margin_m)
+
+    def core(found: list[dict[str, Any]]) -> list[tuple[float, float, int]]:
+        keep = inner.contains(np.array([r["lat"] for r in found]), np.array([r["lng"] for r in found]))
+        return sorted((r["lat"], r["lng"], r["count"]) for r, k in zip(found, keep, strict=True) if k)
+
+    assert core(rows) == core(map_data.cluster_rows(alone, 43.7, zoom)) != []
 
 
 @pytest.mark.usefixtures("embedded_dashboard")
