@@ -37,6 +37,8 @@ CHROMIUM_ARGS = [
 ]
 READY = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 PAGE_TIMEOUT_MS = 60_000
+EXPECT_TIMEOUT_MS = 20_000
+"""Playwright's assertions wait 5 s by default: too little for a rerun on a busy 2-core machine."""
 BROWSER_LISTINGS = 300
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -142,6 +144,9 @@ def page(browser: object) -> Iterator[object]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
     opened = context.new_page()
     opened.set_default_timeout(PAGE_TIMEOUT_MS)
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     yield opened
     context.close()
 
