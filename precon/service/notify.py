@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from precon.models import PROVINCES
-from precon.service.accounts import AccountStore
+from precon.service.accounts import Accounts
 from precon.service.store import CatalogueChange, SQLiteStore, province_of
-from precon.service.webhooks import Event, Subscription, WebhookStore
+from precon.service.webhooks import Event, Outbox, Subscription
+
+if TYPE_CHECKING:
+    from precon.service.postgres.store import PostgresCatalogueStore
 
 LIVE_VERSIONS = {"v1", "v1-lite"}
 LISTING_PREFIX = "Listings/"
@@ -25,11 +28,13 @@ class CatalogueNotifier:
     each key with only the listings of the provinces that key is granted. Sandbox events go to any key (any key
     may read the sandbox). A deletion carries only the record's id and path, to every subscriber of the event:
     what the deleted record was in can no longer be read.
+
+    The stores may be SQLite's or PostgreSQL's, in any mix (they answer alike).
     """
 
-    webhooks: WebhookStore
-    accounts: AccountStore
-    store: SQLiteStore
+    webhooks: Outbox
+    accounts: Accounts
+    store: SQLiteStore | PostgresCatalogueStore
     env: str
     first_delay: float = 0.0
 

@@ -1,4 +1,9 @@
-"""Opening a data directory: its catalogue, sandbox and accounts, filled with defaults on first use."""
+"""Opening a data directory: its catalogue, sandbox, accounts and webhooks, filled with defaults on first use.
+
+With a database URL (``settings.database_url``) all of them are in that PostgreSQL database instead of the
+directory's SQLite files: the catalogue and the sandbox, the keys and products, the webhook subscriptions and
+the delivery outbox (which every replica's delivery worker then serves).
+"""
 
 from __future__ import annotations
 
@@ -18,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
-from precon.service.accounts import AccountStore
+from precon.service.accounts import Accounts, AccountStore
 from precon.service.app import create_app
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
 from precon.service.notify import CatalogueNotifier
 from precon.service.store import CatalogueChange, SQLiteStore
-from precon.service.webhooks import WebhookStore
+from precon.service.webhooks import Outbox, WebhookStore
 
 if TYPE_CHECKING:
     from precon.service.postgres.store import PostgresCatalogueStore
@@ -68,14 +73,15 @@ class DataDirectory:
     settings: ServiceSettings
     live: SQLiteStore | PostgresCatalogueStore
     sandbox: SQLiteStore | PostgresCatalogueStore
-    accounts: AccountStore
-    webhooks: WebhookStore
+    accounts: Accounts
+    webhooks: Outbox
 
     @classmethod
     def open(cls, settings: ServiceSettings, progress: Progress | None = None) -> DataDirectory:
         """The directory's stores, the default catalogue generated and loaded first where there is none
-        (``progress`` hears of each batch written). With ``settings.database_url``, the catalogue and the sandbox
-        are in that PostgreSQL database (see :mod:`precon.service.postgres`)."""
+        (``progress`` hears of each batch written). With ``settings.database_url``, the catalogue, the sandbox, the
+        accounts and the webhooks are in that PostgreSQL database (see :mod:`precon.service.postgres`); the
+        development key is registered there, which replicas starting together do once between them."""
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         live: SQLiteStore | PostgresCatalogueStore
         sandbox: SQLiteStore | PostgresCatalogueStore
@@ -87,10 +93,11 @@ class DataDirectory:
             )
         else:
             live, sandbox = cls._open_sqlite(settings, progress)
-        accounts = AccountStore(settings.accounts_path)
+        # A database open_catalogues migrated already: the accounts' and webhooks' tables are there.
+        accounts = open_accounts(settings, migrate=False)
+        webhooks = open_webhooks(settings, migrate=False)
         if settings.dev:
             accounts.create_key(DEV_PRODUCT_ID, key=DEV_API_KEY, label="development")
-        webhooks = WebhookStore(settings.webhooks_path)
         for store, env in ((live, "live"), (sandbox, "sandbox")):
             CatalogueNotifier(webhooks, accounts, store, env, settings.webhook_first_delay).attach()
         return cls(settings, live, sandbox, accounts, webhooks)
@@ -127,6 +134,27 @@ class DataDirectory:
         self.live.close()
         self.sandbox.close()
         self.webhooks.close()
+        self.accounts.close()
+
+
+def open_accounts(settings: ServiceSettings, migrate: bool = True) -> Accounts:
+    """The keys and products: in the PostgreSQL database of ``settings.database_url`` (migrated first when
+    ``migrate``), else in the data directory's SQLite file (what ``precon keys`` should write to as well)."""
+    if settings.database_url:
+        from precon.service.postgres.accounts import PostgresAccountStore
+
+        return PostgresAccountStore(settings.database_url, migrate=migrate)
+    return AccountStore(settings.accounts_path)
+
+
+def open_webhooks(settings: ServiceSettings, migrate: bool = True) -> Outbox:
+    """The webhook subscriptions and outbox: in the PostgreSQL database of ``settings.database_url`` (migrated
+    first when ``migrate``), else in the data directory's SQLite file."""
+    if settings.database_url:
+        from precon.service.postgres.webhooks import PostgresWebhookStore
+
+        return PostgresWebhookStore(settings.database_url, migrate=migrate)
+    return WebhookStore(settings.webhooks_path)
 
 
 def build_app(settings: ServiceSettings | None = None) -> FastAPI:
