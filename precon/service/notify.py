@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from precon.models import PROVINCES
 from precon.service.accounts import Accounts
@@ -14,6 +15,7 @@ from precon.service.webhooks import Event, Outbox, Subscription
 if TYPE_CHECKING:
     from precon.service.postgres.store import PostgresCatalogueStore
 
+T = TypeVar("T")
 LIVE_VERSIONS = {"v1", "v1-lite"}
 LISTING_PREFIX = "Listings/"
 
@@ -29,7 +31,8 @@ class CatalogueNotifier:
     may read the sandbox). A deletion carries only the record's id and path, to every subscriber of the event:
     what the deleted record was in can no longer be read.
 
-    The stores may be SQLite's or PostgreSQL's, in any mix (they answer alike).
+    The stores may be SQLite's or PostgreSQL's, in any mix (they answer alike). The subscriptions and grants are
+    read once per write, however many records it changed (with PostgreSQL each read is a round trip).
     """
 
     webhooks: Outbox
@@ -37,21 +40,47 @@ class CatalogueNotifier:
     store: SQLiteStore | PostgresCatalogueStore
     env: str
     first_delay: float = 0.0
+    _batch: Any = field(default_factory=threading.local, repr=False, compare=False)
+    """``reads``: what this thread's current write has read of the subscriptions and grants, by question."""
 
     def attach(self) -> CatalogueNotifier:
         self.store.listeners.append(self)
         return self
 
     def __call__(self, changes: Sequence[CatalogueChange]) -> None:
-        events = [event for change in changes for event in self._events(change)]
+        self._batch.reads = {}
+        try:
+            events = [event for change in changes for event in self._events(change)]
+        finally:
+            self._batch.reads = None
         if events:
             self.webhooks.publish(events, self.first_delay)
 
+    def _read(self, question: tuple[Any, ...], read: Callable[[], T]) -> T:
+        """``read()``, once per write (outside one, every time)."""
+        reads: dict[tuple[Any, ...], Any] | None = getattr(self._batch, "reads", None)
+        if reads is None:
+            return read()
+        if question not in reads:
+            reads[question] = read()
+        answer: T = reads[question]
+        return answer
+
+    def _chosen(self, event_type: str) -> list[Subscription]:
+        """The subscriptions to ``event_type`` in this notifier's env."""
+        return list(
+            self._read(("event", event_type), lambda: self.webhooks.subscriptions(event=event_type, env=self.env))
+        )
+
+    def _allowing(self, province: str | None) -> set[int]:
+        """The keys granted a live version in ``province`` (any province when None)."""
+        return set(self._read(("province", province), lambda: self.accounts.key_ids_allowing(LIVE_VERSIONS, province)))
+
     def _subscribers(self, event_type: str, province: str | None) -> list[Subscription]:
-        chosen = self.webhooks.subscriptions(event=event_type, env=self.env)
+        chosen = self._chosen(event_type)
         if not chosen or self.env == "sandbox":
             return chosen
-        allowed = self.accounts.key_ids_allowing(LIVE_VERSIONS, province)
+        allowed = self._allowing(province)
         return [s for s in chosen if s.key_id in allowed]
 
     def _events(self, change: CatalogueChange) -> list[Event]:
@@ -70,7 +99,7 @@ class CatalogueNotifier:
 
     def _profile_events(self, change: CatalogueChange, event_type: str) -> list[Event]:
         collection, _, profile_id = change.key.partition("/")
-        chosen = self.webhooks.subscriptions(event=event_type, env=self.env)
+        chosen = self._chosen(event_type)
         if not chosen:
             return []
         record = self.store.get_profiles([change.key]).get(change.key)
@@ -98,7 +127,7 @@ class CatalogueNotifier:
     def _any_reader(self, chosen: list[Subscription]) -> list[Subscription]:
         if self.env == "sandbox":
             return chosen
-        allowed = self.accounts.key_ids_allowing(LIVE_VERSIONS, None)
+        allowed = self._allowing(None)
         return [s for s in chosen if s.key_id in allowed]
 
     def profile_provinces(self, profile_id: str, collection: str) -> set[str]:
@@ -107,16 +136,16 @@ class CatalogueNotifier:
 
     def profile_readers(self, profile_id: str, collection: str) -> set[int]:
         """The keys that may read the profile in a live version: in one of its provinces, or in ``all``."""
-        readers = self.accounts.key_ids_allowing(LIVE_VERSIONS, "all")
+        readers = self._allowing("all")
         for province in self.profile_provinces(profile_id, collection):
-            readers |= self.accounts.key_ids_allowing(LIVE_VERSIONS, province)
+            readers |= self._allowing(province)
         return readers
 
     def granted_provinces(self, key_ids: set[int]) -> dict[int, frozenset[str]]:
         """The provinces each key may read in a live version."""
         granted: dict[int, set[str]] = {key_id: set() for key_id in key_ids}
         for province in PROVINCES:
-            for key_id in self.accounts.key_ids_allowing(LIVE_VERSIONS, province) & key_ids:
+            for key_id in self._allowing(province) & key_ids:
                 granted[key_id].add(province)
         return {key_id: frozenset(provinces) for key_id, provinces in granted.items()}
 
