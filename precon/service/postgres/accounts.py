@@ -75,21 +75,20 @@ class PostgresAccountStore:
         return raw
 
     def authenticate(self, key: str | None) -> ApiKey | None:
+        """The key and its grants, the oldest product first: one statement (it runs for every request)."""
         if not key:
             return None
         with self.pool.connection() as db:
-            row = db.execute("SELECT id, hint FROM api_keys WHERE digest = %s", (digest(key),)).fetchone()
-            if row is None:
-                return None
-            grants = tuple(
-                grant_of(product, versions, provinces)
-                for product, versions, provinces in db.execute(
-                    "SELECT g.product_id, g.versions, g.provinces FROM grants g JOIN products p ON p.id = g.product_id "
-                    "WHERE g.key_id = %s ORDER BY p.created_at, g.product_id",
-                    (row[0],),
-                )
-            )
-        return ApiKey(int(row[0]), str(row[1]), grants)
+            rows = db.execute(
+                "SELECT k.id, k.hint, g.product_id, g.versions, g.provinces FROM api_keys k "
+                "LEFT JOIN (grants g JOIN products p ON p.id = g.product_id) ON g.key_id = k.id "
+                "WHERE k.digest = %s ORDER BY p.created_at, g.product_id",
+                (digest(key),),
+            ).fetchall()
+        if not rows:
+            return None
+        grants = tuple(grant_of(product, v, p) for _, _, product, v, p in rows if product is not None)
+        return ApiKey(int(rows[0][0]), str(rows[0][1]), grants)
 
     def key_ids_allowing(self, versions: set[str], province: str | None) -> set[int]:
         """The keys granted any of ``versions`` in ``province`` (any province when None)."""
