@@ -15,6 +15,8 @@ pg_cluster = pg_support.pg_cluster
 pg_empty_database = pg_support.pg_empty_database
 
 EXTENSIONS = {"unaccent", "pg_trgm", "cube", "earthdistance"}
+HEAD = "0002"
+"""The newest revision: 0001 the catalogue, 0002 the accounts and webhooks."""
 
 
 def test_the_cluster_runs_postgresql_15(pg_empty_database: str) -> None:
@@ -26,7 +28,7 @@ def test_the_cluster_runs_postgresql_15(pg_empty_database: str) -> None:
 def test_upgrade_makes_the_schema_with_its_extensions_and_downgrade_removes_it(pg_empty_database: str) -> None:
     assert migrations.current(pg_empty_database) is None
     migrations.upgrade(pg_empty_database)
-    assert migrations.current(pg_empty_database) == "0001"
+    assert migrations.current(pg_empty_database) == HEAD
     with psycopg.connect(pg_empty_database) as connection:
         extensions = {r[0] for r in connection.execute("SELECT extname FROM pg_extension")}
         tables = {r[0] for r in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
@@ -36,6 +38,7 @@ def test_upgrade_makes_the_schema_with_its_extensions_and_downgrade_removes_it(p
         ).fetchone()
     assert extensions >= EXTENSIONS
     assert {"listings", "listing_terms", "listing_numbers", "profiles", "profile_provinces", "meta"} <= tables
+    assert {"api_keys", "products", "grants", "webhook_subscriptions", "webhook_deliveries"} <= tables
     assert folded == ("Quebec Montreal",)
     assert distance is not None and 500_000 < distance[0] < 510_000  # Toronto to Montreal
     migrations.upgrade(pg_empty_database)  # at head already: nothing to do
@@ -43,6 +46,20 @@ def test_upgrade_makes_the_schema_with_its_extensions_and_downgrade_removes_it(p
     with psycopg.connect(pg_empty_database) as connection:
         left = {r[0] for r in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
     assert left <= {"alembic_version"}
+
+
+def test_a_database_at_the_first_revision_is_migrated_to_the_newest_keeping_its_data(pg_empty_database: str) -> None:
+    migrations.upgrade(pg_empty_database, "0001")
+    with psycopg.connect(pg_empty_database) as connection:
+        connection.execute("INSERT INTO meta(key, value) VALUES ('kept', '1')")
+    migrations.upgrade(pg_empty_database)
+    assert migrations.current(pg_empty_database) == HEAD
+    with psycopg.connect(pg_empty_database) as connection:
+        kept = connection.execute("SELECT value FROM meta WHERE key = 'kept'").fetchone()
+        tables = {r[0] for r in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+    assert kept == ("1",) and "webhook_deliveries" in tables
+    migrations.downgrade(pg_empty_database, "0001")
+    assert migrations.current(pg_empty_database) == "0001"
 
 
 def test_without_postgresql_the_tests_skip_locally_and_fail_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,7 +78,7 @@ def test_two_catalogues_in_one_database_each_in_its_own_schema(pg_empty_database
     live = PostgresCatalogueStore(pg_empty_database)
     sandbox = PostgresCatalogueStore(pg_empty_database, schema="sandbox")
     try:
-        assert migrations.current(pg_empty_database) == migrations.current(pg_empty_database, "sandbox") == "0001"
+        assert migrations.current(pg_empty_database) == migrations.current(pg_empty_database, "sandbox") == HEAD
         live.upsert_listings([{"listingId": "A1", "name": "Live Lofts", "state": "Ontario"}])
         sandbox.upsert_listings([{"listingId": "S1", "name": "Sandbox Lofts", "state": "Ontario"}])
         assert live.get_listings(["A1", "S1"], None).keys() == {"A1"}
@@ -88,7 +105,7 @@ def test_replicas_starting_together_migrate_one_after_the_other(pg_empty_databas
     for thread in threads:
         thread.join()
     assert errors == []
-    assert migrations.current(pg_empty_database) == migrations.current(pg_empty_database, "sandbox") == "0001"
+    assert migrations.current(pg_empty_database) == migrations.current(pg_empty_database, "sandbox") == HEAD
 
 
 def test_replicas_starting_on_an_empty_database_fill_it_once(pg_empty_database: str) -> None:
