@@ -237,17 +237,15 @@ def pg_empty_database(pg_cluster: Cluster) -> Iterator[str]:
 
 
 def pg_api(cluster_: Cluster, data_dir: Path) -> Iterator[Any]:
-    """The ``api`` of tests/conftest.py (the same keys, the same special listings), its catalogue and sandbox in
-    a fresh PostgreSQL database: keys and webhooks stay in ``data_dir``, as they do for now."""
+    """The ``api`` of tests/conftest.py (the same keys, the same special listings) with everything in a fresh
+    PostgreSQL database: the catalogue and sandbox, the keys, the webhook subscriptions and outbox."""
     import httpx
 
-    from precon.service.accounts import AccountStore
     from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
     from precon.service.notify import CatalogueNotifier
     from precon.service.postgres.catalogues import open_catalogues
-    from precon.service.runtime import DataDirectory
+    from precon.service.runtime import DataDirectory, open_accounts, open_webhooks
     from precon.service.server import ServerThread
-    from precon.service.webhooks import WebhookStore
     from tests import conftest
 
     name = cluster_.database()
@@ -257,11 +255,12 @@ def pg_api(cluster_: Cluster, data_dir: Path) -> Iterator[Any]:
         default_seed=conftest.TEST_SEED,
         rate_limit=0,
         dev=True,
+        database_url=cluster_.conninfo(name),
     )
     live, sandbox = open_catalogues(cluster_.conninfo(name), settings.default_listings, settings.default_seed)
-    accounts = AccountStore(settings.accounts_path)
+    accounts = open_accounts(settings)
     accounts.create_key(DEV_PRODUCT_ID, key=DEV_API_KEY, label="development")
-    webhooks = WebhookStore(settings.webhooks_path)
+    webhooks = open_webhooks(settings)
     for store, env in ((live, "live"), (sandbox, "sandbox")):
         CatalogueNotifier(webhooks, accounts, store, env, settings.webhook_first_delay).attach()  # type: ignore[arg-type]
     directory = DataDirectory(settings, live, sandbox, accounts, webhooks)  # type: ignore[arg-type]

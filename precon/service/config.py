@@ -41,9 +41,10 @@ class ServiceSettings(BaseSettings):
     """Processes serving the data directory together (``precon serve --workers``): with more than one, they map
     one copy of the indexes, share the rate limits, and one of them at a time sends webhook deliveries."""
     database_url: str | None = None
-    """A ``postgresql://`` URL: the catalogue and the sandbox are kept in that PostgreSQL database (schemas
-    ``public`` and ``sandbox``, migrated and filled on first use) instead of SQLite files in ``data_dir``; keys and
-    webhooks stay in ``data_dir``."""
+    """A ``postgresql://`` URL: everything is kept in that PostgreSQL database instead of SQLite files in
+    ``data_dir``: the catalogue and the sandbox (schemas ``public`` and ``sandbox``), the keys, products and grants,
+    the webhook subscriptions, outbox and attempts. Migrated and filled on first use, once however many replicas
+    start; every replica sends webhook deliveries, each claimed by one of them."""
     redis_url: str | None = None
     """A ``redis://`` (or ``rediss://``, ``unix://``) URL: the rate limits are kept in that Redis, so that they hold
     across every replica of the service using it rather than per replica. When Redis does not answer within a
