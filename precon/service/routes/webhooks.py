@@ -194,10 +194,11 @@ def delivery_log(
 def queued_delivery(
     request: Request, key_id: int, delivery_id: str, webhooks: WebhookStore, worker: DeliveryWorker | None
 ) -> Response:
-    """The answer once a delivery is queued to go at once: the worker woken, the delivery as the log shows it."""
+    """The answer once a delivery is queued to go at once: the delivery as the log shows it (read before the worker
+    is woken, so that it is shown queued, not half-sent), then the worker woken."""
+    _, [delivery] = webhooks.deliveries(key_id, None, 0, 1, delivery_id=delivery_id)
     if worker is not None:
         worker.wake()
-    _, [delivery] = webhooks.deliveries(key_id, None, 0, 1, delivery_id=delivery_id)
     return answer(request, delivery, NO_STORE)
 
 
