@@ -287,25 +287,17 @@ def catalogue() -> None:
 
 def _open_accounts(settings: ServiceSettings) -> Any:
     """The keys and products the service reads: in PostgreSQL with a database URL, else in the data directory."""
-    if settings.database_url:
-        from precon.service.postgres.accounts import PostgresAccountStore
+    from precon.service.runtime import open_accounts
 
-        return PostgresAccountStore(settings.database_url)
-    from precon.service.accounts import AccountStore
-
-    return AccountStore(settings.accounts_path)
+    return open_accounts(settings)
 
 
 def _open_webhooks(settings: ServiceSettings) -> Any:
-    """The webhook subscriptions and the outbox the service sends from: in PostgreSQL with a database URL (every
-    replica's delivery worker sends from it), else in the data directory."""
-    if settings.database_url:
-        from precon.service.postgres.webhooks import PostgresWebhookStore
+    """The webhook subscriptions and the outbox the service sends from (every replica's delivery worker sends from
+    PostgreSQL's), as the service opens them."""
+    from precon.service.runtime import open_webhooks
 
-        return PostgresWebhookStore(settings.database_url)
-    from precon.service.webhooks import WebhookStore
-
-    return WebhookStore(settings.webhooks_path)
+    return open_webhooks(settings)
 
 
 @contextlib.contextmanager
