@@ -273,6 +273,9 @@ class Receiver:
     """An HTTP server on loopback that answers 204 to every POST and records its ``webhook-id`` and event id;
     with the subscriptions' secrets it checks each signature (Standard Webhooks)."""
 
+    delay_s: float = 0.0
+    """How long each answer takes (recorded on arrival, answered after): a receiver that takes its time keeps
+    deliveries in flight, as a real one does."""
     secrets: list[str] = field(default_factory=list)
     received: list[Received] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -290,6 +293,7 @@ class Receiver:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 receiver.record({k.lower(): v for k, v in self.headers.items()}, body)
+                time.sleep(receiver.delay_s)
                 self.send_response(204)
                 self.end_headers()
 
