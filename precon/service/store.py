@@ -3,6 +3,10 @@
 What the service needs of a store is :class:`CatalogueStore`; :class:`SQLiteStore` is the implementation.
 The file holds each record whole (a compressed JSON document) next to what makes it fast to find: typed
 columns and term/number tables for filters and facets, FTS5 tables for text, an R*Tree for distance.
+
+The query and result types and the protocol are in :mod:`precon.service.catalogue_types`, what both stores do
+with records in :mod:`precon.service.catalogue_records`; they are re-exported here, where the rest of the
+service has always imported them from.
 """
 
 from __future__ import annotations
@@ -17,18 +21,46 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import numpy as np
-import orjson
 
 from precon import filters
 from precon.filters import Expr, fold_text
-from precon.models import PROVINCES
-from precon.service.columns import ColumnIndex, FloatArray, IntArray, Mask, format_number
+from precon.service.catalogue_records import (
+    BOX_MARGIN_DEG,
+    _bounding_box,
+    _collect,
+    _facet_key,
+    _geo_point,
+    _last_of_each,
+    _scalar_value,
+    count_profile_facets,
+    decode_document,
+    encode_document,
+    index_multi,
+    province_of,
+    province_pairs,
+    reference_keys,
+)
+from precon.service.catalogue_types import (
+    EARTH_RADIUS_M,
+    MAX_FACET_VALUES,
+    TRENDING_DECAY_PER_S,
+    TRENDING_EPOCH_S,
+    TRENDING_HALF_LIFE_S,
+    CatalogueChange,
+    CatalogueStore,
+    GeoCircle,
+    ListingQuery,
+    ProfileQuery,
+    SearchHits,
+    SimilarityFeatures,
+    notify_listeners,
+)
+from precon.service.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.derived import complete_listing
 from precon.service.plans import (
     PLAN_SCHEMA,
@@ -42,159 +74,53 @@ from precon.service.plans import (
 from precon.service.schema import (
     LISTING_ATTRIBUTES,
     LISTING_REFERENCE_FIELDS,
-    MULTI_ATTRIBUTES,
     SCALAR_ATTRIBUTES,
     SEARCHABLE_LISTING_FIELDS,
     SEARCHABLE_LISTING_WEIGHTS,
     SEARCHABLE_PROFILE_FIELDS,
     SEARCHABLE_PROFILE_WEIGHTS,
-    IndexedAttribute,
 )
 from precon.service.search import TextQuery, TypoIndex, fold, searchable_text
 from precon.service.shared import GenerationSignal, SharedIndexes
-from precon.service.sql_filter import ListingFilterCompiler, as_number, canonical_path
+from precon.service.sql_filter import ListingFilterCompiler, canonical_path
 from precon.service.sqlite import Connections
+
+__all__ = [
+    "BOX_MARGIN_DEG",
+    "EARTH_RADIUS_M",
+    "GENERATION_RECHECK_S",
+    "MAX_FACET_VALUES",
+    "SCHEMA_VERSION",
+    "TEXT_CACHE_ENTRIES",
+    "TRENDING_DECAY_PER_S",
+    "TRENDING_EPOCH_S",
+    "TRENDING_HALF_LIFE_S",
+    "CatalogueChange",
+    "CatalogueStore",
+    "GeoCircle",
+    "ListingQuery",
+    "ProfileQuery",
+    "SQLiteStore",
+    "SearchHits",
+    "SimilarityFeatures",
+    "_bounding_box",
+    "_collect",
+    "_facet_key",
+    "_first_in_order",
+    "_geo_point",
+    "_last_of_each",
+    "_scalar_value",
+    "_schema",
+    "count_profile_facets",
+    "decode_document",
+    "encode_document",
+    "province_of",
+]
 
 log = logging.getLogger("precon.store")
 
-EARTH_RADIUS_M = 6_371_000.0
-MAX_FACET_VALUES = 100
 GENERATION_RECHECK_S = 1.0
 """The longest a store trusts its last reading of the generation when nothing signalled a change."""
-TRENDING_HALF_LIFE_S = 24 * 3600.0
-"""A view's weight in the trending rank halves every day."""
-TRENDING_DECAY_PER_S = math.log(2) / TRENDING_HALF_LIFE_S
-TRENDING_EPOCH_S = 1_767_225_600.0
-"""2026-01-01: the decayed view scores are stored relative to it, so they need no rewriting as time passes."""
-
-_PROVINCE_BY_NAME = {name.casefold(): code for code, name in PROVINCES.items()} | {code: code for code in PROVINCES}
-
-
-def province_of(state: Any) -> str | None:
-    """The province code of a listing's ``state`` (full name or two-letter code), or None."""
-    return _PROVINCE_BY_NAME.get(state.strip().casefold()) if isinstance(state, str) else None
-
-
-def encode_document(record: dict[str, Any]) -> bytes:
-    return orjson.dumps(record)
-
-
-def decode_document(blob: bytes) -> dict[str, Any]:
-    result: dict[str, Any] = orjson.loads(blob)
-    return result
-
-
-# ----------------------------------------------------------------------------------------------------------
-# What a store answers
-# ----------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GeoCircle:
-    lat: float
-    lng: float
-    radius_m: float
-
-
-@dataclass(frozen=True)
-class ListingQuery:
-    province: str | None = None
-    """A province code, or None for every province."""
-    text: TextQuery | None = None
-    filter: Expr | None = None
-    unit_filter: Expr | None = None
-    """Over the fields of one floor plan: keeps the listings with at least one plan for which it holds."""
-    circle: GeoCircle | None = None
-    facets: tuple[str, ...] = ()
-    max_facet_values: int | None = MAX_FACET_VALUES
-    """The most values counted per facet, highest count first; None for every value."""
-    offset: int = 0
-    limit: int = 20
-    order: Literal["relevance", "trending"] = "relevance"
-    raw: bool = False
-    """The page's stored documents as they are stored (:attr:`SearchHits.blobs`), not decoded, where the engine
-    can: for answers made of the stored bytes (see :mod:`precon.service.splice`)."""
-
-
-@dataclass
-class SearchHits:
-    """One page of a listing or profile search, with the whole result set's total and facet counts."""
-
-    total: int
-    documents: list[dict[str, Any]]
-    scores: list[float | None]
-    facets: dict[str, list[tuple[str, int]]]
-    text: TextQuery | None
-    """The text query that matched, typo variants included: what the highlighter marks."""
-    blobs: list[tuple[int, bytes]] | None = None
-    """With :attr:`ListingQuery.raw`, where the engine gives them: the page's (rowid, stored JSON) in place of
-    ``documents``, which is then empty."""
-    source: str = ""
-    """Names the catalogue file and generation the blobs come from: a rowid names one document within it."""
-
-
-@dataclass(frozen=True)
-class ProfileQuery:
-    province: str | None = None
-    collection: str | None = None
-    text: TextQuery | None = None
-    filter: Expr | None = None
-    facets: tuple[str, ...] = ()
-    offset: int = 0
-    limit: int = 20
-    sort_by_name: Literal["asc", "dsc"] | None = None
-    sort_by_listings: Literal["asc", "desc"] | None = None
-    """Most (``desc``) or fewest listings first (in ``province`` when given), then by name (``sort_by_name``'s
-    direction, else A to Z); before ``sort_by_name`` and relevance."""
-
-
-@dataclass
-class SimilarityFeatures:
-    listing_id: str
-    lat: float | None
-    lng: float | None
-    start_price: float | None
-    min_beds: float | None
-    max_beds: float | None
-    types: set[str] = field(default_factory=set)
-    amenities: set[str] = field(default_factory=set)
-
-
-@dataclass
-class CatalogueChange:
-    """One record written or removed: what catalogue change events are made of."""
-
-    kind: Literal["listing", "profile"]
-    action: Literal["created", "updated", "deleted"]
-    key: str
-    """The listing id, or the profile path."""
-
-
-class CatalogueStore(Protocol):
-    def search_listings(self, query: ListingQuery) -> SearchHits: ...
-    def get_listings(self, ids: Sequence[str], province: str | None) -> dict[str, dict[str, Any]]: ...
-    def get_profiles(self, paths: Sequence[str]) -> dict[str, dict[str, Any]]: ...
-    def find_profile(self, profile_id: str, collection: str | None, province: str | None) -> dict[str, Any] | None: ...
-    def search_profiles(self, query: ProfileQuery) -> SearchHits: ...
-    def similarity_features(
-        self, listing_id: str, province: str | None, radius_m: float, limit: int
-    ) -> tuple[SimilarityFeatures | None, list[SimilarityFeatures]]: ...
-    def record_view(self, listing_id: str, at: float | None = None) -> None: ...
-    def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
-    def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
-    def _notify(self, changes: list[CatalogueChange]) -> list[CatalogueChange]:
-        for listener in self.listeners:
-            try:
-                listener(changes)
-            except Exception:  # a listener's failure must not undo or hide a committed write
-                log.exception("a catalogue listener failed")
-        return changes
-
-    def delete_listing(self, listing_id: str) -> list[CatalogueChange]: ...
-    def delete_profile(self, path: str) -> list[CatalogueChange]: ...
-    def listing_attribute_names(self) -> frozenset[str]: ...
-    def counts(self) -> dict[str, int]: ...
-
 
 # ----------------------------------------------------------------------------------------------------------
 # SQLite
@@ -314,13 +240,6 @@ _SELECT_LISTING_DOC = "SELECT l.id, d.doc FROM listings l JOIN listing_docs d ON
 _LISTING_SECONDARY_INDEXES = re.findall(
     r"CREATE INDEX IF NOT EXISTS (\w+) ON listing(?:s|_terms|_numbers|_plan_values)\(", _schema()
 )
-_TOP_LEVEL_MULTI = [a for a in MULTI_ATTRIBUTES if "." not in a.path]
-_NESTED_MULTI: dict[str, list[tuple[IndexedAttribute, str]]] = {}
-for _attribute in MULTI_ATTRIBUTES:
-    if "." in _attribute.path:
-        _parent, _leaf = _attribute.path.split(".", 1)
-        assert "." not in _leaf, "the index walks one level of nesting"
-        _NESTED_MULTI.setdefault(_parent, []).append((_attribute, _leaf))
 
 
 def _prepare_connection(db: sqlite3.Connection) -> None:
@@ -354,75 +273,6 @@ def _precon_match(blob: bytes | None, expression: str) -> int:
     if blob is None:
         return 0
     return int(_fallback_predicate(expression)(decode_document(blob)))
-
-
-def _collect(record: Any, path: str) -> list[Any]:
-    """Every leaf value at a dotted path, walking into arrays element-wise (as the filter evaluator does)."""
-    values = [record]
-    for part in path.split("."):
-        next_values: list[Any] = []
-        for value in values:
-            if isinstance(value, dict) and part in value:
-                found = value[part]
-                if isinstance(found, list):
-                    next_values.extend(found)
-                else:
-                    next_values.append(found)
-        values = next_values
-    return [v for v in values if v is not None]
-
-
-def _last_of_each(records: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> list[dict[str, Any]]:
-    """A batch with one record per key: when a key comes twice, the later record wins."""
-    latest: dict[str, dict[str, Any]] = {}
-    for record in records:
-        identity = key(record)
-        latest.pop(identity, None)
-        latest[identity] = record
-    return list(latest.values())
-
-
-def _scalar_value(attribute: IndexedAttribute, value: Any) -> Any:
-    if value is None:
-        return None
-    if attribute.kind == "text":
-        return fold_text(value) if isinstance(value, str) else None
-    if attribute.kind == "bool":
-        return int(value) if isinstance(value, bool) else None
-    return as_number(value)
-
-
-def _geo_point(record: dict[str, Any]) -> tuple[float | None, float | None]:
-    geoloc = record.get("_geoloc")
-    if isinstance(geoloc, dict):
-        lat, lng = as_number(geoloc.get("lat")), as_number(geoloc.get("lng"))
-    else:
-        lat, lng = as_number(record.get("lat")), as_number(record.get("long"))
-    if lat is None or lng is None or not (-90 <= lat <= 90 and -180 <= lng <= 180):
-        return None, None
-    return lat, lng
-
-
-BOX_MARGIN_DEG = 1e-9
-"""Widens the bounding box by rounding's worth, so that a listing on the circle's edge is measured, not dropped."""
-
-
-def _bounding_box(circle: GeoCircle) -> tuple[float, float, float, float]:
-    lat_span = math.degrees(circle.radius_m / EARTH_RADIUS_M)
-    min_lat, max_lat = max(-90.0, circle.lat - lat_span), min(90.0, circle.lat + lat_span)
-    cos_lat = min(math.cos(math.radians(min_lat)), math.cos(math.radians(max_lat)))
-    if cos_lat < 1e-6 or lat_span * 2 >= 180:
-        return min_lat, max_lat, -180.0, 180.0
-    lng_span = min(180.0, lat_span / cos_lat)
-    return min_lat, max_lat, circle.lng - lng_span, circle.lng + lng_span
-
-
-def _facet_key(kind: str, value: Any) -> str:
-    if kind == "bool":
-        return "true" if value else "false"
-    if kind == "number":
-        return format_number(value)
-    return str(value)
 
 
 class SQLiteStore:
@@ -688,73 +538,9 @@ class SQLiteStore:
         self._notify(changes)
         return changes
 
-    @staticmethod
-    def _index_multi(
-        record: dict[str, Any],
-        rowid: int,
-        terms: set[tuple[str, str, int]],
-        numbers: set[tuple[str, float, int]],
-        labels: dict[tuple[str, str], str],
-    ) -> None:
-        def add(attribute: IndexedAttribute, value: Any) -> None:
-            if attribute.kind == "number":
-                number = as_number(value)
-                if number is not None:
-                    numbers.add((attribute.path, number, rowid))
-            elif attribute.kind == "bool":
-                if isinstance(value, bool):
-                    terms.add((attribute.path, "true" if value else "false", rowid))
-            elif isinstance(value, str):
-                term = fold_text(value)
-                terms.add((attribute.path, term, rowid))
-                labels.setdefault((attribute.path, term), value)
-
-        for attribute in _TOP_LEVEL_MULTI:
-            values = record.get(attribute.path)
-            if isinstance(values, list):
-                for value in values:
-                    add(attribute, value)
-            elif values is not None:
-                add(attribute, values)
-        for parent, children in _NESTED_MULTI.items():
-            items = record.get(parent)
-            if isinstance(items, dict):
-                items = [items]
-            if not isinstance(items, list):
-                continue
-            for item in items:
-                if not isinstance(item, dict):
-                    continue
-                for attribute, leaf in children:
-                    value = item.get(leaf)
-                    if isinstance(value, list):
-                        for element in value:
-                            add(attribute, element)
-                    elif value is not None:
-                        add(attribute, value)
-
-    @staticmethod
-    def _reference_keys(record: dict[str, Any]) -> set[str]:
-        keys = set()
-        for name in set(LISTING_REFERENCE_FIELDS.values()):
-            for path in record.get(name) or ():
-                if isinstance(path, str):
-                    keys.add(fold_text(path))
-        return keys
-
-    @staticmethod
-    def _province_pairs(record: dict[str, Any]) -> set[tuple[str, str]]:
-        """(province, profile path key) for every profile the listing refers to, as listing_terms indexes them."""
-        province = province_of(record.get("state"))
-        if province is None:
-            return set()
-        pairs = set()
-        for name in set(LISTING_REFERENCE_FIELDS.values()):
-            values = record.get(name)
-            for path in values if isinstance(values, list) else [values]:
-                if isinstance(path, str):
-                    pairs.add((province, fold_text(path)))
-        return pairs
+    _index_multi = staticmethod(index_multi)
+    _reference_keys = staticmethod(reference_keys)
+    _province_pairs = staticmethod(province_pairs)
 
     @staticmethod
     def _delete_listing_rows(db: sqlite3.Connection, rowid: int) -> None:
@@ -784,12 +570,7 @@ class SQLiteStore:
         return holders
 
     def _notify(self, changes: list[CatalogueChange]) -> list[CatalogueChange]:
-        for listener in self.listeners:
-            try:
-                listener(changes)
-            except Exception:  # a listener's failure must not undo or hide a committed write
-                log.exception("a catalogue listener failed")
-        return changes
+        return notify_listeners(self.listeners, changes)
 
     def delete_listing(self, listing_id: str) -> list[CatalogueChange]:
         with self._transaction() as db:
@@ -1386,32 +1167,6 @@ def _first_in_order(matched: IntArray, primary: FloatArray, rank: IntArray, coun
             matched, primary, rank = matched[kept], primary[kept], rank[kept]
     ordered: IntArray = matched[np.lexsort((rank, primary))]
     return ordered
-
-
-def count_profile_facets(
-    documents: Iterable[tuple[str, dict[str, Any]]], names: Sequence[str]
-) -> dict[str, list[tuple[str, int]]]:
-    """Facet counts over profiles given as (collection, document): the most frequent values first, ties by value,
-    at most :data:`MAX_FACET_VALUES` a facet (each store reads its documents its own way, and counts them here)."""
-    counters: dict[str, dict[str, int]] = {name: {} for name in names}
-    for collection, document in documents:
-        document["collection"] = collection
-        for name in names:
-            counter = counters[name]
-            for value in _collect(document, name):
-                if isinstance(value, bool):
-                    key = "true" if value else "false"
-                elif isinstance(value, int | float):
-                    key = _facet_key("number", value)
-                elif isinstance(value, str):
-                    key = value
-                else:
-                    continue
-                counter[key] = counter.get(key, 0) + 1
-    return {
-        name: sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:MAX_FACET_VALUES]
-        for name, counter in counters.items()
-    }
 
 
 def _distance_sql(circle: GeoCircle) -> tuple[str, list[float]]:

@@ -37,6 +37,30 @@ from psycopg_pool import ConnectionPool
 
 from precon import filters
 from precon.filters import Expr, fold_text
+from precon.service.catalogue_records import (
+    BOX_MARGIN_DEG,
+    _bounding_box,
+    _facet_key,
+    _geo_point,
+    _last_of_each,
+    _scalar_value,
+    count_profile_facets,
+    index_multi,
+    province_of,
+    reference_keys,
+)
+from precon.service.catalogue_types import (
+    EARTH_RADIUS_M,
+    MAX_FACET_VALUES,
+    TRENDING_DECAY_PER_S,
+    TRENDING_EPOCH_S,
+    CatalogueChange,
+    GeoCircle,
+    ListingQuery,
+    ProfileQuery,
+    SearchHits,
+    SimilarityFeatures,
+)
 from precon.service.derived import complete_listing
 from precon.service.plans import floor_plans, plan_rows
 from precon.service.postgres.migrations import schema_options, upgrade
@@ -52,27 +76,6 @@ from precon.service.schema import (
 )
 from precon.service.search import MIN_PREFIX_LENGTH, TextQuery, TypoIndex, fold, searchable_text, words
 from precon.service.sql_filter import canonical_path
-from precon.service.store import (
-    BOX_MARGIN_DEG,
-    EARTH_RADIUS_M,
-    MAX_FACET_VALUES,
-    TRENDING_DECAY_PER_S,
-    TRENDING_EPOCH_S,
-    CatalogueChange,
-    GeoCircle,
-    ListingQuery,
-    ProfileQuery,
-    SearchHits,
-    SimilarityFeatures,
-    SQLiteStore,
-    _bounding_box,
-    _facet_key,
-    _geo_point,
-    _last_of_each,
-    _scalar_value,
-    count_profile_facets,
-    province_of,
-)
 
 log = logging.getLogger("precon.store.postgres")
 
@@ -320,7 +323,7 @@ class PostgresCatalogueStore:
                 found = existing.get(listing_id)
                 old = None if found is None else found[1]
                 if old is not None:
-                    touched_profiles.update(SQLiteStore._reference_keys(old))
+                    touched_profiles.update(reference_keys(old))
                 record = complete_listing(record, old, now)
                 lat, lng = _geo_point(record)
                 values: list[Any] = [
@@ -341,13 +344,13 @@ class PostgresCatalogueStore:
                 values += [tsvector(ws) for ws in field_words]
                 values += [tsvector([w for ws in field_words for w in ws]), _json(record)]
                 rows.append(values)
-                SQLiteStore._index_multi(record, rowid, terms, numbers, labels)
+                index_multi(record, rowid, terms, numbers, labels)
                 record_plans, record_plan_values = plan_rows(record, rowid)
                 plans += record_plans
                 plan_values += record_plan_values
                 plan_ids.update((plan["id"], rowid) for plan in floor_plans(record) if isinstance(plan.get("id"), str))
                 attribute_names.update(record)
-                touched_profiles.update(SQLiteStore._reference_keys(record))
+                touched_profiles.update(reference_keys(record))
                 changes.append(CatalogueChange("listing", "created" if found is None else "updated", listing_id))
             with db.cursor() as cursor:
                 with cursor.copy(copy_listings) as copy:
@@ -380,7 +383,7 @@ class PostgresCatalogueStore:
             row = db.execute("SELECT id, doc::text FROM listings WHERE listing_id = %s", (listing_id,)).fetchone()
             if row is None:
                 return []
-            touched = SQLiteStore._reference_keys(_document(row[1]))
+            touched = reference_keys(_document(row[1]))
             db.execute("DELETE FROM listings WHERE id = %s", (row[0],))
             db.execute("DELETE FROM listing_views WHERE listing_id = %s", (listing_id,))
             self._refresh_profile_provinces(db, touched)
