@@ -30,6 +30,7 @@ from precon.models import PROVINCES
 from precon.service import webhook_targets
 from precon.service.accounts import Accounts, AccountStore
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
+from precon.service.delivery import DeliveryWorker
 from precon.service.notify import CatalogueNotifier
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
@@ -37,7 +38,6 @@ from precon.service.store import CatalogueChange, SQLiteStore
 from precon.service.webhook_targets import TargetPolicy, TargetRefused
 from precon.service.webhooks import (
     MAX_SUBSCRIPTIONS_PER_KEY,
-    DeliveryWorker,
     Event,
     Outbox,
     RetrySchedule,

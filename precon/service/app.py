@@ -20,6 +20,7 @@ from starlette.types import Scope
 from precon.service.accounts import AccountStore
 from precon.service.calls import Service
 from precon.service.config import ServiceSettings
+from precon.service.delivery import DeliveryWorker
 from precon.service.errors import ApiError
 from precon.service.media import placeholder_svg
 from precon.service.middleware import RequestIdMiddleware
@@ -30,7 +31,7 @@ from precon.service.routes import facets, listings, profiles
 from precon.service.routes import webhooks as webhook_routes
 from precon.service.store import CatalogueStore
 from precon.service.webhook_targets import TargetPolicy
-from precon.service.webhooks import DeliveryWorker, RetrySchedule, WebhookStore
+from precon.service.webhooks import RetrySchedule, WebhookStore
 
 log = logging.getLogger("precon.service")
 

@@ -2,7 +2,7 @@
 :class:`PostgresWebhookStore`, answering as :class:`precon.service.webhooks.WebhookStore` does (the tables of the
 migration ``0002``).
 
-Several replicas, each running a :class:`~precon.service.webhooks.DeliveryWorker`, share the outbox. A claim is one
+Several replicas, each running a :class:`~precon.service.delivery.DeliveryWorker`, share the outbox. A claim is one
 statement: the due deliveries are taken ``FOR UPDATE SKIP LOCKED`` (a delivery another sender is claiming is
 skipped, not waited for, nor taken twice) and leased: their ``next_attempt_at`` moves to the lease's end and
 ``claimed_by`` names the claimant. A sender that dies mid-send (its replica killed) leaves its deliveries leased:

@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from precon.models import WEBHOOK_EVENTS
 from precon.service import wire
+from precon.service.delivery import DeliveryWorker
 from precon.service.errors import bad_request, not_found
 from precon.service.responses import answer, envelope
 from precon.service.routes.common import NOT_FOUND, ServiceDep, operation
@@ -26,7 +27,7 @@ from precon.service.routes.parameters import (
 )
 from precon.service.shaping import profile_object
 from precon.service.webhook_targets import TargetPolicy, TargetRefused
-from precon.service.webhooks import DeliveryWorker, Event, WebhookStore
+from precon.service.webhooks import Event, WebhookStore
 
 WebhookEvent = Enum("WebhookEvent", {name.replace(".", "_"): name for name in WEBHOOK_EVENTS}, type=str)  # type: ignore[misc]
 NO_STORE = "no-store"
