@@ -4,8 +4,9 @@ A delivery is written to the outbox (this SQLite file, or with a database URL Po
 :class:`precon.service.postgres.webhooks.PostgresWebhookStore`) in the same transaction as its event, before
 anything is sent. The worker (:mod:`precon.service.delivery`) claims due deliveries for a lease and posts them
 signed per the Standard Webhooks scheme; the store records every attempt and schedules the next after a growing,
-jittered wait, until the schedule is spent and the delivery is marked failed. A service killed mid-send finds its claimed deliveries due again when the
-lease runs out: delivery is at least once, and receivers deduplicate on ``webhook-id``.
+jittered wait, until the schedule is spent and the delivery is marked failed. A service killed mid-send finds its
+claimed deliveries due again when the lease runs out: delivery is at least once, and receivers deduplicate on
+``webhook-id``.
 """
 
 from __future__ import annotations
