@@ -1,5 +1,5 @@
-"""Facet counts of array attributes: through a bitmap per value (many postings, few values: amenities, type) they
-equal the counts from the postings themselves, for any filter, whatever the catalogue's size modulo 64."""
+"""Facet counts of text attributes: through a bitmap per value (many holders, few values: amenities, type, selling
+status) they equal the counts from the holders themselves, for any filter, whatever the catalogue's size modulo 64."""
 
 from __future__ import annotations
 
@@ -25,10 +25,16 @@ def index(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 
 def counted_from_postings(index: ColumnIndex, path: str, mask: np.ndarray) -> Counter[str]:
-    postings = index.terms[path]
+    """The oracle: each value's holders (its postings, or the listings whose code it is) counted in the mask."""
     counts: Counter[str] = Counter()
-    for code, term in enumerate(postings.vocabulary):
-        held = int(mask[postings.holders(code)].sum())
+    if path in index.terms:
+        postings = index.terms[path]
+        vocabulary, holders = list(postings.vocabulary), postings.holders
+    else:
+        column = index.text[path]
+        vocabulary, holders = list(column.vocabulary), lambda code: np.flatnonzero(column.codes == code)
+    for code, term in enumerate(vocabulary):
+        held = int(mask[holders(code)].sum())
         if held:
             counts[index.labels.get((path, term), term)] = held
     return counts
@@ -43,16 +49,25 @@ def test_bitmap_counts_equal_the_postings_counts_for_any_filter(index: ColumnInd
         rng.random(index.size) < rng.random(),
         np.arange(index.size) == index.size - 1,  # the last listing alone: the partly filled last word
     ]
-    assert index._term_bitmaps("amenities") is not None  # the path under test is the bitmap one
-    for path in ("amenities", "type", "builders"):
+    paths = ("amenities", "type", "builders", "sellingStatus", "cityOrDistrict")
+    assert index._value_bitmaps("amenities") is not None and index._value_bitmaps("sellingStatus") is not None
+    for path in paths:
         for mask in masks:
-            assert Counter(dict(index.facet(path, mask, limit=None))) == counted_from_postings(index, path, mask)
+            expected = counted_from_postings(index, path, mask)
+            assert Counter(dict(index.facet(path, mask, limit=None))) == expected
+    try:  # and without bitmaps, as a large catalogue counts builders and cities
+        index.__dict__["_bitmaps"] = dict.fromkeys(paths)
+        for path in paths:
+            for mask in masks:
+                assert Counter(dict(index.facet(path, mask, limit=None))) == counted_from_postings(index, path, mask)
+    finally:
+        index.__dict__.pop("_bitmaps")
 
 
 def test_an_index_is_pickled_without_its_bitmaps(index: ColumnIndex) -> None:
     import pickle
 
-    index._term_bitmaps("amenities")
+    index._value_bitmaps("amenities")
     again = pickle.loads(pickle.dumps(index))
     assert "_bitmaps" not in again.__dict__ and "_bitmaps" in index.__dict__
     mask = np.ones(index.size, dtype=bool)

@@ -416,20 +416,17 @@ class ColumnIndex:
         """The values of a facet counted over the listings in ``mask``: the ``limit`` most frequent (None: all)."""
         attribute = LISTING_ATTRIBUTES[canonical_path(name)]
         path = attribute.path
-        if attribute.kind == "text" and not attribute.multi:
-            column = self.text[path]
-            codes = column.codes[mask]
-            counts = np.bincount(codes[codes >= 0], minlength=len(column.vocabulary))
-            vocabulary = column.vocabulary
-            return _top(lambda code: self._label(path, vocabulary[code]), counts, limit)
-        if attribute.multi and attribute.kind != "number":
-            postings = self.terms[path]
-            bitmaps = self._term_bitmaps(path)
+        if attribute.kind == "text":
+            bitmaps = self._value_bitmaps(path)
             if bitmaps is not None:
                 counts = np.bitwise_count(bitmaps & _packed(mask, bitmaps.shape[1])).sum(axis=1, dtype=np.int64)
+            elif not attribute.multi:
+                codes = self.text[path].codes[mask]
+                counts = np.bincount(codes[codes >= 0], minlength=len(self.text[path].vocabulary))
             else:
+                postings = self.terms[path]
                 counts = np.bincount(postings.codes[mask[postings.owners]], minlength=len(postings.vocabulary))
-            terms = postings.vocabulary
+            terms = self.terms[path].vocabulary if attribute.multi else self.text[path].vocabulary
             return _top(lambda code: self._label(path, terms[code]), counts, limit)
         if attribute.multi:
             number_postings = self.number_postings[path]
@@ -447,36 +444,46 @@ class ColumnIndex:
     def _label(self, path: str, term: str) -> str:
         return self.labels.get((path, term), term)
 
-    def _term_bitmaps(self, path: str) -> npt.NDArray[np.uint64] | None:
-        """Per value of an array attribute, the listings holding it as a bitmap (a row of 64-bit words), where the
-        bitmaps hold fewer words than the attribute has postings, else None. Amenities hold some fifteen values a
-        listing: counting them over a filter by gathering every posting took a millisecond or two at 50,000
-        listings; ANDing each value's bitmap with the filter's and counting bits takes a twentieth of that. An
-        attribute of many values and few postings each (builders) is counted faster from its postings. Made on
-        first use, in each process (at most twice the size of the postings' owners), never written with the index."""
+    def _value_bitmaps(self, path: str) -> npt.NDArray[np.uint64] | None:
+        """Per value of a text attribute, the listings holding it as a bitmap (a row of 64-bit words), where the
+        bitmaps hold fewer words than the attribute has postings (listings with a value, for a single-valued one),
+        else None. Amenities hold some fifteen values a listing: counting them over a filter by gathering every
+        posting took a millisecond or two at 50,000 listings; ANDing each value's bitmap with the filter's and
+        counting bits takes a twentieth of that. An attribute of many values and few postings each (builders,
+        cities) is counted faster from its postings. Made on first use, in each process (at most twice the size of
+        the postings' owners), never written with the index."""
         cache: dict[str, npt.NDArray[np.uint64] | None] = self.__dict__.setdefault("_bitmaps", {})
         if path not in cache:
-            postings = self.terms[path]
             words = (self.size + 63) // 64
-            if len(postings.vocabulary) * words >= len(postings.owners):
-                cache[path] = None
+            if path in self.terms:
+                postings = self.terms[path]
+                values, holders = len(postings.vocabulary), postings.holders
+                posted = len(postings.owners)
             else:
-                bitmaps = np.zeros((len(postings.vocabulary), words), dtype=np.uint64)
-                row = np.zeros(words * 64, dtype=bool)
-                for code in range(len(postings.vocabulary)):
-                    row[:] = False
-                    row[postings.holders(code)] = True
-                    bitmaps[code] = np.packbits(row, bitorder="little").view(np.uint64)
-                cache[path] = bitmaps
+                codes = self.text[path].codes
+                values, posted = len(self.text[path].vocabulary), int((codes >= 0).sum())
+                holders = lambda code: np.flatnonzero(codes == code)  # noqa: E731 - once per value, on first use
+            cache[path] = _bitmaps(values, holders, words) if values * words < posted else None
         return cache[path]
 
     def __getstate__(self) -> dict[str, object]:
         return {name: value for name, value in self.__dict__.items() if name != "_bitmaps"}
 
 
+def _bitmaps(values: int, holders: Callable[[int], npt.NDArray[np.integer]], words: int) -> npt.NDArray[np.uint64]:
+    """One row of ``words`` 64-bit words per value: bit *i* set where listing *i* is one of ``holders(value)``."""
+    bitmaps = np.zeros((values, words), dtype=np.uint64)
+    row = np.zeros(words * 64, dtype=bool)
+    for code in range(values):
+        row[:] = False
+        row[holders(code)] = True
+        bitmaps[code] = np.packbits(row, bitorder="little").view(np.uint64)
+    return bitmaps
+
+
 def _packed(mask: Mask, words: int) -> npt.NDArray[np.uint64]:
     """A mask as a bitmap of ``words`` 64-bit words (bit *i* of the row: listing *i*), as :meth:`ColumnIndex.
-    _term_bitmaps` lays them out."""
+    _value_bitmaps` lays them out."""
     padded = np.zeros(words * 64, dtype=bool)
     padded[: len(mask)] = mask
     return np.packbits(padded, bitorder="little").view(np.uint64)
