@@ -136,13 +136,15 @@ class CatalogueStore(Protocol):
 
 
 def notify_listeners(
-    listeners: Iterable[Callable[[list[CatalogueChange]], None]], changes: list[CatalogueChange]
+    listeners: Iterable[Callable[[list[CatalogueChange]], None]],
+    changes: list[CatalogueChange],
+    logger: logging.Logger = log,
 ) -> list[CatalogueChange]:
-    """Tells each listener of a committed write's changes: one listener's failure is logged, and neither stops
-    the others nor undoes or hides the write."""
+    """Tells each listener of a committed write's changes: one listener's failure is logged (on the store's
+    ``logger``), and neither stops the others nor undoes or hides the write."""
     for listener in listeners:
         try:
             listener(changes)
         except Exception:  # a listener's failure must not undo or hide a committed write
-            log.exception("a catalogue listener failed")
+            logger.exception("a catalogue listener failed")
     return changes

@@ -1,0 +1,394 @@
+"""The read path of the PostgreSQL store: listing and profile searches, facets, lookups and similarity.
+
+:class:`PostgresReads` is the part of :class:`~precon.service.postgres.store.PostgresCatalogueStore` that answers
+questions, as the SQLite store's SQL engine does: the same filters (the SQLite compiler with ``%s``
+placeholders, unindexed paths through the reference evaluator: :meth:`~PostgresReads._matching_ids`), the same
+order, facets, labels and haversine distance (candidates through earthdistance's GiST index). Each question is
+answered in one repeatable-read transaction; the caches (typo vocabulary, labels, fallback filters) follow the
+catalogue's generation.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import psycopg
+
+from precon import filters
+from precon.filters import Expr
+from precon.service.catalogue_records import (
+    BOX_MARGIN_DEG,
+    _bounding_box,
+    count_profile_facets,
+    facet_counts,
+    profile_order,
+    with_typo_retry,
+)
+from precon.service.catalogue_types import (
+    EARTH_RADIUS_M,
+    MAX_FACET_VALUES,
+    GeoCircle,
+    ListingQuery,
+    ProfileQuery,
+    SearchHits,
+    SimilarityFeatures,
+)
+from precon.service.postgres.catalogue_base import PostgresCatalogueBase, _document
+from precon.service.postgres.sql import PostgresFilterCompiler, unit_clause
+from precon.service.postgres.text_search import _rank, _text_match, tsquery
+from precon.service.schema import (
+    LISTING_ATTRIBUTES,
+    SEARCHABLE_LISTING_FIELDS,
+    SEARCHABLE_LISTING_WEIGHTS,
+    SEARCHABLE_PROFILE_FIELDS,
+    SEARCHABLE_PROFILE_WEIGHTS,
+)
+from precon.service.search import TextQuery, TypoIndex
+from precon.service.sql_filter import canonical_path
+
+FALLBACK_CACHE_ENTRIES = 64
+TIE_BREAK = "l.featured DESC, l.updated_at DESC, l.listing_id"
+
+
+def _distance_sql(circle: GeoCircle) -> tuple[str, list[float]]:
+    """Great-circle distance in metres from the circle's centre (haversine): the SQLite store's formula."""
+    lat, lng = math.radians(circle.lat), math.radians(circle.lng)
+    sql = (
+        f"({2 * EARTH_RADIUS_M} * asin(least(1.0, sqrt("
+        "power(sin((radians(l.geo_lat) - %s) / 2), 2) + "
+        "%s * cos(radians(l.geo_lat)) * power(sin((radians(l.geo_lng) - %s) / 2), 2)))))"
+    )
+    return sql, [lat, math.cos(lat), lng]
+
+
+class PostgresReads(PostgresCatalogueBase):
+    """Questions to the catalogue, each seeing one catalogue: a count and its page agree."""
+
+    _cache_lock: threading.Lock
+    _typo_cache: tuple[int, TypoIndex, TypoIndex] | None
+    _label_cache: tuple[int, dict[tuple[str, str], str]] | None
+    _attribute_cache: tuple[int, frozenset[str]] | None
+    _fallbacks: OrderedDict[tuple[str, int, str], list[int]]
+
+    # -- cached per generation -----------------------------------------------------------------------------
+
+    def _typo_indexes(self) -> tuple[TypoIndex, TypoIndex]:
+        generation = self.generation()
+        cached = self._typo_cache
+        if cached is None or cached[0] != generation:
+            with self._read() as db:
+                listing_words = [r[0] for r in db.execute("SELECT word FROM ts_stat('SELECT s_all FROM listings')")]
+                profile_words = [r[0] for r in db.execute("SELECT word FROM ts_stat('SELECT s_all FROM profiles')")]
+            cached = (generation, TypoIndex(listing_words), TypoIndex(profile_words))
+            self._typo_cache = cached
+        return cached[1], cached[2]
+
+    def _labels(self, db: psycopg.Connection[Any]) -> dict[tuple[str, str], str]:
+        """The facet labels (the first spelling written of each folded value), read on the caller's connection."""
+        generation = self._generation_in(db)
+        cached = self._label_cache
+        if cached is None or cached[0] != generation:
+            rows = db.execute("SELECT attr, term, label FROM labels").fetchall()
+            cached = (generation, {(a, t): label for a, t, label in rows})
+            self._label_cache = cached
+        return cached[1]
+
+    def listing_attribute_names(self) -> frozenset[str]:
+        generation = self.generation()
+        cached = self._attribute_cache
+        if cached is None or cached[0] != generation:
+            with self._read() as db:
+                names = frozenset(r[0] for r in db.execute("SELECT name FROM listing_attributes"))
+            cached = (generation, names)
+            self._attribute_cache = cached
+        return cached[1]
+
+    def _matching_ids(self, db: psycopg.Connection[Any], table: str, expr: Expr) -> list[int]:
+        """The rows of ``table`` whose document the reference evaluator holds ``expr`` for: a filter on a path
+        the index does not hold (the SQLite store's ``precon_match``), kept per generation."""
+        expression = filters.to_query(expr)
+        key = (table, self._generation_in(db), expression)
+        with self._cache_lock:
+            cached = self._fallbacks.get(key)
+            if cached is not None:
+                self._fallbacks.move_to_end(key)
+                return cached
+        predicate = filters.compile_predicate(filters.parse(expression))
+        found: list[int] = []
+        with db.cursor(name=f"scan_{table}") as cursor:
+            cursor.itersize = 2000
+            cursor.execute(f"SELECT id, doc::text FROM {table} ORDER BY id")  # table: a fixed name
+            for rowid, text in cursor:
+                if predicate(_document(text)):
+                    found.append(int(rowid))
+        with self._cache_lock:
+            self._fallbacks[key] = found
+            while len(self._fallbacks) > FALLBACK_CACHE_ENTRIES:
+                self._fallbacks.popitem(last=False)
+        return found
+
+    # -- reading listings ----------------------------------------------------------------------------------
+
+    def search_listings(self, query: ListingQuery) -> SearchHits:
+        return with_typo_retry(lambda t: self._search(query, t), query.text, lambda: self._typo_indexes()[0])
+
+    def warm(self) -> None:
+        self._typo_indexes()
+
+    def _listing_where(
+        self, db: psycopg.Connection[Any], query: ListingQuery, text: TextQuery | None
+    ) -> tuple[list[str], list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if query.province is not None:
+            clauses.append("l.province = %s")
+            params.append(query.province)
+        if query.filter is not None:
+            compiler = PostgresFilterCompiler(lambda expr: self._matching_ids(db, "listings", expr))
+            sql, filter_params = compiler.compile(query.filter)
+            clauses.append(f"({sql})")
+            params += filter_params
+        if query.unit_filter is not None:
+            sql, unit_params = unit_clause(query.unit_filter)
+            clauses.append(sql)
+            params += unit_params
+        if query.circle is not None:
+            # earthdistance's cube around the circle finds the candidates through the GiST index (it holds every
+            # point of the circle: its half-side is the arc, longer than the chord); the latitude/longitude box
+            # (as the SQLite store's column engine has it) and the haversine distance then keep what it keeps.
+            clauses.append(
+                "l.geo_lat IS NOT NULL "
+                "AND earth_box(ll_to_earth(%s, %s), %s * earth()) @> ll_to_earth(l.geo_lat, l.geo_lng)"
+            )
+            params += [query.circle.lat, query.circle.lng, query.circle.radius_m / EARTH_RADIUS_M * (1 + 1e-9)]
+            min_lat, max_lat, min_lng, max_lng = _bounding_box(query.circle)
+            if min_lng >= -180.0 and max_lng <= 180.0:  # a box across the antimeridian would leave some out
+                clauses.append("l.geo_lat BETWEEN %s AND %s AND l.geo_lng BETWEEN %s AND %s")
+                margin = BOX_MARGIN_DEG
+                params += [min_lat - margin, max_lat + margin, min_lng - margin, max_lng + margin]
+            sql, distance_params = _distance_sql(query.circle)
+            clauses.append(f"{sql} <= %s")
+            params += [*distance_params, query.circle.radius_m]
+        if text is not None:
+            sql, text_params = _text_match(text, "l", SEARCHABLE_LISTING_FIELDS)
+            clauses.append(sql)
+            params += text_params
+        return clauses, params
+
+    def _search(self, query: ListingQuery, text: TextQuery | None) -> SearchHits:
+        with self._read() as db:
+            clauses, params = self._listing_where(db, query, text)
+            where = " AND ".join(clauses) or "true"
+            count = db.execute(f"SELECT count(*) FROM listings l WHERE {where}", params).fetchone()
+            total = int(count[0]) if count else 0
+            documents: list[dict[str, Any]] = []
+            scores: list[float | None] = []
+            if query.limit > 0 and query.offset < total:
+                for text_doc, score in self._page(db, query, text, where, params):
+                    documents.append(_document(text_doc))
+                    scores.append(None if score is None else round(float(score), 6))
+            facets = {name: self._facet(db, name, where, params, query.max_facet_values) for name in query.facets}
+        return SearchHits(total, documents, scores, facets, text)
+
+    def _page(
+        self, db: psycopg.Connection[Any], query: ListingQuery, text: TextQuery | None, where: str, params: list[Any]
+    ) -> list[tuple[str, float | None]]:
+        joins = ""
+        head: list[Any] = []
+        tail: list[Any] = []
+        score = "NULL::double precision"
+        if text is not None:
+            joins = "CROSS JOIN (SELECT %s::tsquery AS query) q"
+            head = [tsquery(text, any_word=True)]
+            score = _rank("l", SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS)
+            order = f"score DESC, {TIE_BREAK}"
+        elif query.order == "trending":
+            joins = "LEFT JOIN listing_views v ON v.listing_id = l.listing_id"
+            order = f"v.rank IS NULL, v.rank DESC, {TIE_BREAK}"
+        elif query.circle is not None:
+            distance, tail = _distance_sql(query.circle)
+            order = f"{distance}, {TIE_BREAK}"
+        else:
+            order = TIE_BREAK
+        sql = (
+            f"SELECT l.doc::text, {score} AS score FROM listings l {joins} "
+            f"WHERE {where} ORDER BY {order} LIMIT %s OFFSET %s"
+        )
+        return db.execute(sql, [*head, *params, *tail, query.limit, query.offset]).fetchall()
+
+    def _facet(
+        self,
+        db: psycopg.Connection[Any],
+        name: str,
+        where: str,
+        params: list[Any],
+        limit: int | None = MAX_FACET_VALUES,
+    ) -> list[tuple[str, int]]:
+        attribute = LISTING_ATTRIBUTES[canonical_path(name)]
+        if attribute.multi:
+            table, value = ("listing_numbers", "num") if attribute.kind == "number" else ("listing_terms", "term")
+            sql = (
+                f"SELECT {value}, count(*) FROM {table} WHERE attr = %s "
+                f"AND listing IN (SELECT l.id FROM listings l WHERE {where}) GROUP BY {value}"
+            )
+            rows = db.execute(sql, [attribute.path, *params]).fetchall()
+        else:
+            column = f'l."{attribute.column}"'
+            sql = f"SELECT {column}, count(*) FROM listings l WHERE {where} AND {column} IS NOT NULL GROUP BY 1"
+            rows = db.execute(sql, params).fetchall()
+        return facet_counts(attribute, rows, self._labels(db) if attribute.kind == "text" else {}, limit)
+
+    def get_listings(self, ids: Sequence[str], province: str | None) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        sql = "SELECT listing_id, doc::text FROM listings WHERE listing_id = ANY(%s)"
+        params: list[Any] = [list(ids)]
+        if province is not None:
+            sql += " AND province = %s"
+            params.append(province)
+        with self._read() as db:
+            return {listing_id: _document(text) for listing_id, text in db.execute(sql, params)}
+
+    def listings_holding_plans(self, plan_ids: Iterable[str]) -> dict[str, list[str]]:
+        """For each of ``plan_ids`` that a stored floor plan carries, the ids of the listings holding it."""
+        wanted = sorted(set(plan_ids))
+        holders: dict[str, list[str]] = {}
+        if not wanted:
+            return holders
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT p.plan_id, l.listing_id FROM plan_ids p JOIN listings l ON l.id = p.listing "
+                "WHERE p.plan_id = ANY(%s) ORDER BY p.plan_id, l.listing_id",
+                (wanted,),
+            )
+            for plan_id, listing_id in rows:
+                holders.setdefault(plan_id, []).append(listing_id)
+        return holders
+
+    def similarity_features(
+        self, listing_id: str, province: str | None, radius_m: float, limit: int
+    ) -> tuple[SimilarityFeatures | None, list[SimilarityFeatures]]:
+        """The listing's features and those of up to ``limit`` others: nearby first, then the province."""
+        columns = 'l.id, l.listing_id, l.geo_lat, l.geo_lng, l."c_startPrice", l."c_minBeds", l."c_maxBeds"'
+        scope, scope_params = ("AND l.province = %s", [province]) if province else ("", [])
+        with self._read() as db:
+            target = db.execute(
+                f"SELECT {columns} FROM listings l WHERE l.listing_id = %s {scope}", [listing_id, *scope_params]
+            ).fetchone()
+            if target is None:
+                return None, []
+            rows: list[tuple[Any, ...]] = []
+            if target[2] is not None:
+                box = _bounding_box(GeoCircle(target[2], target[3], radius_m))
+                rows = db.execute(
+                    f"SELECT {columns} FROM listings l WHERE l.geo_lat BETWEEN %s AND %s "
+                    f"AND l.geo_lng BETWEEN %s AND %s AND l.id != %s {scope} ORDER BY l.id LIMIT %s",
+                    [box[0], box[1], box[2], box[3], target[0], *scope_params, limit],
+                ).fetchall()
+            if len(rows) < limit:
+                seen = [r[0] for r in rows] + [target[0]]
+                rows += db.execute(
+                    f"SELECT {columns} FROM listings l WHERE l.id != ALL(%s) {scope} ORDER BY {TIE_BREAK} LIMIT %s",
+                    [seen, *scope_params, limit - len(rows)],
+                ).fetchall()
+            features = {
+                row[0]: SimilarityFeatures(row[1], row[2], row[3], row[4], row[5], row[6]) for row in [target, *rows]
+            }
+            for listing, attr, term in db.execute(
+                "SELECT listing, attr, term FROM listing_terms WHERE listing = ANY(%s) "
+                "AND attr IN ('type', 'amenities')",
+                (list(features),),
+            ):
+                feature = features[listing]
+                (feature.types if attr == "type" else feature.amenities).add(term)
+        target_features = features.pop(target[0])
+        return target_features, list(features.values())
+
+    # -- reading profiles ----------------------------------------------------------------------------------
+
+    def get_profiles(self, paths: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not paths:
+            return {}
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT path, doc::text FROM profiles WHERE path = ANY(%s)", (list(dict.fromkeys(paths)),)
+            )
+            return {path: _document(text) for path, text in rows}
+
+    def find_profile(self, profile_id: str, collection: str | None, province: str | None) -> dict[str, Any] | None:
+        sql = "SELECT p.doc::text FROM profiles p WHERE p.profile_id = %s"
+        params: list[Any] = [profile_id]
+        if collection:
+            sql += " AND p.collection = %s"
+            params.append(collection)
+        if province is not None:
+            sql += " AND p.id IN (SELECT profile FROM profile_provinces WHERE province = %s)"
+            params.append(province)
+        with self._read() as db:
+            row = db.execute(sql + " ORDER BY p.path LIMIT 1", params).fetchone()
+        return _document(row[0]) if row else None
+
+    def search_profiles(self, query: ProfileQuery) -> SearchHits:
+        return with_typo_retry(lambda t: self._search_profiles(query, t), query.text, lambda: self._typo_indexes()[1])
+
+    def _search_profiles(self, query: ProfileQuery, text: TextQuery | None) -> SearchHits:
+        with self._read() as db:
+            clauses: list[str] = []
+            params: list[Any] = []
+            if query.province is not None:
+                clauses.append("p.id IN (SELECT profile FROM profile_provinces WHERE province = %s)")
+                params.append(query.province)
+            if query.collection:
+                clauses.append("p.collection = %s")
+                params.append(query.collection)
+            if query.filter is not None:
+                clauses.append("p.id = ANY(%s)")
+                params.append(self._matching_ids(db, "profiles", query.filter))
+            if text is not None:
+                sql, text_params = _text_match(text, "p", SEARCHABLE_PROFILE_FIELDS)
+                clauses.append(sql)
+                params += text_params
+            where = " AND ".join(clauses) or "true"
+            count = db.execute(f"SELECT count(*) FROM profiles p WHERE {where}", params).fetchone()
+            total = int(count[0]) if count else 0
+            documents: list[dict[str, Any]] = []
+            scores: list[float | None] = []
+            if query.limit > 0 and query.offset < total:
+                joins, head, score = "", [], "NULL::double precision"
+                # SQLite puts NULL first in ascending order, last in descending: so here too.
+                order, order_params = profile_order(query, "%s", ("DESC NULLS LAST", "ASC NULLS FIRST"))
+                if text is not None:
+                    joins = "CROSS JOIN (SELECT %s::tsquery AS query) q"
+                    head = [tsquery(text, any_word=True)]
+                    score = _rank("p", SEARCHABLE_PROFILE_FIELDS, SEARCHABLE_PROFILE_WEIGHTS)
+                    if not query.sort_by_name and not query.sort_by_listings:
+                        order = f"score DESC, {order}"
+                rows = db.execute(
+                    f"SELECT p.doc::text, {score} AS score FROM profiles p {joins} WHERE {where} "
+                    f"ORDER BY {order} LIMIT %s OFFSET %s",
+                    [*head, *params, *order_params, query.limit, query.offset],
+                ).fetchall()
+                for text_doc, rank in rows:
+                    documents.append(_document(text_doc))
+                    scores.append(None if rank is None else round(float(rank), 6))
+            facets: dict[str, list[tuple[str, int]]] = {}
+            if query.facets:
+                facets = self._profile_facets(db, where, params, query.facets)
+        return SearchHits(total, documents, scores, facets, text)
+
+    @staticmethod
+    def _profile_facets(
+        db: psycopg.Connection[Any], where: str, params: list[Any], names: Sequence[str]
+    ) -> dict[str, list[tuple[str, int]]]:
+        rows = db.execute(f"SELECT p.collection, p.doc::text FROM profiles p WHERE {where}", params)
+        return count_profile_facets(((collection, _document(text)) for collection, text in rows), names)
+
+    def counts(self) -> dict[str, int]:
+        with self._read() as db:
+            row = db.execute("SELECT (SELECT count(*) FROM listings), (SELECT count(*) FROM profiles)").fetchone()
+        assert row is not None
+        return {"listings": int(row[0]), "profiles": int(row[1])}

@@ -1,0 +1,57 @@
+"""The PostgreSQL store's full-text search: the ``tsvector`` each record's words are stored as, the ``tsquery``
+a text query becomes, and the field-weighted rank of a match.
+
+Words are folded as the SQLite store's FTS5 tokenizer folds them (:func:`precon.service.search.words`) and
+written as quoted lexemes, never parsed or stemmed by PostgreSQL: the same words match in both stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from precon.service.search import MIN_PREFIX_LENGTH, TextQuery, searchable_text, words
+
+
+def _lexeme(word: str, prefix: bool = False) -> str:
+    quoted = "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
+    return quoted + ":*" if prefix else quoted
+
+
+def tsquery(text: TextQuery, any_word: bool = False) -> str:
+    """The ``tsquery`` of a text query: every word required, the last also as a prefix, typo variants as ORs.
+
+    ``any_word``: any of them (what relevance is measured with: ``ts_rank`` of an AND needs word positions).
+    Each word is a quoted lexeme, so no user text can change the query's structure."""
+    terms = []
+    last = len(text.words) - 1
+    for position, word in enumerate(text.words):
+        alternatives = [_lexeme(word, position == last and len(word) >= MIN_PREFIX_LENGTH)]
+        alternatives += [_lexeme(variant) for variant in sorted(text.typo_variants.get(word, ()))]
+        terms.append(alternatives[0] if len(alternatives) == 1 else "(" + " | ".join(alternatives) + ")")
+    return (" | " if any_word else " & ").join(terms)
+
+
+def tsvector(lexemes: Iterable[str]) -> str:
+    """A ``tsvector``'s text of words taken as they are (no parser, no stemming): each one a quoted lexeme."""
+    return " ".join(_lexeme(word) for word in dict.fromkeys(lexemes))
+
+
+def _field_words(record: dict[str, Any], fields: Sequence[str]) -> list[list[str]]:
+    return [words(text) for text in searchable_text(record, fields)]
+
+
+def _text_match(text: TextQuery, alias: str, fields: Sequence[str]) -> tuple[str, list[Any]]:
+    """The test of a row's text against the query: in all fields, or in those the query names (none of them a
+    searchable field: no row)."""
+    if not text.columns:
+        return f"{alias}.s_all @@ %s::tsquery", [tsquery(text)]
+    named = [f'{alias}."s_{name}"' for name in text.columns if name in fields]
+    if not named:
+        return "false", []
+    return f"({' || '.join(named)}) @@ %s::tsquery", [tsquery(text)]
+
+
+def _rank(alias: str, fields: Sequence[str], weights: Sequence[float]) -> str:
+    parts = [f'{weight} * ts_rank({alias}."s_{name}", q.query)' for name, weight in zip(fields, weights, strict=True)]
+    return "(" + " + ".join(parts) + ")"
