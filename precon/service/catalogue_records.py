@@ -23,6 +23,7 @@ from precon.service.catalogue_types import (
     GeoCircle,
     ProfileQuery,
     SearchHits,
+    SimilarityFeatures,
 )
 from precon.service.columns import format_number
 from precon.service.plans import floor_plans, plan_rows
@@ -300,6 +301,18 @@ class StoredProfile:
     """The name folded as search folds words: profiles sort by it accent- and case-insensitively."""
     listing_count: int
 
+    def columns(self) -> tuple[str, str, str, str, str, int]:
+        """The columns of ``profiles`` that find and order it: profile_id, collection, path, path_key, name_key,
+        listing_count."""
+        return (
+            self.profile_id,
+            self.collection,
+            self.path,
+            fold_text(self.path),
+            self.name_key,
+            self.listing_count,
+        )
+
 
 def stored_profile(record: dict[str, Any]) -> StoredProfile:
     """The profile as stored: ``id`` first (the part of the path after the collection), no ``objectID``."""
@@ -318,6 +331,18 @@ def stored_profile(record: dict[str, Any]) -> StoredProfile:
         fold(name) if isinstance(name, str) else "",
         len(listings) if isinstance(listings, list) else 0,
     )
+
+
+def similarity_rows(rows: Iterable[Sequence[Any]]) -> dict[int, SimilarityFeatures]:
+    """Rows of (rowid, listing_id, geo_lat, geo_lng, start price, min beds, max beds) as features, by rowid."""
+    return {row[0]: SimilarityFeatures(row[1], row[2], row[3], row[4], row[5], row[6]) for row in rows}
+
+
+def add_similarity_terms(features: dict[int, SimilarityFeatures], terms: Iterable[tuple[int, str, str]]) -> None:
+    """Adds (rowid, attribute, term) rows of ``listing_terms`` (``type`` and ``amenities``) to the features."""
+    for listing, attr, term in terms:
+        feature = features[listing]
+        (feature.types if attr == "type" else feature.amenities).add(term)
 
 
 def profile_order(

@@ -21,10 +21,12 @@ from precon.filters import Expr
 from precon.service.catalogue_records import (
     BOX_MARGIN_DEG,
     _bounding_box,
+    add_similarity_terms,
     count_profile_facets,
     decode_document,
     facet_counts,
     profile_order,
+    similarity_rows,
     with_typo_retry,
 )
 from precon.service.catalogue_types import (
@@ -291,11 +293,7 @@ class SQLiteReads(SQLiteCatalogueBase):
         join_params: list[Any] = []
         score = "NULL"
         if text is not None:
-            weights = ", ".join(str(w) for w in SEARCHABLE_LISTING_WEIGHTS)
-            joins = (
-                f"JOIN (SELECT rowid AS fts_id, bm25(listing_fts, {weights}) AS rank FROM listing_fts "
-                "WHERE listing_fts MATCH ?) f ON f.fts_id = l.id"
-            )
+            joins = _bm25_join("listing_fts", SEARCHABLE_LISTING_WEIGHTS, "l")
             join_params = [text.fts_expression()]
             score = "f.rank"
             order = f"f.rank, {tie_break}"
@@ -392,20 +390,17 @@ class SQLiteReads(SQLiteCatalogueBase):
                 "ORDER BY l.featured DESC, l.updated_at DESC, l.listing_id LIMIT ?",
                 [*seen, *scope_params, limit - len(rows)],
             ).fetchall()
-        features = {
-            row[0]: SimilarityFeatures(row[1], row[2], row[3], row[4], row[5], row[6]) for row in [target, *rows]
-        }
+        features = similarity_rows([target, *rows])
         ids = list(features)
         for start in range(0, len(ids), 900):
             chunk = ids[start : start + 900]
             marks = ", ".join("?" * len(chunk))
-            for listing, attr, term in db.execute(
+            terms = db.execute(
                 f"SELECT listing, attr, term FROM listing_terms WHERE listing IN ({marks}) "
                 "AND attr IN ('type', 'amenities')",
                 chunk,
-            ):
-                feature = features[listing]
-                (feature.types if attr == "type" else feature.amenities).add(term)
+            )
+            add_similarity_terms(features, terms)
         target_features = features.pop(target[0])
         return target_features, list(features.values())
 
@@ -463,11 +458,7 @@ class SQLiteReads(SQLiteCatalogueBase):
             joins, join_params, score = "", [], "NULL"
             order, order_params = profile_order(query)
             if text is not None:
-                weights = ", ".join(str(w) for w in SEARCHABLE_PROFILE_WEIGHTS)
-                joins = (
-                    f"JOIN (SELECT rowid AS fts_id, bm25(profile_fts, {weights}) AS rank FROM profile_fts "
-                    "WHERE profile_fts MATCH ?) f ON f.fts_id = p.id"
-                )
+                joins = _bm25_join("profile_fts", SEARCHABLE_PROFILE_WEIGHTS, "p")
                 join_params = [text.fts_expression()]
                 score = "f.rank"
                 if not query.sort_by_name and not query.sort_by_listings:
@@ -521,3 +512,12 @@ def _distance_sql(circle: GeoCircle) -> tuple[str, list[float]]:
         "? * cos(radians(l.geo_lat)) * pow(sin((radians(l.geo_lng) - ?) / 2), 2)))))"
     )
     return sql, [lat, math.cos(lat), lng]
+
+
+def _bm25_join(table: str, weights: Sequence[float], alias: str) -> str:
+    """Joins the rows of ``alias`` to their matches in the FTS5 ``table`` (one ``?``: the match expression), each
+    with its field-weighted BM25 rank as ``f.rank`` (lower is better)."""
+    return (
+        f"JOIN (SELECT rowid AS fts_id, bm25({table}, {', '.join(str(w) for w in weights)}) AS rank FROM {table} "
+        f"WHERE {table} MATCH ?) f ON f.fts_id = {alias}.id"
+    )

@@ -23,7 +23,6 @@ from precon.service.catalogue_records import (
     as_stored_listing,
     decode_document,
     encode_document,
-    index_multi,
     listing_columns,
     listing_key,
     province_pairs,
@@ -177,10 +176,6 @@ class SQLiteWrites(SQLiteCatalogueBase):
         )
         db.executemany("INSERT OR IGNORE INTO listing_attributes VALUES (?)", [(n,) for n in batch.attribute_names])
 
-    _index_multi = staticmethod(index_multi)
-    _reference_keys = staticmethod(reference_keys)
-    _province_pairs = staticmethod(province_pairs)
-
     @staticmethod
     def _delete_listing_rows(db: sqlite3.Connection, rowid: int) -> None:
         db.execute("DELETE FROM listings WHERE id = ?", (rowid,))
@@ -200,7 +195,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
             row = db.execute(_SELECT_LISTING_DOC, (listing_id,)).fetchone()
             if row is None:
                 return []
-            touched = self._reference_keys(decode_document(row[1]))
+            touched = reference_keys(decode_document(row[1]))
             self._delete_listing_rows(db, row[0])
             db.execute("DELETE FROM listing_views WHERE listing_id = ?", (listing_id,))
             self._refresh_profile_provinces(db, touched)
@@ -228,16 +223,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
                 rowid = db.execute(
                     "INSERT INTO profiles(id, profile_id, collection, path, path_key, name_key, listing_count, doc) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        row[0] if row is not None else None,
-                        profile.profile_id,
-                        profile.collection,
-                        path,
-                        fold_text(path),
-                        profile.name_key,
-                        profile.listing_count,
-                        encode_document(profile.record),
-                    ),
+                    (row[0] if row is not None else None, *profile.columns(), encode_document(profile.record)),
                 ).lastrowid
                 fts_rows.append((rowid, *searchable_text(profile.record, SEARCHABLE_PROFILE_FIELDS)))
                 touched.add(fold_text(path))

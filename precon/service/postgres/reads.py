@@ -23,9 +23,11 @@ from precon.filters import Expr
 from precon.service.catalogue_records import (
     BOX_MARGIN_DEG,
     _bounding_box,
+    add_similarity_terms,
     count_profile_facets,
     facet_counts,
     profile_order,
+    similarity_rows,
     with_typo_retry,
 )
 from precon.service.catalogue_types import (
@@ -295,16 +297,13 @@ class PostgresReads(PostgresCatalogueBase):
                     f"SELECT {columns} FROM listings l WHERE l.id != ALL(%s) {scope} ORDER BY {TIE_BREAK} LIMIT %s",
                     [seen, *scope_params, limit - len(rows)],
                 ).fetchall()
-            features = {
-                row[0]: SimilarityFeatures(row[1], row[2], row[3], row[4], row[5], row[6]) for row in [target, *rows]
-            }
-            for listing, attr, term in db.execute(
+            features = similarity_rows([target, *rows])
+            terms = db.execute(
                 "SELECT listing, attr, term FROM listing_terms WHERE listing = ANY(%s) "
                 "AND attr IN ('type', 'amenities')",
                 (list(features),),
-            ):
-                feature = features[listing]
-                (feature.types if attr == "type" else feature.amenities).add(term)
+            )
+            add_similarity_terms(features, terms)
         target_features = features.pop(target[0])
         return target_features, list(features.values())
 

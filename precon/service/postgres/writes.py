@@ -159,12 +159,7 @@ class PostgresWrites(PostgresCatalogueBase):
                 path = profile.path
                 field_words = _field_words(profile.record, SEARCHABLE_PROFILE_FIELDS)
                 values = [
-                    profile.profile_id,
-                    profile.collection,
-                    path,
-                    fold_text(path),
-                    profile.name_key,
-                    profile.listing_count,
+                    *profile.columns(),
                     *field_words,
                     [w for ws in field_words for w in ws],
                     _json(profile.record),
