@@ -1,9 +1,10 @@
 """The catalogue's records as every store writes and reads them, whatever the engine.
 
 How a listing or profile record becomes what a store keeps (its document, its typed columns, its terms, numbers
-and floor plans, the profiles it refers to), the geometry of a distance search, facet counting and the typo
-retry of a text search: one copy, used by the SQLite store (:mod:`precon.service.store`) and the PostgreSQL
-store (:mod:`precon.service.postgres.store`) alike, so that the two answer alike. It imports neither store.
+and floor plans, the profiles it refers to), the geometry of a distance search, facet counting, the profile
+order, similarity features, the typo retry of a text search and the per-generation cache: one copy, used by the
+SQLite store (:mod:`precon.service.store`) and the PostgreSQL store (:mod:`precon.service.postgres.store`)
+alike, so that the two answer alike. It imports neither store.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import orjson
 
@@ -400,3 +401,21 @@ def with_typo_retry(
         if any(expanded.typo_variants.values()):
             hits = search(expanded)
     return hits
+
+
+T = TypeVar("T")
+
+
+class PerGeneration(Generic[T]):
+    """A value read from the catalogue (a vocabulary, the labels), kept until the catalogue's generation changes."""
+
+    def __init__(self) -> None:
+        self._cached: tuple[int, T] | None = None
+
+    def get(self, generation: int, build: Callable[[], T]) -> T:
+        """The value of ``generation``: the kept one if it is of that generation, else ``build()``'s, then kept."""
+        cached = self._cached
+        if cached is None or cached[0] != generation:
+            cached = (generation, build())
+            self._cached = cached
+        return cached[1]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from precon import filters
-from precon.service.catalogue_records import decode_document
+from precon.service.catalogue_records import PerGeneration, decode_document
 from precon.service.catalogue_types import CatalogueChange
 from precon.service.columns import ColumnIndex, FloatArray, Mask
 from precon.service.plans import PLAN_SCHEMA, PLAN_TABLES, PlanIndex
@@ -201,9 +201,9 @@ class SQLiteCatalogueBase:
     _index_lock: threading.Lock
     _fallback_masks: dict[tuple[int, str], Mask]
     _text_cache: OrderedDict[tuple[int, str], FloatArray]
-    _typo_cache: tuple[int, TypoIndex, TypoIndex] | None
-    _label_cache: tuple[int, dict[tuple[str, str], str]] | None
-    _attribute_cache: tuple[int, frozenset[str]] | None
+    _typo_cache: PerGeneration[tuple[TypoIndex, TypoIndex]]
+    _label_cache: PerGeneration[dict[tuple[str, str], str]]
+    _attribute_cache: PerGeneration[frozenset[str]]
 
     def _db(self) -> sqlite3.Connection:
         return self._connections.get()

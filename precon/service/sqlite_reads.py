@@ -55,33 +55,26 @@ class SQLiteReads(SQLiteCatalogueBase):
     # -- cached per generation -----------------------------------------------------------------------------
 
     def _typo_indexes(self) -> tuple[TypoIndex, TypoIndex]:
-        generation = self.generation()
-        cached = self._typo_cache
-        if cached is None or cached[0] != generation:
+        def read() -> tuple[TypoIndex, TypoIndex]:
             db = self._db()
             listing_words = [r[0] for r in db.execute("SELECT term FROM listing_vocab")]
             profile_words = [r[0] for r in db.execute("SELECT term FROM profile_vocab")]
-            cached = (generation, TypoIndex(listing_words), TypoIndex(profile_words))
-            self._typo_cache = cached
-        return cached[1], cached[2]
+            return TypoIndex(listing_words), TypoIndex(profile_words)
+
+        return self._typo_cache.get(self.generation(), read)
 
     def _labels(self) -> dict[tuple[str, str], str]:
-        generation = self.generation()
-        cached = self._label_cache
-        if cached is None or cached[0] != generation:
+        def read() -> dict[tuple[str, str], str]:
             rows = self._db().execute("SELECT attr, term, label FROM labels")
-            cached = (generation, {(a, t): label for a, t, label in rows})
-            self._label_cache = cached
-        return cached[1]
+            return {(a, t): label for a, t, label in rows}
+
+        return self._label_cache.get(self.generation(), read)
 
     def listing_attribute_names(self) -> frozenset[str]:
-        generation = self.generation()
-        cached = self._attribute_cache
-        if cached is None or cached[0] != generation:
-            names = frozenset(r[0] for r in self._db().execute("SELECT name FROM listing_attributes"))
-            cached = (generation, names)
-            self._attribute_cache = cached
-        return cached[1]
+        def read() -> frozenset[str]:
+            return frozenset(r[0] for r in self._db().execute("SELECT name FROM listing_attributes"))
+
+        return self._attribute_cache.get(self.generation(), read)
 
     def _listing_where(self, query: ListingQuery, text: TextQuery | None) -> tuple[list[str], list[Any]]:
         clauses: list[str] = []

@@ -26,6 +26,7 @@ from typing import Literal
 
 from precon.service.catalogue_records import (
     BOX_MARGIN_DEG,
+    PerGeneration,
     _bounding_box,
     _collect,
     _facet_key,
@@ -125,9 +126,9 @@ class SQLiteStore(SQLiteWrites, SQLiteReads):
         self._bumped = False
         self._connections = Connections(self.path, _prepare_connection)
         self._write_lock = self._connections.write_lock
-        self._typo_cache = None
-        self._label_cache = None
-        self._attribute_cache = None
+        self._typo_cache = PerGeneration()
+        self._label_cache = PerGeneration()
+        self._attribute_cache = PerGeneration()
         self._bulk = False
         self.listeners = []
         """Called with the changes of every write, after it is committed (webhook events hang here)."""

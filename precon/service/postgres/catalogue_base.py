@@ -20,6 +20,7 @@ import orjson
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from precon.service.catalogue_records import PerGeneration
 from precon.service.catalogue_types import CatalogueChange, notify_listeners
 from precon.service.postgres.migrations import schema_options, upgrade
 from precon.service.search import TypoIndex
@@ -71,9 +72,9 @@ class PostgresCatalogueBase:
         self.listeners: list[Callable[[list[CatalogueChange]], None]] = []
         """Called with the changes of every write, after it is committed (webhook events hang here)."""
         self._cache_lock = threading.Lock()
-        self._typo_cache: tuple[int, TypoIndex, TypoIndex] | None = None
-        self._label_cache: tuple[int, dict[tuple[str, str], str]] | None = None
-        self._attribute_cache: tuple[int, frozenset[str]] | None = None
+        self._typo_cache: PerGeneration[tuple[TypoIndex, TypoIndex]] = PerGeneration()
+        self._label_cache: PerGeneration[dict[tuple[str, str], str]] = PerGeneration()
+        self._attribute_cache: PerGeneration[frozenset[str]] = PerGeneration()
         self._fallbacks: OrderedDict[tuple[str, int, str], list[int]] = OrderedDict()
         self._local = threading.local()
         """``connection`` and ``pending`` (changes) of this thread's :meth:`atomic` block, when in one."""

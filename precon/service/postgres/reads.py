@@ -22,6 +22,7 @@ from precon import filters
 from precon.filters import Expr
 from precon.service.catalogue_records import (
     BOX_MARGIN_DEG,
+    PerGeneration,
     _bounding_box,
     add_similarity_terms,
     count_profile_facets,
@@ -71,43 +72,37 @@ class PostgresReads(PostgresCatalogueBase):
     """Questions to the catalogue, each seeing one catalogue: a count and its page agree."""
 
     _cache_lock: threading.Lock
-    _typo_cache: tuple[int, TypoIndex, TypoIndex] | None
-    _label_cache: tuple[int, dict[tuple[str, str], str]] | None
-    _attribute_cache: tuple[int, frozenset[str]] | None
+    _typo_cache: PerGeneration[tuple[TypoIndex, TypoIndex]]
+    _label_cache: PerGeneration[dict[tuple[str, str], str]]
+    _attribute_cache: PerGeneration[frozenset[str]]
     _fallbacks: OrderedDict[tuple[str, int, str], list[int]]
 
     # -- cached per generation -----------------------------------------------------------------------------
 
     def _typo_indexes(self) -> tuple[TypoIndex, TypoIndex]:
-        generation = self.generation()
-        cached = self._typo_cache
-        if cached is None or cached[0] != generation:
+        def read() -> tuple[TypoIndex, TypoIndex]:
             with self._read() as db:
                 listing_words = [r[0] for r in db.execute("SELECT word FROM ts_stat('SELECT s_all FROM listings')")]
                 profile_words = [r[0] for r in db.execute("SELECT word FROM ts_stat('SELECT s_all FROM profiles')")]
-            cached = (generation, TypoIndex(listing_words), TypoIndex(profile_words))
-            self._typo_cache = cached
-        return cached[1], cached[2]
+            return TypoIndex(listing_words), TypoIndex(profile_words)
+
+        return self._typo_cache.get(self.generation(), read)
 
     def _labels(self, db: psycopg.Connection[Any]) -> dict[tuple[str, str], str]:
         """The facet labels (the first spelling written of each folded value), read on the caller's connection."""
-        generation = self._generation_in(db)
-        cached = self._label_cache
-        if cached is None or cached[0] != generation:
+
+        def read() -> dict[tuple[str, str], str]:
             rows = db.execute("SELECT attr, term, label FROM labels").fetchall()
-            cached = (generation, {(a, t): label for a, t, label in rows})
-            self._label_cache = cached
-        return cached[1]
+            return {(a, t): label for a, t, label in rows}
+
+        return self._label_cache.get(self._generation_in(db), read)
 
     def listing_attribute_names(self) -> frozenset[str]:
-        generation = self.generation()
-        cached = self._attribute_cache
-        if cached is None or cached[0] != generation:
+        def read() -> frozenset[str]:
             with self._read() as db:
-                names = frozenset(r[0] for r in db.execute("SELECT name FROM listing_attributes"))
-            cached = (generation, names)
-            self._attribute_cache = cached
-        return cached[1]
+                return frozenset(r[0] for r in db.execute("SELECT name FROM listing_attributes"))
+
+        return self._attribute_cache.get(self.generation(), read)
 
     def _matching_ids(self, db: psycopg.Connection[Any], table: str, expr: Expr) -> list[int]:
         """The rows of ``table`` whose document the reference evaluator holds ``expr`` for: a filter on a path
