@@ -101,6 +101,10 @@ def test_two_workers_map_one_index_and_answer_every_request(served: Served) -> N
     workers = served.workers()
     assert len(workers) == 2 and served.process.pid not in workers
     [index] = served.index_directories()
+    # A worker maps the index as it starts; the first to start may answer the health check before the other has.
+    deadline = time.monotonic() + 60
+    while not all(served.mapped_by(pid, index) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert all(served.mapped_by(pid, index) for pid in workers)
 
     answers: list[int] = []
