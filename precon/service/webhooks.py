@@ -182,6 +182,15 @@ class RetrySchedule:
         return base * random.uniform(1 - JITTER, 1 + JITTER)
 
 
+def attempt_outcome(delivery: Due, status_code: int | None, schedule: RetrySchedule) -> tuple[int, str, float | None]:
+    """After an attempt answered ``status_code`` (None: no answer): the delivery's attempts, its status
+    (``delivered``, ``pending`` again, or ``failed`` once the schedule is spent) and the wait before the next."""
+    attempts = delivery.attempts + 1
+    succeeded = status_code is not None and 200 <= status_code < 300
+    wait = None if succeeded else schedule.next_wait(attempts)
+    return attempts, "delivered" if succeeded else ("pending" if wait is not None else "failed"), wait
+
+
 class WebhookStore:
     """Subscriptions, events, the delivery outbox and the attempt log, in one SQLite file."""
 
@@ -357,10 +366,7 @@ class WebhookStore:
         schedule: RetrySchedule,
     ) -> str:
         """Logs an attempt and moves the delivery on: delivered, due again later, or failed."""
-        attempts = delivery.attempts + 1
-        succeeded = status_code is not None and 200 <= status_code < 300
-        wait = None if succeeded else schedule.next_wait(attempts)
-        status = "delivered" if succeeded else ("pending" if wait is not None else "failed")
+        attempts, status, wait = attempt_outcome(delivery, status_code, schedule)
         stamp = now_iso()
         with self._transaction() as db:
             db.execute(

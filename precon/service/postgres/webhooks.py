@@ -36,6 +36,7 @@ from precon.service.webhooks import (
     Subscription,
     SubscriptionLimitReached,
     _process_alive,
+    attempt_outcome,
     delivery_view,
     new_secret,
     now_iso,
@@ -250,10 +251,7 @@ class PostgresWebhookStore:
         schedule: RetrySchedule,
     ) -> str:
         """Logs an attempt and moves the delivery on: delivered, due again later, or failed."""
-        attempts = delivery.attempts + 1
-        succeeded = status_code is not None and 200 <= status_code < 300
-        wait = None if succeeded else schedule.next_wait(attempts)
-        status = "delivered" if succeeded else ("pending" if wait is not None else "failed")
+        attempts, status, wait = attempt_outcome(delivery, status_code, schedule)
         stamp = now_iso()
         with self._transaction() as db:
             db.execute(
