@@ -15,8 +15,8 @@ pg_cluster = pg_support.pg_cluster
 pg_empty_database = pg_support.pg_empty_database
 
 EXTENSIONS = {"unaccent", "pg_trgm", "cube", "earthdistance"}
-HEAD = "0002"
-"""The newest revision: 0001 the catalogue, 0002 the accounts and webhooks."""
+HEAD = "0003"
+"""The newest revision: 0001 the catalogue, 0002 the accounts and webhooks, 0003 the webhook idempotency keys."""
 
 
 def test_the_cluster_runs_postgresql_15(pg_empty_database: str) -> None:
@@ -39,6 +39,7 @@ def test_upgrade_makes_the_schema_with_its_extensions_and_downgrade_removes_it(p
     assert extensions >= EXTENSIONS
     assert {"listings", "listing_terms", "listing_numbers", "profiles", "profile_provinces", "meta"} <= tables
     assert {"api_keys", "products", "grants", "webhook_subscriptions", "webhook_deliveries"} <= tables
+    assert "webhook_idempotency_keys" in tables
     assert folded == ("Quebec Montreal",)
     assert distance is not None and 500_000 < distance[0] < 510_000  # Toronto to Montreal
     migrations.upgrade(pg_empty_database)  # at head already: nothing to do

@@ -20,7 +20,7 @@ import socket
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -51,6 +51,8 @@ ELECTION_S = 1.0
 """How often a worker process that does not send deliveries tries to become the one that does."""
 POLL_S = 0.5
 MAX_SUBSCRIPTIONS_PER_KEY = 100
+IDEMPOTENCY_TTL_S = 24 * 3600
+"""How long an ``Idempotency-Key``'s stored answer is kept (older ones are purged as new ones are stored)."""
 """The most webhook subscriptions one key may hold: one event fans out to at most this many deliveries a key."""
 
 _SCHEMA = """
@@ -90,6 +92,15 @@ CREATE TABLE IF NOT EXISTS attempts(
   error TEXT,
   response_excerpt TEXT);
 CREATE INDEX IF NOT EXISTS attempts_by_delivery ON attempts(delivery_id, id);
+CREATE TABLE IF NOT EXISTS idempotency_keys(
+  key_id INTEGER NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  body BLOB NOT NULL,
+  created_at REAL NOT NULL,
+  PRIMARY KEY(key_id, idempotency_key));
+CREATE INDEX IF NOT EXISTS idempotency_keys_by_age ON idempotency_keys(created_at);
 """
 
 
@@ -156,6 +167,30 @@ class Event:
     env: str
     data: dict[str, Any]
     subscribers: Sequence[Subscription]
+
+
+@dataclass(frozen=True)
+class IdempotencyKey:
+    """A request's ``Idempotency-Key``, with whose it is (the caller's API key id) and what was asked (a digest of
+    the operation and its body: the same key sent with another request is refused, not answered with this one's)."""
+
+    key_id: int
+    key: str
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class StoredAnswer:
+    """The answer stored with an ``Idempotency-Key``; ``replayed`` when it was stored by an earlier request."""
+
+    status: int
+    body: bytes
+    fingerprint: str
+    replayed: bool
+
+
+AnswerOf = Callable[[list[tuple[str, int]]], bytes]
+"""Makes the answer's body from what :meth:`WebhookStore.publish` answers (each event's id and deliveries)."""
 
 
 @dataclass
@@ -287,40 +322,79 @@ class WebhookStore:
 
         An event nobody subscribed to is not stored. Answers each event's id and its number of deliveries.
         """
+        with self._transaction() as db:
+            return self._publish(db, events, first_delay)
+
+    def _publish(self, db: sqlite3.Connection, events: Sequence[Event], first_delay: float) -> list[tuple[str, int]]:
         due = time.time() + first_delay
         published = []
-        with self._transaction() as db:
-            for event in events:
-                event_id = "evt_" + uuid.uuid4().hex
-                published.append((event_id, len(event.subscribers)))
-                if not event.subscribers:
-                    continue
-                created = now_iso()
-                body = orjson.dumps(
-                    {"id": event_id, "type": event.type, "createdAt": created, "env": event.env, "data": event.data}
-                )
-                db.execute(
-                    "INSERT INTO events VALUES (?, ?, ?, ?, ?)", (event_id, event.type, event.env, created, body)
-                )
-                db.executemany(
-                    "INSERT INTO deliveries(id, event_id, subscription_id, key_id, target_url, secret, status, "
-                    "next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
-                    [
-                        (
-                            "msg_" + uuid.uuid4().hex,
-                            event_id,
-                            s.id,
-                            s.key_id,
-                            s.target_url,
-                            s.secret,
-                            due,
-                            created,
-                            created,
-                        )
-                        for s in event.subscribers
-                    ],
-                )
+        for event in events:
+            event_id = "evt_" + uuid.uuid4().hex
+            published.append((event_id, len(event.subscribers)))
+            if not event.subscribers:
+                continue
+            created = now_iso()
+            body = orjson.dumps(
+                {"id": event_id, "type": event.type, "createdAt": created, "env": event.env, "data": event.data}
+            )
+            db.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?)", (event_id, event.type, event.env, created, body))
+            db.executemany(
+                "INSERT INTO deliveries(id, event_id, subscription_id, key_id, target_url, secret, status, "
+                "next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+                [
+                    (
+                        "msg_" + uuid.uuid4().hex,
+                        event_id,
+                        s.id,
+                        s.key_id,
+                        s.target_url,
+                        s.secret,
+                        due,
+                        created,
+                        created,
+                    )
+                    for s in event.subscribers
+                ],
+            )
         return published
+
+    # -- Idempotency-Key -------------------------------------------------------------------------------------
+
+    def stored_answer(self, idempotency: IdempotencyKey) -> StoredAnswer | None:
+        """The answer stored with this key by the caller within :data:`IDEMPOTENCY_TTL_S`, if any."""
+        row = (
+            self._db()
+            .execute(
+                "SELECT status, body, fingerprint FROM idempotency_keys "
+                "WHERE key_id = ? AND idempotency_key = ? AND created_at > ?",
+                (idempotency.key_id, idempotency.key, time.time() - IDEMPOTENCY_TTL_S),
+            )
+            .fetchone()
+        )
+        return None if row is None else StoredAnswer(row[0], bytes(row[1]), row[2], replayed=True)
+
+    def publish_once(
+        self, events: Sequence[Event], first_delay: float, idempotency: IdempotencyKey, answer: AnswerOf
+    ) -> StoredAnswer:
+        """:meth:`publish`, and the answer made of it (a 200) stored with the ``Idempotency-Key``, in one
+        transaction; unless the key already holds an answer (stored by another request, on any process, even one
+        that ran at the same time: the write transaction is taken first), which is then answered and nothing is
+        published. Answers older than :data:`IDEMPOTENCY_TTL_S` are purged on the way."""
+        now = time.time()
+        with self._transaction() as db:
+            db.execute("DELETE FROM idempotency_keys WHERE created_at <= ?", (now - IDEMPOTENCY_TTL_S,))
+            row = db.execute(
+                "SELECT status, body, fingerprint FROM idempotency_keys WHERE key_id = ? AND idempotency_key = ?",
+                (idempotency.key_id, idempotency.key),
+            ).fetchone()
+            if row is not None:
+                return StoredAnswer(row[0], bytes(row[1]), row[2], replayed=True)
+            body = answer(self._publish(db, events, first_delay))
+            db.execute(
+                "INSERT INTO idempotency_keys VALUES (?, ?, ?, 200, ?, ?)",
+                (idempotency.key_id, idempotency.key, idempotency.fingerprint, body, now),
+            )
+        return StoredAnswer(200, body, idempotency.fingerprint, replayed=False)
 
     def claim_due(self, limit: int, lease_s: float = CLAIM_LEASE_S) -> list[Due]:
         """Takes up to ``limit`` due deliveries for a lease: they are due again if not finished by then."""

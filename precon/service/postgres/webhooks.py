@@ -1,6 +1,6 @@
 """Webhook subscriptions, events, the delivery outbox and the attempt log in PostgreSQL:
 :class:`PostgresWebhookStore`, answering as :class:`precon.service.webhooks.WebhookStore` does (the tables of the
-migration ``0002``).
+migrations ``0002`` and ``0003``).
 
 Several replicas, each running a :class:`~precon.service.delivery.DeliveryWorker`, share the outbox. A claim is one
 statement: the due deliveries are taken ``FOR UPDATE SKIP LOCKED`` (a delivery another sender is claiming is
@@ -29,10 +29,14 @@ from precon.service.webhooks import (
     CLAIM_LEASE_S,
     CLAIMANT,
     DELIVERY_COLUMNS,
+    IDEMPOTENCY_TTL_S,
     MAX_SUBSCRIPTIONS_PER_KEY,
+    AnswerOf,
     Due,
     Event,
+    IdempotencyKey,
     RetrySchedule,
+    StoredAnswer,
     Subscription,
     SubscriptionLimitReached,
     _process_alive,
@@ -167,8 +171,14 @@ class PostgresWebhookStore:
 
         An event nobody subscribed to is not stored. Answers each event's id and its number of deliveries.
         """
+        with self._transaction() as db:
+            return self._publish(db, events, first_delay)
+
+    def _publish(
+        self, db: psycopg.Connection[Any], events: Sequence[Event], first_delay: float
+    ) -> list[tuple[str, int]]:
         published = []
-        with self._transaction() as db, db.cursor() as cursor:
+        with db.cursor() as cursor:
             for event in events:
                 event_id = "evt_" + uuid.uuid4().hex
                 published.append((event_id, len(event.subscribers)))
@@ -202,6 +212,47 @@ class PostgresWebhookStore:
                     ],
                 )
         return published
+
+    # -- Idempotency-Key -------------------------------------------------------------------------------------
+
+    def stored_answer(self, idempotency: IdempotencyKey) -> StoredAnswer | None:
+        """The answer stored with this key by the caller within :data:`IDEMPOTENCY_TTL_S`, if any."""
+        with self.pool.connection() as db:
+            row = db.execute(
+                "SELECT status, body, fingerprint FROM webhook_idempotency_keys "
+                f"WHERE key_id = %s AND idempotency_key = %s AND created_at > {NOW} - %s",
+                (idempotency.key_id, idempotency.key, IDEMPOTENCY_TTL_S),
+            ).fetchone()
+        return None if row is None else StoredAnswer(row[0], bytes(row[1]), row[2], replayed=True)
+
+    def publish_once(
+        self, events: Sequence[Event], first_delay: float, idempotency: IdempotencyKey, answer: AnswerOf
+    ) -> StoredAnswer:
+        """:meth:`publish`, and the answer made of it (a 200) stored with the ``Idempotency-Key``, in one
+        transaction; unless the key already holds an answer (stored by another request, on any replica), which is
+        then answered and nothing is published. Requests with the same key at the same time take the key's advisory
+        lock for their transaction: the second waits for the first to commit, then finds its answer. Answers older
+        than :data:`IDEMPOTENCY_TTL_S` are purged on the way."""
+        with self._transaction() as db:
+            db.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))",
+                (idempotency.key, idempotency.key_id),
+            )
+            db.execute(f"DELETE FROM webhook_idempotency_keys WHERE created_at <= {NOW} - %s", (IDEMPOTENCY_TTL_S,))
+            row = db.execute(
+                "SELECT status, body, fingerprint FROM webhook_idempotency_keys "
+                "WHERE key_id = %s AND idempotency_key = %s",
+                (idempotency.key_id, idempotency.key),
+            ).fetchone()
+            if row is not None:
+                return StoredAnswer(row[0], bytes(row[1]), row[2], replayed=True)
+            body = answer(self._publish(db, events, first_delay))
+            db.execute(
+                "INSERT INTO webhook_idempotency_keys(key_id, idempotency_key, fingerprint, status, body, created_at) "
+                f"VALUES (%s, %s, %s, 200, %s, {NOW})",
+                (idempotency.key_id, idempotency.key, idempotency.fingerprint, body),
+            )
+        return StoredAnswer(200, body, idempotency.fingerprint, replayed=False)
 
     def claim_due(self, limit: int, lease_s: float = CLAIM_LEASE_S) -> list[Due]:
         """Takes up to ``limit`` due deliveries for a lease: they are due again if not finished by then. Deliveries

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from enum import Enum
 from typing import Annotated, Any, Literal
 
+import orjson
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 from starlette.responses import Response
@@ -14,7 +16,7 @@ from precon.models import WEBHOOK_EVENTS
 from precon.service import wire
 from precon.service.delivery import DeliveryWorker
 from precon.service.errors import bad_request, not_found
-from precon.service.responses import answer, envelope
+from precon.service.responses import answer, encode, envelope
 from precon.service.routes.common import NOT_FOUND, ServiceDep, operation
 from precon.service.routes.parameters import (
     Collection,
@@ -27,12 +29,16 @@ from precon.service.routes.parameters import (
 )
 from precon.service.shaping import profile_object
 from precon.service.webhook_targets import TargetPolicy, TargetRefused
-from precon.service.webhooks import Event, WebhookStore
+from precon.service.webhooks import Event, IdempotencyKey, StoredAnswer, WebhookStore
 
 WebhookEvent = Enum("WebhookEvent", {name.replace(".", "_"): name for name in WEBHOOK_EVENTS}, type=str)  # type: ignore[misc]
 NO_STORE = "no-store"
 """Subscriptions and deliveries change with every action: their answers are never kept by a cache (ours)."""
 MAX_URL_LENGTH = 2048
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+"""With it, a POST's effect and answer are stored together: a repeat with the same key gets that answer, marked
+``Idempotent-Replayed: true``, and does nothing again (kept 24 h; per API key)."""
+MAX_IDEMPOTENCY_KEY = 255
 
 router = APIRouter()
 
@@ -92,6 +98,43 @@ def target_refusal(url: str, refused: TargetRefused, policy: TargetPolicy) -> st
     if "://" not in text:
         return f"targetUrl: {text!r} is not a whole URL: start it with {schemes} (e.g. https://example.com/hooks)"
     return f"targetUrl: {str(refused).removeprefix('targetUrl ')}"
+
+
+def idempotency_of(request: Request, key_id: int, body: BaseModel) -> IdempotencyKey | None:
+    """The request's ``Idempotency-Key`` (None without one), checked: 1 to 255 printable ASCII characters (a 400
+    says what is wrong otherwise). Its fingerprint is the operation and the body as validated."""
+    value = request.headers.get(IDEMPOTENCY_HEADER)
+    if value is None:
+        return None
+    if not value:
+        raise bad_request(
+            f"{IDEMPOTENCY_HEADER}: it is empty; send 1 to {MAX_IDEMPOTENCY_KEY} characters, or no header"
+        )
+    if len(value) > MAX_IDEMPOTENCY_KEY:
+        raise bad_request(
+            f"{IDEMPOTENCY_HEADER}: it is {len(value)} characters long, over the {MAX_IDEMPOTENCY_KEY} allowed"
+        )
+    if not all(" " <= c <= "~" for c in value):
+        raise bad_request(f"{IDEMPOTENCY_HEADER}: only printable ASCII characters are allowed (a UUID is a good key)")
+    operation = str(getattr(request.scope.get("route"), "name", request.url.path))
+    digest = hashlib.sha256(orjson.dumps([operation, body.model_dump(mode="json")], option=orjson.OPT_SORT_KEYS))
+    return IdempotencyKey(key_id, value, digest.hexdigest())
+
+
+def replayed(request: Request, stored: StoredAnswer, idempotency: IdempotencyKey) -> Response:
+    """The stored answer of an earlier request with this ``Idempotency-Key``: the same status and body, marked
+    ``Idempotent-Replayed: true``; a 400 if that request was another (another operation or body)."""
+    if stored.fingerprint != idempotency.fingerprint:
+        raise bad_request(
+            f"{IDEMPOTENCY_HEADER}: this key was used within the last 24 h for another request (another operation "
+            "or body); send a new key for a new request"
+        )
+    return Response(
+        stored.body,
+        status_code=stored.status,
+        media_type="application/json",
+        headers={"Cache-Control": NO_STORE, "Idempotent-Replayed": "true"},
+    )
 
 
 def route(
@@ -158,6 +201,9 @@ async def trigger_profile_webhook(
     worker: WorkerDep,
 ) -> Response:
     call = service.call(request, version.value, province.value)
+    idempotency = idempotency_of(request, call.key.key_id, body)
+    if idempotency is not None and (stored := webhooks.stored_answer(idempotency)) is not None:
+        return replayed(request, stored, idempotency)
     profile_id, collection = body.id.strip(), body.collection.value
     record = call.store.find_profile(profile_id, collection, call.province)
     if record is None:
@@ -165,11 +211,23 @@ async def trigger_profile_webhook(
     env = "sandbox" if call.version == "v1-sandbox" else "live"
     subscribers = webhooks.subscriptions(key_id=call.key.key_id, event="profile.updated", env=env)
     data = {"collection": collection, "profile": profile_object(record, call.media)}
-    [(event_id, count)] = webhooks.publish(
-        [Event("profile.updated", env, data, subscribers)], service.settings.webhook_first_delay
-    )
+    events = [Event("profile.updated", env, data, subscribers)]
+    if idempotency is None:
+        [(event_id, count)] = webhooks.publish(events, service.settings.webhook_first_delay)
+        stored = None
+    else:
+        stored = webhooks.publish_once(
+            events,
+            service.settings.webhook_first_delay,
+            idempotency,
+            lambda published: encode({"eventId": published[0][0], "deliveries": published[0][1]}),
+        )
+        if stored.replayed:
+            return replayed(request, stored, idempotency)
     if worker is not None:
         worker.wake()
+    if stored is not None:
+        return answer(request, orjson.loads(stored.body), NO_STORE)
     return answer(request, {"eventId": event_id, "deliveries": count}, NO_STORE)
 
 
