@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,11 +86,27 @@ def replicas(haproxy: None, pg_cluster: pg_support.Cluster, tmp_path: Path) -> I
         pg_cluster.drop(database)
 
 
+def _any_profile(url: str) -> dict[str, str]:
+    """A trigger body: the first profile of Builders."""
+    found = httpx.get(
+        url + "/v1/all/search_profiles",
+        params={"collection": "Builders", "perPage": 1},
+        headers={"x-api-key": DEV_API_KEY},
+        timeout=30,
+    )
+    found.raise_for_status()
+    first = found.json()["results"][0]
+    return {"id": first.get("id") or first.get("objectID") or first["path"].split("/", 1)[1], "collection": "Builders"}
+
+
 def test_a_replica_killed_mid_run_fails_no_client_request(replicas: tuple[HAProxy, list[Replica]]) -> None:
-    """Clients loop over searches through HAProxy while one replica is killed with SIGKILL: every request is
-    answered 200 (HAProxy sends the ones the dead replica held, or would have been given, to the other one), the
-    dead replica leaves the rotation, and both served requests before the kill."""
+    """Clients loop over searches, and webhook triggers each with a fresh ``Idempotency-Key``, through HAProxy
+    while one replica is killed with SIGKILL: every request is answered 200 (HAProxy sends the ones the dead replica
+    held, or would have been given, to the other one: a GET, and a POST with an Idempotency-Key, which the service
+    does at most once), the dead replica leaves the rotation, and both served requests before the kill."""
     proxy, (survivor, victim) = replicas
+    profile = _any_profile(proxy.url)
+    triggers: Counter[int] = Counter()
     statuses: Counter[int] = Counter()
     after_kill: Counter[int] = Counter()
     killed = threading.Event()
@@ -101,13 +118,20 @@ def test_a_replica_killed_mid_run_fails_no_client_request(replicas: tuple[HAProx
         with httpx.Client(base_url=proxy.url, headers={"x-api-key": DEV_API_KEY}, timeout=30) as http:
             position = offset
             while not stop.is_set():
+                post = position % 3 == 2
                 try:
-                    status = http.get("/v1/all/search_listings", params=queries[position % len(queries)]).status_code
+                    if post:
+                        key = {"Idempotency-Key": str(uuid.uuid4())}
+                        status = http.post("/v1/all/trigger_profile_webhook", json=profile, headers=key).status_code
+                    else:
+                        status = http.get("/v1/all/search_listings", params=queries[position % 4]).status_code
                 except httpx.HTTPError:
                     status = 0
                 position += 1
                 with lock:
                     statuses[status] += 1
+                    if post:
+                        triggers[status] += 1
                     if killed.is_set():
                         after_kill[status] += 1
 
@@ -127,5 +151,6 @@ def test_a_replica_killed_mid_run_fails_no_client_request(replicas: tuple[HAProx
             thread.join()
     assert set(statuses) == {200}, f"clients saw {dict(statuses)}"
     assert after_kill[200] > 10, f"too few requests after the kill to tell: {dict(after_kill)}"
+    assert triggers[200] > 5, f"too few triggers to tell: {dict(triggers)}"
     assert served_before[victim.name] > 0 and served_before[survivor.name] > 0
     assert proxy.servers()[survivor.name]["status"].startswith("UP")
