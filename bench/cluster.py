@@ -11,8 +11,10 @@ What it does, in one run (``make bench-cluster``; ``--quick`` for a short one):
    ``--concurrency``, with 1 replica, then 2, then 3 (each new replica warmed on its own port first).
 3. Failover: the mix through HAProxy and a stream of webhook events (``trigger_profile_webhook``, one
    ``profile.updated`` delivery each to the receiver) for ``--seconds``; halfway, one replica is killed with
-   SIGKILL. Reported: requests that failed as clients saw them (GETs are retried on another replica by HAProxy;
-   a POST that reached the dying replica is not, see deploy/haproxy.cfg), events acknowledged but never
+   SIGKILL. Reported: requests that failed as clients saw them (GETs are retried on another replica by HAProxy,
+   and so are the triggers, each sent with a fresh ``Idempotency-Key``, see deploy/haproxy.cfg; a trigger whose
+   connection failed all the same is sent again by the client with the same key, twice at most, and counted
+   failed only then), triggers sent again and answers replayed, events acknowledged but never
    delivered (lost), deliveries that came twice (the same ``webhook-id``), and how long HAProxy took to take the
    replica out. The killed replica is then started again and rejoins.
 4. Rate limit: the replicas restarted with ``PRECON_SERVICE_RATE_LIMIT``/``RATE_BURST`` set, and one key hammers
@@ -38,6 +40,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -81,6 +84,10 @@ WEBHOOK_WAIT_S = 90.0
 TRIGGER_PAUSE_S = 0.05
 """Between two triggers of one webhook thread (two threads: about 40 events a second at most)."""
 WEBHOOK_THREADS = 2
+TRIGGER_RETRIES = 2
+"""How many times a trigger whose connection failed is sent again, with the same Idempotency-Key."""
+TRIGGER_BACKOFF_S = 0.2
+"""The wait before the first resend of a trigger (doubled before the next)."""
 PROFILES = 50
 RECEIVER_DELAY_S = 0.2
 """The receiver answers each delivery this long after it arrived: deliveries are in flight when the replica is
@@ -291,6 +298,12 @@ class Failover:
     events: set[str] = field(default_factory=set)
     """Ids of the events the service acknowledged (a 200 to the trigger)."""
     deliveries_promised: int = 0
+    retried_triggers: int = 0
+    """Triggers answered after their connection failed and they were sent again with the same key."""
+    retried_attempts: int = 0
+    """Copies of triggers sent again after a failed connection."""
+    replayed: int = 0
+    """Answers marked ``Idempotent-Replayed: true``: a copy of a trigger some replica had already done."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -305,6 +318,29 @@ def query_loop(base_url: str, mix: Sequence[BenchRequest], offset: int, state: F
             position += 1
 
 
+def trigger(client: httpx.Client, body: JsonDict, state: Failover) -> tuple[int | str, httpx.Response | None]:
+    """One trigger with a fresh ``Idempotency-Key``, sent again with the same key (as a client library does, e.g.
+    stripe-python) when its connection failed, up to :data:`TRIGGER_RETRIES` times after a short backoff: the
+    service does it at most once whichever replica each copy reached. Its status (the exception's name where no
+    copy got an answer) and the answer."""
+    headers = {"Idempotency-Key": str(uuid.uuid4())}
+    for attempt in range(TRIGGER_RETRIES + 1):
+        try:
+            answer = client.post("/v1/all/trigger_profile_webhook", json=body, headers=headers)
+        except httpx.TransportError as error:  # no answer at all: the request may or may not have been done
+            if attempt == TRIGGER_RETRIES:
+                return type(error).__name__, None
+            with state.lock:
+                state.retried_attempts += 1
+            time.sleep(TRIGGER_BACKOFF_S * 2**attempt)
+            continue
+        with state.lock:
+            state.retried_triggers += int(attempt > 0)
+            state.replayed += int(answer.headers.get("idempotent-replayed") == "true")
+        return answer.status_code, answer
+    raise AssertionError("unreachable")
+
+
 def trigger_loop(base_url: str, chosen: Sequence[tuple[str, str]], offset: int, state: Failover) -> None:
     position = offset
     with http(base_url) as client:
@@ -312,14 +348,12 @@ def trigger_loop(base_url: str, chosen: Sequence[tuple[str, str]], offset: int, 
             profile_id, collection = chosen[position % len(chosen)]
             position += 1
             try:
-                body = {"id": profile_id, "collection": collection}
-                answer = client.post("/v1/all/trigger_profile_webhook", json=body)
-                status: int | str = answer.status_code
+                status, answer = trigger(client, {"id": profile_id, "collection": collection}, state)
             except httpx.HTTPError as error:
-                status = type(error).__name__  # no answer at all
+                status, answer = type(error).__name__, None
             with state.lock:
                 state.posts.append((time.monotonic(), status))
-                if status == 200:
+                if status == 200 and answer is not None:
                     fired = answer.json()
                     state.events.add(fired["eventId"])
                     state.deliveries_promised += int(fired["deliveries"])
@@ -401,6 +435,9 @@ def failover(stack: Stack, mix: Sequence[BenchRequest], concurrency: int, second
         "post_requests": len(state.posts),
         "post_failures": sum(status != 200 for _, status in state.posts),
         "post_failed_statuses": dict(Counter(str(status) for _, status in state.posts if status != 200)),
+        "post_retried_by_client": state.retried_triggers,
+        "post_resends_by_client": state.retried_attempts,
+        "post_answers_replayed": state.replayed,
         "haproxy_retries": retries,
         "haproxy_redispatches": redispatches,
         "deliveries_promised": state.deliveries_promised,
@@ -505,6 +542,11 @@ def print_report(report: JsonDict) -> None:
         (
             "  webhook triggers (POST)",
             f"{fail['post_failures']} of {fail['post_requests']} {fail['post_failed_statuses'] or ''}",
+        ),
+        (
+            "  triggers resent by the client / replayed",
+            f"{fail['post_retried_by_client']} ({fail['post_resends_by_client']} resends) / "
+            f"{fail['post_answers_replayed']}",
         ),
         ("HAProxy retries / redispatches", f"{fail['haproxy_retries']} / {fail['haproxy_redispatches']}"),
         (
