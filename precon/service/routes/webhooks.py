@@ -8,7 +8,7 @@ from enum import Enum
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Header, Request
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
@@ -100,10 +100,20 @@ def target_refusal(url: str, refused: TargetRefused, policy: TargetPolicy) -> st
     return f"targetUrl: {str(refused).removeprefix('targetUrl ')}"
 
 
-def idempotency_of(request: Request, key_id: int, body: BaseModel) -> IdempotencyKey | None:
+IdempotencyHeader = Annotated[
+    str | None,
+    Header(
+        alias=IDEMPOTENCY_HEADER,
+        description="(ours) Any 1-255 printable ASCII characters (a UUID, say): a repeat of the request with the "
+        "same key from the same API key, on any replica, within 24 h, gets the first answer again (marked "
+        "`Idempotent-Replayed: true`) and fires no second event; with another body, a 400.",
+    ),
+]
+
+
+def idempotency_of(request: Request, value: str | None, key_id: int, body: BaseModel) -> IdempotencyKey | None:
     """The request's ``Idempotency-Key`` (None without one), checked: 1 to 255 printable ASCII characters (a 400
     says what is wrong otherwise). Its fingerprint is the operation and the body as validated."""
-    value = request.headers.get(IDEMPOTENCY_HEADER)
     if value is None:
         return None
     if not value:
@@ -199,9 +209,10 @@ async def trigger_profile_webhook(
     service: ServiceDep,
     webhooks: WebhooksDep,
     worker: WorkerDep,
+    idempotency_key: IdempotencyHeader = None,
 ) -> Response:
     call = service.call(request, version.value, province.value)
-    idempotency = idempotency_of(request, call.key.key_id, body)
+    idempotency = idempotency_of(request, idempotency_key, call.key.key_id, body)
     if idempotency is not None and (stored := webhooks.stored_answer(idempotency)) is not None:
         return replayed(request, stored, idempotency)
     profile_id, collection = body.id.strip(), body.collection.value
