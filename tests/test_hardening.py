@@ -244,3 +244,37 @@ def test_guessing_keys_is_rate_limited_per_address(tmp_path_factory: pytest.Temp
         good = http.get("/v1/all/search_listings", headers={"x-api-key": "the-real-key-0123456789"})
         assert good.status_code == 200, "a caller with a valid key is not held back"
     directory.close()
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "where"),
+    [
+        ("/v1/al%00l/listing", {"id": "AB12CD"}, "the path"),
+        ("/v1/all/listing", {"id": "AB\x00CD"}, "parameter 'id'"),
+        ("/v1/all/search_listings", {"search": "park\x00towers"}, "parameter 'search'"),
+        ("/v1/all/search_listings", {"filterQuery": 'listingId:"A\x00B"'}, "parameter 'filterQuery'"),
+        ("/v1/all/multiple_listings", {"ids": "AB\x00CD"}, "parameter 'ids'"),
+        ("/v1/all/profiles_of_listing", {"id": "\x00"}, "parameter 'id'"),
+    ],
+)
+def test_a_nul_character_in_the_path_or_a_parameter_is_a_400_saying_where(
+    api: Api, path: str, params: dict[str, str], where: str
+) -> None:
+    response = api.http.get(api.url + path, params=params, headers={"x-api-key": KEY_ALL})
+    assert response.status_code == 400, response.text
+    assert response.json()["message"] == f"{where} holds a NUL character (%00), which no value may"
+    assert response.headers["x-request-id"] == response.json()["requestId"]
+
+
+@pytest.mark.parametrize(
+    ("operation", "body"),
+    [
+        ("trigger_profile_webhook", {"id": "ab\x00cd", "collection": "Builders"}),
+        ("webhooks/deliveries/replay", {"id": "msg_\x00"}),
+    ],
+)
+def test_a_nul_character_in_a_body_is_a_400_not_a_failure(api: Api, operation: str, body: dict[str, str]) -> None:
+    response = api.http.post(f"{api.url}/v1/all/{operation}", json=body, headers={"x-api-key": KEY_ALL})
+    assert response.status_code == 400, response.text
+    assert response.json()["message"].startswith("id holds a NUL character")
+    assert api.get("/healthz", key=None).status_code == 200

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from urllib.parse import parse_qsl
 
 import anyio
 import orjson
@@ -52,6 +53,21 @@ def limited_receive(receive: Receive) -> Receive:
     return receive_within_limits
 
 
+def nul_holder(scope: Scope) -> str | None:
+    """What part of the request holds a NUL character (``"the path"``, ``"parameter 'search'"``), or None.
+    No value of the catalogue, no key and no id holds one, and PostgreSQL refuses them in text: refused here, for
+    every store alike, rather than failing deep in one."""
+    if "\x00" in scope.get("path", ""):
+        return "the path"
+    query = scope.get("query_string", b"")
+    if b"%00" not in query.lower() and b"\x00" not in query:
+        return None
+    for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+        if "\x00" in name or "\x00" in value:
+            return f"parameter {name.replace(chr(0), '%00')!r}"
+    return "the query string"
+
+
 class RequestIdMiddleware:
     """Gives every request an id, sent back as ``x-request-id`` on every answer, error or not; limits bodies."""
 
@@ -85,6 +101,11 @@ class RequestIdMiddleware:
             if name == b"content-length" and value.isdigit() and int(value) > MAX_BODY_BYTES:
                 await answer(413, {"requestId": request_id, "message": str(body_too_large().detail)})
                 return
+        holder = nul_holder(scope)
+        if holder is not None:
+            message = f"{holder} holds a NUL character (%00), which no value may"
+            await answer(400, {"requestId": request_id, "message": message})
+            return
         try:
             await self.app(scope, limited_receive(receive), send_with_id)
         except ClientDisconnect:

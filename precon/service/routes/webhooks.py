@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Depends, Header, Request
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 from starlette.responses import Response
 
 from precon.models import WEBHOOK_EVENTS
@@ -64,6 +64,17 @@ PolicyDep = Annotated[TargetPolicy, Depends(get_policy)]
 WorkerDep = Annotated[DeliveryWorker | None, Depends(get_worker)]
 
 
+def without_nul(text: str) -> str:
+    """An id in a body holds no NUL character: no id holds one, and PostgreSQL refuses them in text. (A target URL
+    holding one is refused by the target policy, with the other malformed URLs.)"""
+    if "\x00" in text:
+        raise ValueError("holds a NUL character, which no value may")
+    return text
+
+
+Text = Annotated[str, AfterValidator(without_nul)]
+
+
 class NewSubscriptionBody(BaseModel):
     env: Literal["live", "sandbox"] = Field(description="Which catalogue's events: `live` or `sandbox`")
     targetUrl: str = Field(max_length=MAX_URL_LENGTH, description="An https URL at a public address")
@@ -77,14 +88,14 @@ class NewSubscriptionBody(BaseModel):
 
 
 class TriggerBody(BaseModel):
-    id: str = Field(pattern=r"\S", description="The profile's id")
+    id: Text = Field(pattern=r"\S", description="The profile's id")
     collection: Collection
 
     model_config = {"json_schema_extra": {"examples": [{"id": "5fH9CC8jgOxPuxqyMk70", "collection": "Builders"}]}}
 
 
 class ReplayBody(BaseModel):
-    id: str = Field(pattern=r"\S", description="A delivery's id, from the delivery log")
+    id: Text = Field(pattern=r"\S", description="A delivery's id, from the delivery log")
 
     model_config = {"json_schema_extra": {"examples": [{"id": "msg_2f1c0d9e8b7a4c3d2e1f0a9b8c7d6e5f"}]}}
 
