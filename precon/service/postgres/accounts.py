@@ -14,6 +14,7 @@ from psycopg_pool import ConnectionPool
 
 from precon.service.accounts import ApiKey, allows_any, digest, grant_of, key_hint, new_key, normalised_grant
 from precon.service.postgres.migrations import upgrade
+from precon.service.postgres.pools import open_pool
 
 
 class PostgresAccountStore:
@@ -23,15 +24,7 @@ class PostgresAccountStore:
         if migrate:
             upgrade(conninfo)
         self.conninfo = conninfo
-        self.pool: ConnectionPool[Any] = ConnectionPool(
-            conninfo,
-            min_size=min_size,
-            max_size=max_size,
-            kwargs={"autocommit": True},
-            check=ConnectionPool.check_connection,
-            open=True,
-            name="precon-accounts",
-        )
+        self.pool: ConnectionPool[Any] = open_pool(conninfo, "precon-accounts", min_size, max_size)
 
     def close(self) -> None:
         self.pool.close()

@@ -18,11 +18,11 @@ from typing import Any
 
 import orjson
 import psycopg
-from psycopg_pool import ConnectionPool
 
 from precon.service.catalogue_records import PerGeneration
 from precon.service.catalogue_types import CatalogueChange, notify_listeners
 from precon.service.postgres.migrations import schema_options, upgrade
+from precon.service.postgres.pools import open_pool
 from precon.service.search import TypoIndex
 
 log = logging.getLogger("precon.store.postgres")
@@ -60,15 +60,7 @@ class PostgresCatalogueBase:
             upgrade(conninfo, schema=schema)
         self.conninfo = conninfo
         self.schema = schema
-        self.pool = ConnectionPool(
-            conninfo,
-            min_size=min_size,
-            max_size=max_size,
-            kwargs={"autocommit": True, **schema_options(schema)},
-            check=ConnectionPool.check_connection,  # a connection the server dropped (a restart) is replaced
-            open=True,
-            name=f"precon-{schema}",
-        )
+        self.pool = open_pool(conninfo, f"precon-{schema}", min_size, max_size, **schema_options(schema))
         self.listeners: list[Callable[[list[CatalogueChange]], None]] = []
         """Called with the changes of every write, after it is committed (webhook events hang here)."""
         self._cache_lock = threading.Lock()

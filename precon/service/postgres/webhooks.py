@@ -25,6 +25,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from precon.service.postgres.migrations import upgrade
+from precon.service.postgres.pools import open_pool
 from precon.service.webhooks import (
     CLAIM_LEASE_S,
     CLAIMANT,
@@ -75,15 +76,7 @@ class PostgresWebhookStore:
         if migrate:
             upgrade(conninfo)
         self.conninfo = conninfo
-        self.pool: ConnectionPool[Any] = ConnectionPool(
-            conninfo,
-            min_size=min_size,
-            max_size=max_size,
-            kwargs={"autocommit": True},
-            check=ConnectionPool.check_connection,
-            open=True,
-            name="precon-webhooks",
-        )
+        self.pool: ConnectionPool[Any] = open_pool(conninfo, "precon-webhooks", min_size, max_size)
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection[Any]]:
