@@ -1,7 +1,13 @@
-"""The catalogue in PostgreSQL 15 (issue 13): a store answering as :class:`~precon.service.store.SQLiteStore` does.
+"""Everything the service keeps, in PostgreSQL 15 (issue 13): stores answering as the SQLite ones do.
 
 * :mod:`.store`: :class:`~.store.PostgresCatalogueStore`, the :class:`~precon.service.store.CatalogueStore`
-  operations over a psycopg connection pool; several processes (replicas) may share one database.
+  operations over a psycopg connection pool, made of :mod:`.catalogue_base` (pool, transactions, generation,
+  ``NOTIFY``), :mod:`.writes`, :mod:`.reads` and :mod:`.text_search`; several processes (replicas) may share one
+  database.
+* :mod:`.accounts`: keys, products and grants (:class:`~.accounts.PostgresAccountStore`).
+* :mod:`.webhooks`: subscriptions, events, the delivery outbox and attempts, claimed ``FOR UPDATE SKIP LOCKED``
+  with a lease, and ``Idempotency-Key`` answers (:class:`~.webhooks.PostgresWebhookStore`).
+* :mod:`.pools`: the connection pools, opened alike.
 * :mod:`.sql`: filter expressions as SQL with bound parameters (the SQLite store's compilers, ``%s`` placeholders).
 * :mod:`.migrations`: the schema, made and upgraded by Alembic from Python (``upgrade(conninfo, schema=...)``);
   replicas starting together migrate one after the other (an advisory lock).
