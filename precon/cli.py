@@ -61,8 +61,8 @@ database_option = click.option(
     envvar="PRECON_SERVICE_DATABASE_URL",
     default=None,
     metavar="URL",
-    help="A postgresql:// URL (or $PRECON_SERVICE_DATABASE_URL): the catalogue and the sandbox are kept in that "
-    "PostgreSQL database instead of SQLite files in the data directory.",
+    help="A postgresql:// URL (or $PRECON_SERVICE_DATABASE_URL): the catalogue, the sandbox, keys and webhooks are "
+    "kept in that PostgreSQL database instead of SQLite files in the data directory.",
 )
 
 _URL_PASSWORD = re.compile(r"^(?P<head>[a-z][a-z0-9+.-]*://[^:@/?#]*:)(?P<secret>.*)@(?=[^@]*$)", re.IGNORECASE)
