@@ -41,8 +41,9 @@ from precon.service.catalogue_types import (
     SimilarityFeatures,
 )
 from precon.service.postgres.catalogue_base import PostgresCatalogueBase, _document
+from precon.service.postgres.relevance import Corpus, Ranking, column_postings, fts5_bm25
 from precon.service.postgres.sql import PostgresFilterCompiler, unit_clause
-from precon.service.postgres.text_search import _rank, _text_match, tsquery
+from precon.service.postgres.text_search import _text_match
 from precon.service.schema import (
     LISTING_ATTRIBUTES,
     SEARCHABLE_LISTING_FIELDS,
@@ -128,6 +129,35 @@ class PostgresReads(PostgresCatalogueBase):
                 self._fallbacks.popitem(last=False)
         return found
 
+    def _corpus(self, db: psycopg.Connection[Any], table: str) -> Corpus:
+        """The size and text lengths of the whole of ``table`` (``listings`` or ``profiles``) as ``db`` sees it,
+        kept per catalogue generation."""
+        key = (table, self._generation_in(db))
+        with self._cache_lock:
+            corpora: dict[tuple[str, int], Corpus] = self.__dict__.setdefault("_corpora", {})
+            found = corpora.get(key)
+        if found is not None:
+            return found
+        length = "text_length" if table == "listings" else "0"
+        row = db.execute(  # table: a fixed name
+            f"SELECT count(*), coalesce(sum({length}), 0)::float8, coalesce(sum(text_tokens), 0) FROM {table}"
+        ).fetchone()
+        assert row is not None
+        corpus = Corpus(int(row[0]), float(row[1]), int(row[2]))
+        with self._cache_lock:
+            for old in [k for k in corpora if k[0] == table and k[1] != key[1]]:
+                del corpora[old]
+            corpora[key] = corpus
+        return corpus
+
+    def _listing_ranking(self, db: psycopg.Connection[Any], text: TextQuery) -> Ranking:
+        """The SQLite store's relevance of a listing: its column index's BM25, or FTS5's ``bm25()`` when the query
+        names fields (the SQLite store answers those with SQL)."""
+        corpus = self._corpus(db, "listings")
+        if text.columns:
+            return fts5_bm25("listings", "l", text, corpus, SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS)
+        return column_postings("listings", "l", text, corpus)
+
     # -- reading listings ----------------------------------------------------------------------------------
 
     def search_listings(self, query: ListingQuery) -> SearchHits:
@@ -194,14 +224,14 @@ class PostgresReads(PostgresCatalogueBase):
     def _page(
         self, db: psycopg.Connection[Any], query: ListingQuery, text: TextQuery | None, where: str, params: list[Any]
     ) -> list[tuple[str, float | None]]:
+        ctes = ""
         joins = ""
         head: list[Any] = []
         tail: list[Any] = []
         score = "NULL::double precision"
         if text is not None:
-            joins = "CROSS JOIN (SELECT %s::tsquery AS query) q"
-            head = [tsquery(text, any_word=True)]
-            score = _rank("l", SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS)
+            ranking = self._listing_ranking(db, text)
+            ctes, joins, score, head = f"WITH {ranking.ctes} ", ranking.joins, ranking.score, ranking.params
             order = f"score DESC, {TIE_BREAK}"
         elif query.order == "trending":
             joins = "LEFT JOIN listing_views v ON v.listing_id = l.listing_id"
@@ -212,7 +242,7 @@ class PostgresReads(PostgresCatalogueBase):
         else:
             order = TIE_BREAK
         sql = (
-            f"SELECT l.doc::text, {score} AS score FROM listings l {joins} "
+            f"{ctes}SELECT l.doc::text, {score} AS score FROM listings l {joins} "
             f"WHERE {where} ORDER BY {order} LIMIT %s OFFSET %s"
         )
         return db.execute(sql, [*head, *params, *tail, query.limit, query.offset]).fetchall()
@@ -352,17 +382,19 @@ class PostgresReads(PostgresCatalogueBase):
             documents: list[dict[str, Any]] = []
             scores: list[float | None] = []
             if query.limit > 0 and query.offset < total:
-                joins, head, score = "", [], "NULL::double precision"
+                ctes, joins, head, score = "", "", [], "NULL::double precision"
                 # SQLite puts NULL first in ascending order, last in descending: so here too.
                 order, order_params = profile_order(query, "%s", ("DESC NULLS LAST", "ASC NULLS FIRST"))
                 if text is not None:
-                    joins = "CROSS JOIN (SELECT %s::tsquery AS query) q"
-                    head = [tsquery(text, any_word=True)]
-                    score = _rank("p", SEARCHABLE_PROFILE_FIELDS, SEARCHABLE_PROFILE_WEIGHTS)
+                    ranking = fts5_bm25(
+                        "profiles", "p", text, self._corpus(db, "profiles"), SEARCHABLE_PROFILE_FIELDS,
+                        SEARCHABLE_PROFILE_WEIGHTS,
+                    )  # fmt: skip
+                    ctes, joins, score, head = f"WITH {ranking.ctes} ", ranking.joins, ranking.score, ranking.params
                     if not query.sort_by_name and not query.sort_by_listings:
                         order = f"score DESC, {order}"
                 rows = db.execute(
-                    f"SELECT p.doc::text, {score} AS score FROM profiles p {joins} WHERE {where} "
+                    f"{ctes}SELECT p.doc::text, {score} AS score FROM profiles p {joins} WHERE {where} "
                     f"ORDER BY {order} LIMIT %s OFFSET %s",
                     [*head, *params, *order_params, query.limit, query.offset],
                 ).fetchall()

@@ -8,6 +8,7 @@ written as quoted lexemes, never parsed or stemmed by PostgreSQL: the same words
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from precon.service.search import MIN_PREFIX_LENGTH, TextQuery, searchable_text, words
@@ -55,3 +56,30 @@ def _text_match(text: TextQuery, alias: str, fields: Sequence[str]) -> tuple[str
 def _rank(alias: str, fields: Sequence[str], weights: Sequence[float]) -> str:
     parts = [f'{weight} * ts_rank({alias}."s_{name}", q.query)' for name, weight in zip(fields, weights, strict=True)]
     return "(" + " + ".join(parts) + ")"
+
+
+@dataclass
+class WordCounts:
+    """A record's words as the rows the relevance is computed from (see :mod:`.relevance`)."""
+
+    words: dict[str, tuple[float, list[int]]]
+    """Per word: its field-weighted count (the sum of its fields' weights over its instances) and its number of
+    instances in each field."""
+    weighted_length: float
+    """The sum of the fields' weights over all the record's words (the SQLite column index's document length)."""
+    tokens: int
+    """The number of words in all the fields, unweighted (FTS5's document size)."""
+
+
+def word_counts(field_words: Sequence[Sequence[str]], weights: Sequence[float]) -> WordCounts:
+    """The :class:`WordCounts` of a record from its fields' words (:func:`_field_words`) and the fields' weights."""
+    counts: dict[str, list[int]] = {}
+    for field, found in enumerate(field_words):
+        for word in found:
+            counts.setdefault(word, [0] * len(field_words))[field] += 1
+    weighted = {
+        word: (sum(w * c for w, c in zip(weights, per_field, strict=True)), per_field)
+        for word, per_field in counts.items()
+    }
+    length = sum(w * len(found) for w, found in zip(weights, field_words, strict=True))
+    return WordCounts(weighted, float(length), sum(len(found) for found in field_words))

@@ -29,12 +29,14 @@ from precon.service.catalogue_records import (
 from precon.service.catalogue_types import TRENDING_DECAY_PER_S, TRENDING_EPOCH_S, CatalogueChange
 from precon.service.derived import complete_listing
 from precon.service.postgres.catalogue_base import PostgresCatalogueBase, _document, _json
-from precon.service.postgres.text_search import _field_words, tsvector
+from precon.service.postgres.text_search import _field_words, tsvector, word_counts
 from precon.service.schema import (
     LISTING_REFERENCE_FIELDS,
     SCALAR_ATTRIBUTES,
     SEARCHABLE_LISTING_FIELDS,
+    SEARCHABLE_LISTING_WEIGHTS,
     SEARCHABLE_PROFILE_FIELDS,
+    SEARCHABLE_PROFILE_WEIGHTS,
 )
 
 _SCALAR_COLUMNS = ", ".join(f'"{a.column}"' for a in SCALAR_ATTRIBUTES)
@@ -44,7 +46,7 @@ _REFERENCE_ATTRIBUTES = sorted(set(LISTING_REFERENCE_FIELDS.values()))
 _VECTOR = "array_to_tsvector(%s::text[])"
 _COPY_LISTINGS = (
     "COPY listings(id, listing_id, province, featured, updated_at, geo_lat, geo_lng, "
-    f"{_SCALAR_COLUMNS}, {_LISTING_SEARCH_COLUMNS}, s_all, doc) FROM STDIN"
+    f"{_SCALAR_COLUMNS}, {_LISTING_SEARCH_COLUMNS}, s_all, text_length, text_tokens, doc) FROM STDIN"
 )
 
 
@@ -84,32 +86,40 @@ class PostgresWrites(PostgresCatalogueBase):
             ]
             index = ListingIndexRows()
             rows: list[list[Any]] = []
+            words: list[tuple[Any, ...]] = []
             for (listing_id, record), rowid in zip(batch, new_ids, strict=True):
                 found = existing.get(listing_id)
                 old = None if found is None else found[1]
                 if old is not None:
                     index.touched_profiles.update(reference_keys(old))
-                rows.append(self._listing_row(listing_id, complete_listing(record, old, now), rowid, index))
+                rows.append(self._listing_row(listing_id, complete_listing(record, old, now), rowid, index, words))
                 changes.append(CatalogueChange("listing", "created" if found is None else "updated", listing_id))
-            self._copy_listing_rows(db, rows, index)
+            self._copy_listing_rows(db, rows, index, words)
             self._refresh_profile_provinces(db, index.touched_profiles)
             self._bump_generation(db)
         return self._notify(changes)
 
     @staticmethod
-    def _listing_row(listing_id: str, record: dict[str, Any], rowid: int, index: ListingIndexRows) -> list[Any]:
+    def _listing_row(
+        listing_id: str, record: dict[str, Any], rowid: int, index: ListingIndexRows, words: list[tuple[Any, ...]]
+    ) -> list[Any]:
         """The listing's row of ``listings`` (as :data:`_COPY_LISTINGS` names its columns); its other rows are
-        gathered in ``index``."""
+        gathered in ``index``, its ``listing_words`` rows in ``words``."""
         lat, lng = _geo_point(record)
         values: list[Any] = [rowid, listing_id, *listing_columns(record, lat, lng, index.labels)]
         field_words = _field_words(record, SEARCHABLE_LISTING_FIELDS)
+        counts = word_counts(field_words, SEARCHABLE_LISTING_WEIGHTS)
+        words += [(word, rowid, weighted, per_field) for word, (weighted, per_field) in counts.words.items()]
         values += [tsvector(ws) for ws in field_words]
-        values += [tsvector([w for ws in field_words for w in ws]), _json(record)]
+        values += [tsvector([w for ws in field_words for w in ws]), counts.weighted_length, counts.tokens]
+        values.append(_json(record))
         index.add(record, rowid)
         return values
 
     @staticmethod
-    def _copy_listing_rows(db: psycopg.Connection[Any], rows: list[list[Any]], index: ListingIndexRows) -> None:
+    def _copy_listing_rows(
+        db: psycopg.Connection[Any], rows: list[list[Any]], index: ListingIndexRows, words: list[tuple[Any, ...]]
+    ) -> None:
         with db.cursor() as cursor:
             with cursor.copy(_COPY_LISTINGS) as copy:
                 for listing_row in rows:
@@ -120,6 +130,7 @@ class PostgresWrites(PostgresCatalogueBase):
                 ("listing_plans", index.plans),
                 ("listing_plan_values", index.plan_values),
                 ("plan_ids", sorted(index.plan_ids)),
+                ("listing_words", words),
             ):
                 with cursor.copy(f"COPY {table} FROM STDIN") as copy:  # table: a fixed name
                     for table_row in table_rows:
@@ -150,34 +161,48 @@ class PostgresWrites(PostgresCatalogueBase):
         touched: set[str] = set()
         vectors = ", ".join([_VECTOR] * (len(SEARCHABLE_PROFILE_FIELDS) + 1))
         columns = (
-            f"profile_id, collection, path, path_key, name_key, listing_count, {_PROFILE_SEARCH_COLUMNS}, s_all, doc"
+            f"profile_id, collection, path, path_key, name_key, listing_count, {_PROFILE_SEARCH_COLUMNS}, s_all, "
+            "text_tokens, doc"
         )
         batch = _last_of_each(records, lambda r: str(r.get("path") or "").strip())
+        words: list[tuple[Any, ...]] = []
         with self._write() as db:
             for record in batch:
                 profile = stored_profile(record)
                 path = profile.path
                 field_words = _field_words(profile.record, SEARCHABLE_PROFILE_FIELDS)
+                counts = word_counts(field_words, SEARCHABLE_PROFILE_WEIGHTS)
                 values = [
                     *profile.columns(),
                     *field_words,
                     [w for ws in field_words for w in ws],
+                    counts.tokens,
                     _json(profile.record),
                 ]
                 row = db.execute("SELECT id FROM profiles WHERE path = %s", (path,)).fetchone()
                 if row is None:
-                    db.execute(
-                        f"INSERT INTO profiles({columns}) VALUES (%s, %s, %s, %s, %s, %s, {vectors}, %s::json)", values
-                    )
+                    inserted = db.execute(
+                        f"INSERT INTO profiles({columns}) VALUES (%s, %s, %s, %s, %s, %s, {vectors}, %s, %s::json) "
+                        "RETURNING id",
+                        values,
+                    ).fetchone()
+                    assert inserted is not None
+                    rowid = int(inserted[0])
                 else:
                     # A rewrite keeps the profile's row: its profile_provinces rows stay its own.
+                    rowid = int(row[0])
                     db.execute(
-                        f"UPDATE profiles SET ({columns}) = (%s, %s, %s, %s, %s, %s, {vectors}, %s::json) "
+                        f"UPDATE profiles SET ({columns}) = (%s, %s, %s, %s, %s, %s, {vectors}, %s, %s::json) "
                         "WHERE id = %s",
-                        [*values, row[0]],
+                        [*values, rowid],
                     )
+                    db.execute("DELETE FROM profile_words WHERE profile = %s", (rowid,))
+                words += [(word, rowid, weighted, per_field) for word, (weighted, per_field) in counts.words.items()]
                 touched.add(fold_text(path))
                 changes.append(CatalogueChange("profile", "updated" if row else "created", path))
+            with db.cursor() as cursor, cursor.copy("COPY profile_words FROM STDIN") as copy:
+                for word_row in words:
+                    copy.write_row(word_row)
             self._refresh_profile_provinces(db, touched)
             self._bump_generation(db)
         return self._notify(changes)

@@ -1,0 +1,174 @@
+"""The relevance of a text search on PostgreSQL: the SQLite store's scores, computed the same way in SQL.
+
+The SQLite store ranks listings with its column index's BM25 (:class:`precon.service.columns.TextPostings`: per
+query word, the field-weighted count of the word, of its prefix run when it is the last word, and of its typo
+variants; ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))``; weighted document lengths; the sum rounded to 6 places),
+and profiles, and listings matched in some fields only, with FTS5's ``bm25()`` (per *phrase* of the MATCH
+expression: ``idf = ln((N - n + 0.5) / (n + 0.5))``, 1e-6 when not positive; the frequency the sum of the
+matched columns' weights over the phrase's instances; the document size every column's words, unweighted).
+
+Both are computed here from the rows of ``listing_words``/``profile_words`` (a record's field-weighted count and
+per-field counts of each word, migration 0004) and the records' ``text_length``/``text_tokens``, in the same
+floating-point operations in the same order, so that the scores are equal to the last bit: the order of a page
+and the scores shown are the SQLite store's. Words compare in code-point order (``COLLATE "C"``), as Python's
+sorted vocabulary does, so a prefix's run is the range ``[p, p + U+10FFFF)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from precon.service.columns import TEXT_B, TEXT_K1
+from precon.service.search import MIN_PREFIX_LENGTH, TextQuery
+
+FTS5_K1 = 1.2
+FTS5_B = 0.75
+FTS5_MIN_IDF = 1e-6
+LAST_CODE_POINT = "\U0010ffff"
+WORD_TABLES = {"listings": ("listing_words", "listing"), "profiles": ("profile_words", "profile")}
+"""Per catalogue table: its words table and the column naming the record."""
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """One alternative of a query word: the word itself (the last word as a prefix) or one of its typo variants."""
+
+    word: str
+    prefix: bool
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """The whole catalogue table's text, as both measures see it: every record counts, matched or not."""
+
+    rows: int
+    weighted_length: float
+    """The sum of the records' field-weighted lengths (``text_length``)."""
+    tokens: int
+    """The sum of the records' word counts (``text_tokens``)."""
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A text query's relevance as SQL: ``ctes`` (without ``WITH``) and ``joins`` (to the catalogue row, whose
+    alias the ranking was made for) before the query's own parameters, then ``score`` to select."""
+
+    ctes: str
+    joins: str
+    score: str
+    params: list[Any]
+
+
+def _float(value: float) -> str:
+    """A double as an SQL literal of that exact double (``repr`` round-trips; ``float8in`` rounds correctly)."""
+    return f"'{value!r}'::float8"
+
+
+def query_phrases(text: TextQuery) -> list[list[Phrase]]:
+    """Per query word, its alternatives in the order of the FTS5 expression
+    (:meth:`~precon.service.search.TextQuery.fts_expression`): the word, then its typo variants sorted."""
+    last = len(text.words) - 1
+    positions = []
+    for position, word in enumerate(text.words):
+        alternatives = [Phrase(word, position == last and len(word) >= MIN_PREFIX_LENGTH)]
+        alternatives += [Phrase(variant, False) for variant in sorted(text.typo_variants.get(word, ()))]
+        positions.append(alternatives)
+    return positions
+
+
+def _rows(table: str, phrase: Phrase, frequency: str) -> tuple[str, list[Any]]:
+    """The (record, frequency) rows of one phrase's words: one word, or the run of words a prefix starts."""
+    words, owner = WORD_TABLES[table]
+    if phrase.prefix:
+        condition, params = "word >= %s AND word < %s", [phrase.word, phrase.word + LAST_CODE_POINT]
+    else:
+        condition, params = "word = %s", [phrase.word]
+    return f"SELECT {owner} AS owner, {frequency} AS f FROM {words} WHERE {condition}", params
+
+
+def column_postings(table: str, alias: str, text: TextQuery, corpus: Corpus) -> Ranking:
+    """The SQLite column index's BM25 (:meth:`precon.service.columns.TextPostings.scores`), rounded as it rounds
+    (``numpy.round``: ``rint(x * 1e6) / 1e6``; PostgreSQL's ``round(double precision)`` is ``rint``). The joins
+    keep only records holding every query word."""
+    average = corpus.weighted_length / corpus.rows if corpus.rows and corpus.weighted_length > 0 else 1.0
+    names: dict[tuple[Phrase, ...], str] = {}
+    ctes: list[str] = []
+    params: list[Any] = []
+    for alternatives in query_phrases(text):
+        if tuple(alternatives) in names:
+            continue
+        name = f"t{len(names)}"
+        names[tuple(alternatives)] = name
+        parts = []
+        for phrase in alternatives:
+            sql, phrase_params = _rows(table, phrase, "weighted")
+            parts.append(sql)
+            params += phrase_params
+        ctes.append(f"{name} AS (SELECT owner, sum(f) AS f FROM ({' UNION ALL '.join(parts)}) w GROUP BY owner)")
+    rows = _float(float(corpus.rows))
+    idfs = ", ".join(
+        f"ln({_float(1.0)} + ({rows} - h.{n} + {_float(0.5)}) / (h.{n} + {_float(0.5)})) AS {n}" for n in names.values()
+    )
+    holders = ", ".join(f"(SELECT count(*) FROM {n})::float8 AS {n}" for n in names.values())
+    ctes.append(f"idf AS (SELECT {idfs} FROM (SELECT {holders}) h)")
+    normaliser = (
+        f"({_float(TEXT_K1)} * ({_float(1 - TEXT_B)} + ({_float(TEXT_B)} * {alias}.text_length) / {_float(average)}))"
+    )
+    terms = [
+        f"((idf.{n} * {n}.f) * {_float(TEXT_K1 + 1)}) / ({n}.f + {normaliser})"
+        for n in (names[tuple(alternatives)] for alternatives in query_phrases(text))
+    ]
+    joins = " ".join(f"JOIN {n} ON {n}.owner = {alias}.id" for n in names.values()) + " CROSS JOIN idf"
+    score = f"round(({' + '.join(terms)}) * {_float(1e6)}) / {_float(1e6)}"
+    return Ranking(", ".join(ctes), joins, score, params)
+
+
+def fts5_bm25(
+    table: str,
+    alias: str,
+    text: TextQuery,
+    corpus: Corpus,
+    fields: Sequence[str],
+    weights: Sequence[float],
+) -> Ranking:
+    """FTS5's ``bm25()`` with the fields' ``weights`` over the query's MATCH expression, in the fields the query
+    names when it names some (FTS5's column filter), not rounded (the SQLite store orders by the exact value).
+
+    The joins are outer: which records match is the query's own condition."""
+    named = [i for i, name in enumerate(fields) if not text.columns or name in text.columns]
+    if text.columns:
+        frequency = "(" + " + ".join(f"{_float(weights[i])} * counts[{i + 1}]" for i in named) + ")"
+    else:
+        frequency = "weighted"
+    average = float(corpus.tokens) / float(corpus.rows) if corpus.rows else 1.0
+    names: dict[Phrase, str] = {}
+    ctes: list[str] = []
+    params: list[Any] = []
+    phrases = [phrase for alternatives in query_phrases(text) for phrase in alternatives]
+    for phrase in phrases:
+        if phrase in names:
+            continue
+        name = f"q{len(names)}"
+        names[phrase] = name
+        sql, phrase_params = _rows(table, phrase, frequency)
+        params += phrase_params
+        ctes.append(f"{name} AS (SELECT owner, sum(f) AS f FROM ({sql}) w WHERE f > 0 GROUP BY owner)")
+    rows = _float(float(corpus.rows))
+    raw = ", ".join(f"ln(({rows} - h.{n} + {_float(0.5)}) / (h.{n} + {_float(0.5)})) AS {n}" for n in names.values())
+    holders = ", ".join(f"(SELECT count(*) FROM {n})::float8 AS {n}" for n in names.values())
+    clamped = ", ".join(
+        f"CASE WHEN r.{n} <= 0 THEN {_float(FTS5_MIN_IDF)} ELSE r.{n} END AS {n}" for n in names.values()
+    )
+    ctes.append(f"idf AS (SELECT {clamped} FROM (SELECT {raw} FROM (SELECT {holders}) h) r)")
+    normaliser = (
+        f"({_float(FTS5_K1)} * ({_float(1 - FTS5_B)} + ({_float(FTS5_B)} * {alias}.text_tokens) / {_float(average)}))"
+    )
+    terms = []
+    for phrase in phrases:
+        n = names[phrase]
+        f = f"coalesce({n}.f, {_float(0.0)})"
+        terms.append(f"idf.{n} * (({f} * {_float(FTS5_K1 + 1.0)}) / ({f} + {normaliser}))")
+    joins = " ".join(f"LEFT JOIN {n} ON {n}.owner = {alias}.id" for n in names.values()) + " CROSS JOIN idf"
+    return Ranking(", ".join(ctes), joins, "(" + " + ".join(terms) + ")", params)
