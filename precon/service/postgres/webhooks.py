@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 import psycopg
@@ -59,6 +59,17 @@ _ATTEMPTS = (
 """A delivery's attempts, the oldest first, as one JSON array (read in the same statement as the delivery)."""
 
 
+Claim = Callable[[psycopg.Connection[Any]], Sequence[Event]]
+"""Called in the transaction that stores events, before they are stored: the events to store (of those given)."""
+
+
+class Journal(Protocol):
+    """A journal of catalogue changes whose events this outbox publishes (see
+    :class:`~precon.service.postgres.change_journal.ChangeJournal`)."""
+
+    def sweep(self) -> int: ...
+
+
 def _attempt(
     attempted_at: str, status_code: int | None, latency_ms: float, error: str | None, excerpt: str | None
 ) -> tuple[Any, ...]:
@@ -77,6 +88,9 @@ class PostgresWebhookStore:
             upgrade(conninfo)
         self.conninfo = conninfo
         self.pool: ConnectionPool[Any] = open_pool(conninfo, "precon-webhooks", min_size, max_size)
+        self.journals: list[Journal] = []
+        """The journals of the catalogues in this database whose changes become events here: the delivery worker
+        sweeps them (:meth:`sweep_journals`)."""
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection[Any]]:
@@ -159,13 +173,22 @@ class PostgresWebhookStore:
 
     # -- events and the outbox -----------------------------------------------------------------------------
 
-    def publish(self, events: Sequence[Event], first_delay: float = 0.0) -> list[tuple[str, int]]:
+    def publish(
+        self, events: Sequence[Event], first_delay: float = 0.0, claim: Claim | None = None
+    ) -> list[tuple[str, int]]:
         """Stores events and one delivery per subscriber, in one transaction, before anything is sent.
 
-        An event nobody subscribed to is not stored. Answers each event's id and its number of deliveries.
+        An event nobody subscribed to is not stored. Answers each event's id and its number of deliveries. With
+        ``claim``, only the events it answers, in the same transaction (it may take what they come from, such as the
+        rows of a journal of changes: an event is then stored once, by whoever took its row).
         """
         with self._transaction() as db:
-            return self._publish(db, events, first_delay)
+            return self._publish(db, events if claim is None else claim(db), first_delay)
+
+    def sweep_journals(self) -> int:
+        """Publishes what the journals of catalogue changes hold that no living process is publishing (left by one
+        that died between a write's commit and the publishing of its events): the number of changes published."""
+        return sum(journal.sweep() for journal in list(self.journals))
 
     def _publish(
         self, db: psycopg.Connection[Any], events: Sequence[Event], first_delay: float
