@@ -44,17 +44,28 @@ class CatalogueNotifier:
     """``reads``: what this thread's current write has read of the subscriptions and grants, by question."""
 
     def attach(self) -> CatalogueNotifier:
-        self.store.listeners.append(self)
+        """Listens to the store. A PostgreSQL store with the outbox in its own database records each write's
+        changes in its journal instead, in the write's transaction, and this notifier's events are published from
+        there: none is lost if the process dies after the commit (see
+        :mod:`precon.service.postgres.change_journal`). Otherwise it hears of each write after the commit."""
+        journal_changes = getattr(self.store, "journal_changes", None)
+        if journal_changes is None or not journal_changes(self, self.webhooks):
+            self.store.listeners.append(self)
         return self
 
     def __call__(self, changes: Sequence[CatalogueChange]) -> None:
-        self._batch.reads = {}
-        try:
-            events = [event for change in changes for event in self._events(change)]
-        finally:
-            self._batch.reads = None
+        events = [event for events in self.events_of(changes) for event in events]
         if events:
             self.webhooks.publish(events, self.first_delay)
+
+    def events_of(self, changes: Sequence[CatalogueChange]) -> list[list[Event]]:
+        """Each change's events, in order (none for a change nobody subscribed to and may read): the
+        subscriptions and grants are read once for all of them."""
+        self._batch.reads = {}
+        try:
+            return [self._events(change) for change in changes]
+        finally:
+            self._batch.reads = None
 
     def _read(self, question: tuple[Any, ...], read: Callable[[], T]) -> T:
         """``read()``, once per write (outside one, every time)."""

@@ -5,10 +5,16 @@ stand on: its :class:`psycopg_pool.ConnectionPool`, the read transaction (repeat
 see one catalogue), the write transaction (an advisory lock: one writer at a time across replicas), the
 :meth:`~PostgresCatalogueBase.atomic` block, and the generation every write raises and announces
 (``NOTIFY`` on :data:`CHANNEL`). The write path is :mod:`.writes`, the read path :mod:`.reads`.
+
+Each write (:data:`JOURNALED_WRITES`) runs in an :meth:`~PostgresCatalogueBase.atomic` block, its own or its
+caller's: with a :attr:`~PostgresCatalogueBase.journal` (a notifier whose outbox is in this database), the block's
+changes are recorded in the catalogue's journal in its transaction and their events published from there after
+the commit, so that a process dying in between loses none (:mod:`.change_journal`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import OrderedDict
@@ -21,6 +27,7 @@ import psycopg
 
 from precon.service.catalogue_records import PerGeneration
 from precon.service.catalogue_types import CatalogueChange, notify_listeners
+from precon.service.postgres.change_journal import ChangeJournal, ChangeReader, Entry, same_database
 from precon.service.postgres.migrations import schema_options, upgrade
 from precon.service.postgres.pools import open_pool
 from precon.service.search import TypoIndex
@@ -31,6 +38,9 @@ CHANNEL = "precon_catalogue"
 """Every committed write notifies it, with the catalogue's schema and new generation as the payload."""
 WRITE_LOCK = 0x70726563
 """The advisory lock that serialises catalogue writes ('prec')."""
+JOURNALED_WRITES = ("upsert_listings", "upsert_profiles", "delete_listing", "delete_profile")
+"""The writes that each run in an :meth:`~PostgresCatalogueBase.atomic` block of their own when not in one: their
+changes are then recorded in the journal in their transaction."""
 
 
 def _document(text: str) -> dict[str, Any]:
@@ -42,8 +52,25 @@ def _json(record: dict[str, Any]) -> str:
     return orjson.dumps(record).decode()
 
 
+def _in_atomic(write: Callable[..., list[CatalogueChange]]) -> Callable[..., list[CatalogueChange]]:
+    @functools.wraps(write)
+    def atomically(self: PostgresCatalogueBase, *args: Any, **kwargs: Any) -> list[CatalogueChange]:
+        with self.atomic():
+            return write(self, *args, **kwargs)
+
+    return atomically
+
+
 class PostgresCatalogueBase:
     """A catalogue in a PostgreSQL 15 database (made or upgraded by the migrations when ``migrate``): the pool."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """The :data:`JOURNALED_WRITES` a subclass defines each run in an :meth:`atomic` block (nested in the
+        caller's, if any): a write's changes are recorded in its own transaction, and heard of after its commit."""
+        super().__init_subclass__(**kwargs)
+        for name in JOURNALED_WRITES:
+            if name in cls.__dict__:
+                setattr(cls, name, _in_atomic(cls.__dict__[name]))
 
     def __init__(
         self,
@@ -62,7 +89,10 @@ class PostgresCatalogueBase:
         self.schema = schema
         self.pool = open_pool(conninfo, f"precon-{schema}", min_size, max_size, **schema_options(schema))
         self.listeners: list[Callable[[list[CatalogueChange]], None]] = []
-        """Called with the changes of every write, after it is committed (webhook events hang here)."""
+        """Called with the changes of every write, after it is committed."""
+        self.journal: ChangeJournal | None = None
+        """Where each write's changes are recorded in its transaction, for their webhook events (see
+        :meth:`journal_changes`)."""
         self._cache_lock = threading.Lock()
         self._typo_cache: PerGeneration[tuple[TypoIndex, TypoIndex]] = PerGeneration()
         self._label_cache: PerGeneration[dict[tuple[str, str], str]] = PerGeneration()
@@ -100,11 +130,16 @@ class PostgresCatalogueBase:
     @contextmanager
     def atomic(self) -> Iterator[None]:
         """The writes made inside (by this thread) are one transaction: all of them are committed or none is, and
-        the listeners hear of them once, after the commit (an import, a mirror page). Nested: part of the outer."""
+        the listeners hear of them once, after the commit (an import, a mirror page). Nested: part of the outer.
+
+        With a :attr:`journal`, the changes are recorded in it in that transaction, and published from it after
+        the commit (by whoever sweeps the journal, if this process dies first)."""
         if getattr(self._local, "connection", None) is not None:
             yield
             return
         pending: list[CatalogueChange] = []
+        entries: list[Entry] = []
+        journal = self.journal
         with self.pool.connection() as connection:
             with connection.transaction():
                 connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
@@ -113,8 +148,33 @@ class PostgresCatalogueBase:
                     yield
                 finally:
                     self._local.connection = self._local.pending = None
+                if journal is not None:
+                    entries = journal.record(connection, pending)
         if pending:
-            self._notify(pending)
+            self._committed(pending, journal, entries)
+
+    def _committed(self, changes: list[CatalogueChange], journal: ChangeJournal | None, entries: list[Entry]) -> None:
+        """After a commit: the journal's entries published (a failure leaves them to a sweep), the listeners told."""
+        if journal is not None:
+            try:
+                journal.publish(entries)
+            except Exception:  # the rows stay in the journal: a sweep publishes them once the lease runs out
+                log.exception("the events of %d catalogue changes are left to the journal's sweep", len(entries))
+        notify_listeners(self.listeners, changes, log)
+
+    def journal_changes(self, reader: ChangeReader, outbox: object) -> bool:
+        """Records every write's changes in this catalogue's journal, for ``reader`` to turn into events that
+        ``outbox`` publishes, if ``outbox`` is the PostgreSQL one in this database (which then sweeps the journal);
+        answers whether it is so. One reader per store: False for another."""
+        from precon.service.postgres.webhooks import PostgresWebhookStore
+
+        if self.journal is not None or not isinstance(outbox, PostgresWebhookStore):
+            return False
+        if not same_database(self.pool, outbox.pool):
+            return False
+        self.journal = ChangeJournal(self.schema, reader, outbox)
+        outbox.journals.append(self.journal)
+        return True
 
     def _bump_generation(self, connection: psycopg.Connection[Any]) -> None:
         """Raises the generation; at commit, the other replicas hear ``<schema> <generation>`` on :data:`CHANNEL`."""
@@ -132,7 +192,7 @@ class PostgresCatalogueBase:
 
     def _notify(self, changes: list[CatalogueChange]) -> list[CatalogueChange]:
         pending: list[CatalogueChange] | None = getattr(self._local, "pending", None)
-        if pending is not None:  # inside atomic(): heard after its commit
+        if pending is not None:  # inside atomic() (every journaled write is): recorded, and heard after its commit
             pending.extend(changes)
             return changes
         return notify_listeners(self.listeners, changes, log)
