@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +33,9 @@ from precon.service.webhooks import (
 )
 
 log = logging.getLogger("precon.webhooks")
+
+JOURNAL_SWEEP_S = 5.0
+"""How often a worker whose outbox keeps journals of catalogue changes (PostgreSQL's) sweeps them."""
 
 
 def sign(secret: str, message_id: str, timestamp: datetime, body: bytes) -> dict[str, str]:
@@ -96,7 +100,23 @@ class DeliveryWorker:
             thread = threading.Thread(target=self._run, name=f"webhook-sender-{number}", daemon=True)
             thread.start()
             self._threads.append(thread)
+        sweep: Callable[[], int] | None = getattr(self.store, "sweep_journals", None)
+        if sweep is not None:
+            thread = threading.Thread(target=self._sweep, args=(sweep,), name="journal-sweeper", daemon=True)
+            thread.start()
+            self._threads.append(thread)
         return self
+
+    def _sweep(self, sweep: Callable[[], int]) -> None:
+        """Publishes the catalogue changes a process that died left in the journals (see
+        :mod:`precon.service.postgres.change_journal`), at start and every :data:`JOURNAL_SWEEP_S`."""
+        while not self._stop.is_set():
+            try:
+                if sweep():
+                    self._wake.set()
+            except Exception:  # the database unreachable for a while: the next sweep tries again
+                log.exception("cannot sweep the journal of catalogue changes")
+            self._stop.wait(JOURNAL_SWEEP_S)
 
     def wake(self) -> None:
         self._wake.set()
