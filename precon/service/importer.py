@@ -281,7 +281,10 @@ def import_file(store: SQLiteStore | PostgresCatalogueStore, path: str | Path) -
 
     PostgreSQL: one transaction under the store's write lock, the floor-plan ids checked inside it (against what
     the imports that ran first committed); a failure anywhere leaves the catalogue as it was and publishes no
-    event, and the store's listeners hear of every change once, after the commit. SQLite: a transaction a batch.
+    event, and the store's listeners hear of every change once, after the commit (with the outbox in the same
+    database, the changes are recorded in the store's journal in that transaction and their events published
+    from it once, by this process or, if it dies first, by a replica: :mod:`precon.service.postgres.change_journal`).
+    SQLite: a transaction a batch.
     """
     from precon.service.runtime import load
 

@@ -153,7 +153,8 @@ def replace_catalogue(
 ) -> list[CatalogueChange]:
     """Makes ``store`` hold these records and no others, in one transaction: the records it holds that are not
     among them are removed, these are upserted (profiles first). The store's listeners hear of every change
-    once, after the commit; a failure leaves the catalogue as it was."""
+    once, after the commit (or its journal records them in the transaction: see :meth:`PostgresCatalogueStore.atomic`);
+    a failure leaves the catalogue as it was."""
     from precon.service.runtime import load
 
     profiles, listings = list(profiles), list(listings)
