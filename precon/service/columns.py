@@ -416,7 +416,7 @@ class ColumnIndex:
         """The values of a facet counted over the listings in ``mask``: the ``limit`` most frequent (None: all)."""
         attribute = LISTING_ATTRIBUTES[canonical_path(name)]
         path = attribute.path
-        if attribute.kind == "text":
+        if attribute.kind == "text" or path in self.terms:  # text, or booleans of floor plans (held as terms)
             bitmaps = self._value_bitmaps(path)
             if bitmaps is not None:
                 counts = np.bitwise_count(bitmaps & _packed(mask, bitmaps.shape[1])).sum(axis=1, dtype=np.int64)
@@ -427,6 +427,8 @@ class ColumnIndex:
                 postings = self.terms[path]
                 counts = np.bincount(postings.codes[mask[postings.owners]], minlength=len(postings.vocabulary))
             terms = self.terms[path].vocabulary if attribute.multi else self.text[path].vocabulary
+            if attribute.kind != "text":
+                return _top(terms.__getitem__, counts, limit)
             return _top(lambda code: self._label(path, terms[code]), counts, limit)
         if attribute.multi:
             number_postings = self.number_postings[path]
