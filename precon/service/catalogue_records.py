@@ -419,3 +419,8 @@ class PerGeneration(Generic[T]):
             cached = (generation, build())
             self._cached = cached
         return cached[1]
+
+    def holds(self, generation: int) -> bool:
+        """Whether the kept value is of ``generation``: :meth:`get` would answer it without building."""
+        cached = self._cached
+        return cached is not None and cached[0] == generation

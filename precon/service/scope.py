@@ -65,11 +65,16 @@ def listing_filter(call: Call) -> Expr | None:
     return check_expression(call.version, call.params.filter_query(), "filterQuery")
 
 
+def text_in_some_fields(version: str) -> bool:
+    """Whether ``version`` hides a searchable field, so that its text queries are matched in the others only."""
+    return not all(is_visible(version, name) for name in SEARCHABLE_LISTING_FIELDS)
+
+
 def listing_text(call: Call) -> TextQuery | None:
     """The call's ``search``, matched only in the searchable fields its version shows: under ``v1-lite`` a word
     of a hidden ``summary`` or ``amenities`` finds nothing, as the field itself is not there to see."""
     text = call.params.search()
-    if text is None or all(is_visible(call.version, name) for name in SEARCHABLE_LISTING_FIELDS):
+    if text is None or not text_in_some_fields(call.version):
         return text
     return replace(text, columns=tuple(name for name in SEARCHABLE_LISTING_FIELDS if is_visible(call.version, name)))
 

@@ -113,11 +113,26 @@ class SQLiteReads(SQLiteCatalogueBase):
         search = self._search_columns if in_memory else self._search_sql
         return with_typo_retry(lambda t: search(query, t), text, lambda: self._typo_indexes()[0])
 
+    def answers_from_memory(self, text_in_some_fields: bool, unit_filter: bool) -> bool:
+        """Whether a listing search would be answered from indexes this process already holds for the current
+        generation: CPU for a few milliseconds and a read of the page's records, no index to build, no FTS5
+        query. Such a search may run on the event loop (see :meth:`precon.service.calls.Service.run`)."""
+        if self.engine != "columns" or text_in_some_fields:
+            return False
+        generation = self.generation()
+        index = self._column_index
+        if index is None or index.generation != generation:
+            return False
+        if unit_filter and (self._plan_index is None or self._plan_index.generation != generation):
+            return False
+        return self._typo_cache.holds(generation) and self._label_cache.holds(generation)
+
     def warm(self) -> None:
         """Builds the in-memory indexes now rather than on the first query."""
         if self.engine == "columns":
             self._columns()
         self._typo_indexes()
+        self._labels()
 
     # The column engine: the default.
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Security
 from fastapi.security import APIKeyHeader
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from precon.service import wire
 from precon.service.accounts import ApiKey
@@ -30,11 +31,14 @@ async def get_service(request: Request) -> Service:
 ServiceDep = Annotated[Service, Depends(get_service)]
 
 
-def authenticated(
+async def authenticated(
     request: Request, service: ServiceDep, api_key: Annotated[str | None, Security(api_key_header)]
 ) -> ApiKey:
-    """The caller's key (403 without one, 429 over its rate): checked before any parameter is."""
-    return service.authenticate(request)
+    """The caller's key (403 without one, 429 over its rate): checked before any parameter is. On the event loop
+    when the checks are local; a key or a rate kept in PostgreSQL or Redis is a round trip, made in a thread."""
+    if service.local_checks:
+        return service.authenticate(request)
+    return await run_in_threadpool(service.authenticate, request)
 
 
 def _error(description: str, model: type[BaseModel] | object = wire.Error) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from precon.service.routes.parameters import (
     Version,
 )
 from precon.service.schema import SEARCHABLE_LISTING_FIELDS
-from precon.service.scope import listing_facets, listing_filter, listing_shaper, listing_text
+from precon.service.scope import listing_facets, listing_filter, listing_shaper, listing_text, text_in_some_fields
 from precon.service.splice import SPLICER
 from precon.service.store import ListingQuery, SearchHits
 from precon.service.units import add_matched_floor_plans, unit_filter
@@ -92,7 +92,7 @@ def listing_search(call: Call, *, order: str = "relevance", highlight: bool = Fa
 
 
 @route("search_listings", wire.ListingsPage, "Search listings")
-def search_listings(
+async def search_listings(
     request: Request,
     version: Version,
     province: Province,
@@ -110,8 +110,16 @@ def search_listings(
     filterQuery: FilterQuery = None,
     unitFilter: UnitFilter = None,
 ) -> Response:
-    call = service.call(request, version.value, province.value)
-    return answer(request, listing_search(call, highlight=call.params.boolean("highlightResults")))
+    def work() -> Response:
+        call = service.call(request, version.value, province.value)
+        return answer(request, listing_search(call, highlight=call.params.boolean("highlightResults")))
+
+    return await service.run_listing_search(
+        version.value,
+        work,
+        text_in_some_fields=bool(search) and text_in_some_fields(version.value),
+        unit_filter=bool(unitFilter),
+    )
 
 
 @route("listing", wire.Listing, "Get a listing", errors=NOT_FOUND)

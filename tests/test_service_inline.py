@@ -1,0 +1,101 @@
+"""Where a listing search runs: on the event loop only when every part of it is in memory already (SQLite keys and
+local rate limits, the current generation's indexes built); in a worker thread otherwise, so that an index being
+built or a round trip to a server holds up only the calls that wait for it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+from precon.service import catalogue
+from precon.service.accounts import AccountStore
+from precon.service.calls import Service
+from precon.service.config import ServiceSettings
+from precon.service.runtime import load
+from precon.service.store import ListingQuery, SQLiteStore
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> tuple[SQLiteStore, SQLiteStore]:
+    built = catalogue.generate(40, 3)
+    live = SQLiteStore(tmp_path / "catalogue.sqlite3")
+    load(live, built.listings, built.profiles)
+    sandbox = SQLiteStore(tmp_path / "sandbox.sqlite3")
+    yield live, sandbox
+    live.close()
+    sandbox.close()
+
+
+def service_over(tmp_path: Path, live: SQLiteStore, sandbox: SQLiteStore, **settings: object) -> Service:
+    accounts = AccountStore(tmp_path / "accounts.sqlite3")
+    return Service(ServiceSettings(data_dir=tmp_path, **settings), live, sandbox, accounts)
+
+
+def thread_of_search(service: Service, version: str = "v1", **kinds: bool) -> tuple[bool, int]:
+    """Whether the search ran on the event loop's thread, and the total it found."""
+
+    async def main() -> tuple[bool, int]:
+        loop_thread = threading.current_thread()
+        store = service.sandbox if version == "v1-sandbox" else service.live
+
+        def work() -> tuple[bool, int]:
+            total = store.search_listings(ListingQuery(limit=5)).total
+            return threading.current_thread() is loop_thread, total
+
+        options = {"text_in_some_fields": False, "unit_filter": False, **kinds}
+        return await service.run_listing_search(version, work, **options)
+
+    return asyncio.run(main())
+
+
+def test_a_search_runs_on_the_loop_once_the_indexes_are_built(tmp_path: Path, stores: tuple) -> None:
+    live, sandbox = stores
+    service = service_over(tmp_path, live, sandbox)
+    assert not live.answers_from_memory(False, False)
+    on_loop, total = thread_of_search(service)
+    assert (on_loop, total) == (False, 40)  # the first builds the indexes, in a thread
+    assert live.answers_from_memory(False, False)
+    assert thread_of_search(service) == (True, 40)
+
+
+def test_a_write_sends_the_next_search_to_a_thread_until_the_indexes_are_rebuilt(tmp_path: Path, stores: tuple) -> None:
+    live, sandbox = stores
+    service = service_over(tmp_path, live, sandbox)
+    thread_of_search(service)
+    assert thread_of_search(service)[0]
+    extra = catalogue.generate(41, 3).listings[-1]
+    live.upsert_listings([{**extra, "listingId": "written-after"}])
+    assert not live.answers_from_memory(False, False)
+    assert thread_of_search(service) == (False, 41)
+    assert thread_of_search(service) == (True, 41)
+
+
+def test_what_the_indexes_do_not_answer_runs_in_a_thread(tmp_path: Path, stores: tuple) -> None:
+    live, sandbox = stores
+    service = service_over(tmp_path, live, sandbox)
+    thread_of_search(service)
+    # Text in some fields only is FTS5's column filter: SQL.
+    assert thread_of_search(service, text_in_some_fields=True)[0] is False
+    # The floor-plan index is built on the first unitFilter of a generation.
+    assert thread_of_search(service, unit_filter=True)[0] is False
+    live._plans(live._columns())
+    assert thread_of_search(service, unit_filter=True)[0] is True
+
+
+def test_the_sql_engine_and_remote_checks_run_in_a_thread(tmp_path: Path, stores: tuple) -> None:
+    live, sandbox = stores
+    sql = SQLiteStore(live.path, engine="sql")
+    try:
+        service = service_over(tmp_path, sql, sandbox)
+        thread_of_search(service)
+        assert thread_of_search(service)[0] is False
+    finally:
+        sql.close()
+    # Rate limits kept in Redis are a round trip: never on the loop, whatever the store holds in memory.
+    remote = service_over(tmp_path, live, sandbox, redis_url="redis://127.0.0.1:1/0")
+    assert not remote.local_checks
+    thread_of_search(remote)
+    assert thread_of_search(remote)[0] is False
