@@ -11,7 +11,7 @@ What it measures, in one run:
    ``search_listings`` requests built from the catalogue's real values: about a quarter each of text search,
    facet counts, filters (``filterQuery``) and distance (``nearby``/``radius``); all ``perPage=20``, a few
    on pages 1 to 5. The mix runs after a warm-up (not counted) with one client (concurrency 1, sequential)
-   and with 16 threads (each its own ``httpx.Client``); latency is client-side, per request.
+   and with 16 threads (each its own keep-alive connection: :mod:`lean_http`); latency is client-side.
 4. The service's memory as the PSS of its whole process tree (the ``precon serve`` process and every
    descendant, e.g. worker processes: the sum of ``Pss`` in each ``/proc/<pid>/smaps_rollup``, so pages the
    workers share are counted once), sampled every half second while the mix runs: the peak, and the value
@@ -70,6 +70,10 @@ from precon.service.config import ServiceSettings
 from precon.service.schema import SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS
 from precon.service.search import MIN_PREFIX_LENGTH, WORD, searchable_text, words
 from precon.service.store import province_of
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from lean_http import LeanClient
 
 BENCH_DIR = Path(__file__).resolve().parent
 OUT_DIR = BENCH_DIR / "out"
@@ -486,24 +490,20 @@ class Sample:
     ids: tuple[str, ...] = ()
 
 
-def _send(client: httpx.Client, request: BenchRequest, keep_body: bool) -> Sample:
+def _send(client: LeanClient, request: BenchRequest, keep_body: bool) -> Sample:
     started = time.perf_counter()
-    try:
-        response = client.get(request.path, params=request.query())
-        status = response.status_code
-    except httpx.HTTPError:
-        status = 0
+    status, content = client.get(request.path, request.query())
     latency_ms = (time.perf_counter() - started) * 1000
     sample = Sample(request.category, latency_ms, status)
     if keep_body and status == 200:
-        body = orjson.loads(response.content)
+        body = orjson.loads(content)
         sample.total = body["total"]
         sample.ids = tuple(r.get("objectID") or r.get("listingId") for r in body["results"])
     return sample
 
 
-def _client(service: Service, key: str) -> httpx.Client:
-    return httpx.Client(base_url=service.base_url, headers={"x-api-key": key}, timeout=REQUEST_TIMEOUT_S)
+def _client(service: Service, key: str) -> LeanClient:
+    return LeanClient(service.base_url, {"x-api-key": key}, timeout=REQUEST_TIMEOUT_S)
 
 
 def run_mix(
