@@ -462,6 +462,16 @@ def parse(text: str | None) -> Expr | None:
     if len(text) > MAX_LENGTH:
         message = f"expression is {len(text)} characters long, above the limit of {MAX_LENGTH}"
         raise FilterSyntaxError(f"{message} at position {MAX_LENGTH}", MAX_LENGTH)
+    return _parse_valid_length(text)
+
+
+PARSED_CACHE_SIZE = 1024
+"""Expressions kept parsed: a dashboard's filters come back page after page, and parsing one costs more than
+evaluating it over the index. Their trees are immutable, so one may serve every request that sends its text."""
+
+
+@lru_cache(maxsize=PARSED_CACHE_SIZE)
+def _parse_valid_length(text: str) -> Expr:
     try:
         tree = _PARSER.parse(text)
     except LarkError as exc:

@@ -650,3 +650,12 @@ def test_evaluation_laws(expr: Expr, record: dict[str, Any]) -> None:
     assert evaluate(parse(to_query(expr)), record) is result
     if isinstance(expr, Compare) and expr.op == "!=":
         assert result is (not evaluate(Compare(expr.attr, "=", expr.value), record))
+
+
+def test_a_parsed_expression_is_kept_and_a_bad_one_fails_every_time() -> None:
+    text = 'minBeds >= 2 AND sellingStatus:"Selling Now"'
+    assert parse(text) is parse(text)
+    assert parse(text) == And((Compare("minBeds", ">=", 2), Match("sellingStatus", "Selling Now")))
+    for _ in range(2):
+        with pytest.raises(FilterSyntaxError):
+            parse("minBeds >= ")
