@@ -390,3 +390,24 @@ def test_the_delivery_worker_sweeps_the_journals(
     finally:
         worker.stop()
     assert len(delivered(replicas[0].webhooks, keys.everything)) == 3
+
+
+def test_a_data_directory_on_postgresql_journals_both_catalogues(
+    pg_cluster: pg_support.Cluster, tmp_path: Path
+) -> None:
+    from precon.service.config import ServiceSettings
+    from precon.service.runtime import DataDirectory
+
+    name = pg_cluster.database()
+    settings = ServiceSettings(
+        data_dir=tmp_path / "data", database_url=pg_cluster.url(name), default_listings=20, rate_limit=0
+    )
+    directory = DataDirectory.open(settings)
+    try:
+        journals = [directory.live.journal, directory.sandbox.journal]  # type: ignore[union-attr]
+        assert [journal.schema for journal in journals if journal is not None] == ["public", "sandbox"]
+        assert directory.webhooks.journals == journals  # type: ignore[union-attr]
+        assert journal_rows(pg_cluster.conninfo(name)) == journal_rows(pg_cluster.conninfo(name), "sandbox") == []
+    finally:
+        directory.close()
+        pg_cluster.drop(name)
