@@ -30,6 +30,7 @@ from precon.service.catalogue_types import CatalogueChange, notify_listeners
 from precon.service.postgres.change_journal import ChangeJournal, ChangeReader, Entry, same_database
 from precon.service.postgres.migrations import schema_options, upgrade
 from precon.service.postgres.pools import open_pool
+from precon.service.postgres.webhooks import PostgresWebhookStore
 from precon.service.search import TypoIndex
 
 log = logging.getLogger("precon.store.postgres")
@@ -166,8 +167,6 @@ class PostgresCatalogueBase:
         """Records every write's changes in this catalogue's journal, for ``reader`` to turn into events that
         ``outbox`` publishes, if ``outbox`` is the PostgreSQL one in this database (which then sweeps the journal);
         answers whether it is so. One reader per store: False for another."""
-        from precon.service.postgres.webhooks import PostgresWebhookStore
-
         if self.journal is not None or not isinstance(outbox, PostgresWebhookStore):
             return False
         if not same_database(self.pool, outbox.pool):
