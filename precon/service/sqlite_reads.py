@@ -236,14 +236,16 @@ class SQLiteReads(SQLiteCatalogueBase):
             distance = np.full(index.size, np.inf)
             distance[candidates] = index.distances(query.circle.lat, query.circle.lng, candidates)
             mask &= distance <= query.circle.radius_m
-        total = int(mask.sum())
+        total = int(np.count_nonzero(mask))
         facets = {name: index.facet(name, mask, query.max_facet_values) for name in query.facets}
         documents: list[dict[str, Any]] = []
         scores: list[float | None] = []
         if query.limit > 0 and query.offset < total:
-            matched = np.flatnonzero(mask)
-            rank = index.order_rank[matched]
             wanted = query.offset + query.limit
+            ordered_by_default = score is None and query.order != "trending" and distance is None
+            if not ordered_by_default:
+                matched = np.flatnonzero(mask)
+                rank = index.order_rank[matched]
             if score is not None:
                 ordered = _first_in_order(matched, -score[matched], rank, wanted)
             elif query.order == "trending":
@@ -258,7 +260,7 @@ class SQLiteReads(SQLiteCatalogueBase):
             elif distance is not None:
                 ordered = _first_in_order(matched, distance[matched], rank, wanted)
             else:
-                ordered = index.in_default_order(mask)
+                ordered = index.in_default_order(mask, wanted)
             page = ordered[query.offset : query.offset + query.limit]
             page_rowids = [int(r) for r in index.rowids[page]]
             marks = ", ".join("?" * len(page_rowids))
