@@ -15,7 +15,7 @@ pg_cluster = pg_support.pg_cluster
 pg_empty_database = pg_support.pg_empty_database
 
 EXTENSIONS = {"unaccent", "pg_trgm", "cube", "earthdistance"}
-HEAD = "0003"
+HEAD = "0005"
 """The newest revision: 0001 the catalogue, 0002 the accounts and webhooks, 0003 the webhook idempotency keys."""
 
 

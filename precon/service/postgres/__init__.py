@@ -7,6 +7,8 @@
 * :mod:`.accounts`: keys, products and grants (:class:`~.accounts.PostgresAccountStore`).
 * :mod:`.webhooks`: subscriptions, events, the delivery outbox and attempts, claimed ``FOR UPDATE SKIP LOCKED``
   with a lease, and ``Idempotency-Key`` answers (:class:`~.webhooks.PostgresWebhookStore`).
+* :mod:`.change_journal`: each catalogue write's changes, recorded in its own transaction and turned into webhook
+  events once after the commit, or by any replica's sweep when the writer died first.
 * :mod:`.pools`: the connection pools, opened alike.
 * :mod:`.sql`: filter expressions as SQL with bound parameters (the SQLite store's compilers, ``%s`` placeholders).
 * :mod:`.migrations`: the schema, made and upgraded by Alembic from Python (``upgrade(conninfo, schema=...)``);
