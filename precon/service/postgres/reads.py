@@ -41,7 +41,7 @@ from precon.service.catalogue_types import (
     SimilarityFeatures,
 )
 from precon.service.postgres.catalogue_base import PostgresCatalogueBase, _document
-from precon.service.postgres.relevance import Corpus, Ranking, column_postings, fts5_bm25
+from precon.service.postgres.relevance import Corpus, Ranking, column_postings, fts5_bm25, ranked_page
 from precon.service.postgres.sql import PostgresFilterCompiler, unit_clause
 from precon.service.postgres.text_search import _text_match
 from precon.service.schema import (
@@ -208,32 +208,65 @@ class PostgresReads(PostgresCatalogueBase):
 
     def _search(self, query: ListingQuery, text: TextQuery | None) -> SearchHits:
         with self._read() as db:
-            clauses, params = self._listing_where(db, query, text)
-            where = " AND ".join(clauses) or "true"
-            count = db.execute(f"SELECT count(*) FROM listings l WHERE {where}", params).fetchone()
-            total = int(count[0]) if count else 0
+            clauses, params = self._listing_where(db, query, None)
             documents: list[dict[str, Any]] = []
             scores: list[float | None] = []
-            if query.limit > 0 and query.offset < total:
-                for text_doc, score in self._page(db, query, text, where, params):
-                    documents.append(_document(text_doc))
-                    scores.append(None if score is None else round(float(score), 6))
+            if text is not None:
+                ranking = self._listing_ranking(db, text)
+                carried = ", l.featured, l.updated_at, l.listing_id"
+                order = "m.score DESC, m.featured DESC, m.updated_at DESC, m.listing_id"
+                total, page = self._ranked(db, "listings", ranking, " AND ".join(clauses) or "true", params, carried,
+                                           order, [], query.offset, query.limit)  # fmt: skip
+                documents, scores = self._documents(db, "listings", page)
+                text_sql, text_params = _text_match(text, "l", SEARCHABLE_LISTING_FIELDS)
+                clauses, params = [*clauses, text_sql], [*params, *text_params]
+            where = " AND ".join(clauses) or "true"
+            if text is None:
+                count = db.execute(f"SELECT count(*) FROM listings l WHERE {where}", params).fetchone()
+                total = int(count[0]) if count else 0
+                if query.limit > 0 and query.offset < total:
+                    for text_doc in self._page(db, query, where, params):
+                        documents.append(_document(text_doc))
+                        scores.append(None)
             facets = {name: self._facet(db, name, where, params, query.max_facet_values) for name in query.facets}
         return SearchHits(total, documents, scores, facets, text)
 
-    def _page(
-        self, db: psycopg.Connection[Any], query: ListingQuery, text: TextQuery | None, where: str, params: list[Any]
-    ) -> list[tuple[str, float | None]]:
-        ctes = ""
+    @staticmethod
+    def _ranked(
+        db: psycopg.Connection[Any],
+        table: str,
+        ranking: Ranking,
+        where: str,
+        params: list[Any],
+        carried: str,
+        order: str,
+        order_params: list[Any],
+        offset: int,
+        limit: int,
+    ) -> tuple[int, list[tuple[int, float]]]:
+        """The number of ``table``'s records matching a text search and ``where``, and the page's ids and
+        scores in order (:func:`~precon.service.postgres.relevance.ranked_page`)."""
+        sql = ranked_page(ranking, table, table[0], where, carried, order)
+        rows = db.execute(sql, [*ranking.params, *params, *order_params, limit, offset]).fetchall()
+        total = int(rows[0][0]) if rows else 0
+        return total, [(int(rowid), float(score)) for _, rowid, score in rows if rowid is not None]
+
+    @staticmethod
+    def _documents(
+        db: psycopg.Connection[Any], table: str, page: list[tuple[int, float]]
+    ) -> tuple[list[dict[str, Any]], list[float | None]]:
+        """The page's documents, in its order, and its scores (to 6 places, as the SQLite store shows them)."""
+        if not page:
+            return [], []
+        rows = db.execute(f"SELECT id, doc::text FROM {table} WHERE id = ANY(%s)", ([rowid for rowid, _ in page],))
+        texts = dict(rows.fetchall())  # table: a fixed name
+        return [_document(texts[rowid]) for rowid, _ in page], [round(score, 6) for _, score in page]
+
+    def _page(self, db: psycopg.Connection[Any], query: ListingQuery, where: str, params: list[Any]) -> list[str]:
+        """The documents of a page of a search without text, in its order."""
         joins = ""
-        head: list[Any] = []
         tail: list[Any] = []
-        score = "NULL::double precision"
-        if text is not None:
-            ranking = self._listing_ranking(db, text)
-            ctes, joins, score, head = f"WITH {ranking.ctes} ", ranking.joins, ranking.score, ranking.params
-            order = f"score DESC, {TIE_BREAK}"
-        elif query.order == "trending":
+        if query.order == "trending":
             joins = "LEFT JOIN listing_views v ON v.listing_id = l.listing_id"
             order = f"v.rank IS NULL, v.rank DESC, {TIE_BREAK}"
         elif query.circle is not None:
@@ -241,11 +274,8 @@ class PostgresReads(PostgresCatalogueBase):
             order = f"{distance}, {TIE_BREAK}"
         else:
             order = TIE_BREAK
-        sql = (
-            f"{ctes}SELECT l.doc::text, {score} AS score FROM listings l {joins} "
-            f"WHERE {where} ORDER BY {order} LIMIT %s OFFSET %s"
-        )
-        return db.execute(sql, [*head, *params, *tail, query.limit, query.offset]).fetchall()
+        sql = f"SELECT l.doc::text FROM listings l {joins} WHERE {where} ORDER BY {order} LIMIT %s OFFSET %s"
+        return [row[0] for row in db.execute(sql, [*params, *tail, query.limit, query.offset])]
 
     def _facet(
         self,
@@ -372,35 +402,33 @@ class PostgresReads(PostgresCatalogueBase):
             if query.filter is not None:
                 clauses.append("p.id = ANY(%s)")
                 params.append(self._matching_ids(db, "profiles", query.filter))
-            if text is not None:
-                sql, text_params = _text_match(text, "p", SEARCHABLE_PROFILE_FIELDS)
-                clauses.append(sql)
-                params += text_params
-            where = " AND ".join(clauses) or "true"
-            count = db.execute(f"SELECT count(*) FROM profiles p WHERE {where}", params).fetchone()
-            total = int(count[0]) if count else 0
             documents: list[dict[str, Any]] = []
             scores: list[float | None] = []
-            if query.limit > 0 and query.offset < total:
-                ctes, joins, head, score = "", "", [], "NULL::double precision"
-                # SQLite puts NULL first in ascending order, last in descending: so here too.
-                order, order_params = profile_order(query, "%s", ("DESC NULLS LAST", "ASC NULLS FIRST"))
-                if text is not None:
-                    ranking = fts5_bm25(
-                        "profiles", "p", text, self._corpus(db, "profiles"), SEARCHABLE_PROFILE_FIELDS,
-                        SEARCHABLE_PROFILE_WEIGHTS,
-                    )  # fmt: skip
-                    ctes, joins, score, head = f"WITH {ranking.ctes} ", ranking.joins, ranking.score, ranking.params
-                    if not query.sort_by_name and not query.sort_by_listings:
-                        order = f"score DESC, {order}"
-                rows = db.execute(
-                    f"{ctes}SELECT p.doc::text, {score} AS score FROM profiles p {joins} WHERE {where} "
-                    f"ORDER BY {order} LIMIT %s OFFSET %s",
-                    [*head, *params, *order_params, query.limit, query.offset],
-                ).fetchall()
-                for text_doc, rank in rows:
-                    documents.append(_document(text_doc))
-                    scores.append(None if rank is None else round(float(rank), 6))
+            # SQLite puts NULL first in ascending order, last in descending: so here too.
+            order, order_params = profile_order(query, "%s", ("DESC NULLS LAST", "ASC NULLS FIRST"))
+            if text is not None:
+                ranking = fts5_bm25(
+                    "profiles", "p", text, self._corpus(db, "profiles"), SEARCHABLE_PROFILE_FIELDS,
+                    SEARCHABLE_PROFILE_WEIGHTS,
+                )  # fmt: skip
+                if not query.sort_by_name and not query.sort_by_listings:
+                    order = f"m.score DESC, {order}"
+                total, page = self._ranked(db, "profiles", ranking, " AND ".join(clauses) or "true", params, "",
+                                           order, order_params, query.offset, query.limit)  # fmt: skip
+                documents, scores = self._documents(db, "profiles", page)
+                text_sql, text_params = _text_match(text, "p", SEARCHABLE_PROFILE_FIELDS)
+                clauses, params = [*clauses, text_sql], [*params, *text_params]
+            where = " AND ".join(clauses) or "true"
+            if text is None:
+                count = db.execute(f"SELECT count(*) FROM profiles p WHERE {where}", params).fetchone()
+                total = int(count[0]) if count else 0
+                if query.limit > 0 and query.offset < total:
+                    rows = db.execute(
+                        f"SELECT p.doc::text FROM profiles p WHERE {where} ORDER BY {order} LIMIT %s OFFSET %s",
+                        [*params, *order_params, query.limit, query.offset],
+                    )
+                    documents = [_document(row[0]) for row in rows]
+                    scores = [None] * len(documents)
             facets: dict[str, list[tuple[str, int]]] = {}
             if query.facets:
                 facets = self._profile_facets(db, where, params, query.facets)

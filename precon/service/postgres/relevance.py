@@ -52,11 +52,13 @@ class Corpus:
 
 @dataclass(frozen=True)
 class Ranking:
-    """A text query's relevance as SQL: ``ctes`` (without ``WITH``) and ``joins`` (to the catalogue row, whose
-    alias the ranking was made for) before the query's own parameters, then ``score`` to select."""
+    """A text query's relevance as SQL: ``ctes`` (without ``WITH``, holding the parameters ``params``), ``joins``
+    (to the catalogue row, whose alias the ranking was made for), ``match`` (the condition that the row matches
+    the query) and ``score`` to select."""
 
     ctes: str
     joins: str
+    match: str
     score: str
     params: list[Any]
 
@@ -106,7 +108,10 @@ def column_postings(table: str, alias: str, text: TextQuery, corpus: Corpus) -> 
             sql, phrase_params = _rows(table, phrase, "weighted")
             parts.append(sql)
             params += phrase_params
-        ctes.append(f"{name} AS (SELECT owner, sum(f) AS f FROM ({' UNION ALL '.join(parts)}) w GROUP BY owner)")
+        if len(parts) == 1 and not alternatives[0].prefix:  # one word: one row a record
+            ctes.append(f"{name} AS ({parts[0]})")
+        else:
+            ctes.append(f"{name} AS (SELECT owner, sum(f) AS f FROM ({' UNION ALL '.join(parts)}) w GROUP BY owner)")
     rows = _float(float(corpus.rows))
     idfs = ", ".join(
         f"ln({_float(1.0)} + ({rows} - h.{n} + {_float(0.5)}) / (h.{n} + {_float(0.5)})) AS {n}" for n in names.values()
@@ -122,7 +127,7 @@ def column_postings(table: str, alias: str, text: TextQuery, corpus: Corpus) -> 
     ]
     joins = " ".join(f"JOIN {n} ON {n}.owner = {alias}.id" for n in names.values()) + " CROSS JOIN idf"
     score = f"round(({' + '.join(terms)}) * {_float(1e6)}) / {_float(1e6)}"
-    return Ranking(", ".join(ctes), joins, score, params)
+    return Ranking(", ".join(ctes), joins, "true", score, params)
 
 
 def fts5_bm25(
@@ -170,5 +175,33 @@ def fts5_bm25(
         n = names[phrase]
         f = f"coalesce({n}.f, {_float(0.0)})"
         terms.append(f"idf.{n} * (({f} * {_float(FTS5_K1 + 1.0)}) / ({f} + {normaliser}))")
-    joins = " ".join(f"LEFT JOIN {n} ON {n}.owner = {alias}.id" for n in names.values()) + " CROSS JOIN idf"
-    return Ranking(", ".join(ctes), joins, "(" + " + ".join(terms) + ")", params)
+    # The records matching: every word in one of its phrases (a join, not a test of each record).
+    ctes.append(
+        "hit AS ("
+        + " INTERSECT ".join(
+            "(" + " UNION ".join(f"SELECT owner FROM {names[phrase]}" for phrase in alternatives) + ")"
+            for alternatives in query_phrases(text)
+        )
+        + ")"
+    )
+    joins = f"JOIN hit ON hit.owner = {alias}.id "
+    joins += " ".join(f"LEFT JOIN {n} ON {n}.owner = {alias}.id" for n in names.values()) + " CROSS JOIN idf"
+    return Ranking(", ".join(ctes), joins, "true", "(" + " + ".join(terms) + ")", params)
+
+
+def ranked_page(ranking: Ranking, table: str, alias: str, where: str, carried: str, order: str) -> str:
+    """One statement answering a text search: a row of the number of matches and, in the page's order, each
+    record of the page's ``id`` and ``score`` (None of them when the page is empty).
+
+    ``where``: the search's other conditions on ``alias``; ``carried``: more columns of it kept with each match
+    (``, l.featured``...) for ``order``, which names the matches ``m`` (and ``alias``, joined again, when nothing
+    is carried). The records' documents are not read here: only the page's are, afterwards. Parameters: the
+    ranking's, the condition's, the order's, then the page's limit and offset."""
+    back = "" if carried else f"JOIN {table} {alias} ON {alias}.id = m.id"
+    return (
+        f"WITH {ranking.ctes}, m AS MATERIALIZED (SELECT {alias}.id, {ranking.score} AS score{carried} "
+        f"FROM {table} {alias} {ranking.joins} WHERE {ranking.match} AND {where}) "
+        "SELECT c.total, p.id, p.score FROM (SELECT count(*) AS total FROM m) c LEFT JOIN LATERAL ("
+        "SELECT s.id, s.score, row_number() OVER () AS n FROM ("
+        f"SELECT m.id, m.score FROM m {back} ORDER BY {order} LIMIT %s OFFSET %s) s) p ON true ORDER BY p.n"
+    )
