@@ -487,6 +487,10 @@ def mirror_catalogue(
             raise click.ClickException(
                 f"{error}\nThe copy so far is kept: run the same command again to resume."
             ) from None
+        except ValueError as error:  # a record the source sent that no store takes
+            for bar in bars.values():
+                bar.__exit__(None, None, None)
+            raise click.ClickException(f"{error}; the catalogue is unchanged") from None
         finally:
             if into is not None:
                 into.close()

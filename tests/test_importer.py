@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ from click.testing import CliRunner
 
 from precon.cli import main
 from precon.models import COLLECTIONS
+from precon.service.catalogue_records import nul_in
 from precon.service.importer import PROFILE_COLLECTIONS, ImportReport, classify, read_file
+from precon.service.mirror import _write_page
 from precon.service.runtime import load
 from precon.service.store import SQLiteStore
 
@@ -442,3 +445,25 @@ def test_import_file_into_sqlite_writes_what_read_file_reports(tmp_path: Path) -
         assert [line for line, _ in again.problems] == [2, 4]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    ("record", "where"),
+    [
+        ({"listingId": "A1", "name": "Nul\x00Tower"}, "name"),
+        ({"listingId": "A1", "floorPlans": [{"id": "p1"}, {"id": "p\x002"}]}, "floorPlans.1.id"),
+        ({"listingId": "A1", "amenities": ["Gym", "Po\x00ol"]}, "amenities.1"),
+        ({"listingId": "A1", "extra": {"k\x00": 1}}, "the key 'extra.k%00'"),
+    ],
+)
+def test_a_record_holding_a_nul_character_is_refused_saying_where(record: dict[str, Any], where: str) -> None:
+    assert nul_in(record) == where
+    with pytest.raises(ValueError, match=f"^{re.escape(where)}: holds a NUL character"):
+        classify(record)
+
+
+def test_a_mirrored_page_holding_a_nul_character_stops_the_mirror(store: SQLiteStore) -> None:
+    records = [{"listingId": "A1", "name": "Tower"}, {"listingId": "B2", "name": "Nul\x00Tower"}]
+    with pytest.raises(ValueError, match="'B2' holds a NUL character in name"):
+        _write_page(store, "listings", records, {"source": "x", "phase": "listings", "page": 1})
+    assert store.counts()["listings"] == 0

@@ -5,7 +5,7 @@ two replicas at once one after the other."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +126,26 @@ def test_an_import_into_postgresql_serves_what_an_import_into_sqlite_serves(
         postgres.close()
 
 
+def test_a_record_holding_a_nul_character_is_refused_alike_by_both_stores(database: str, tmp_path: Path) -> None:
+    """PostgreSQL refuses NUL characters in text: such a record is one of the import's problems on either store,
+    and the others load."""
+    records = small_listings(3)
+    records[1]["name"] = "Tower\x00 1"
+    records[2]["floorPlans"] = [{"id": "p\x001", "name": "Plan"}]
+    file = write_ndjson(tmp_path / "nul.ndjson", records)
+    into_sqlite = precon("catalogue", "import", file, "--data", tmp_path / "sqlite")
+    into_postgres = precon("catalogue", "import", file, "--data", tmp_path / "pg", "--database", database)
+    assert into_sqlite.exit_code == into_postgres.exit_code == 0, into_postgres.output
+    assert into_postgres.stderr == into_sqlite.stderr
+    assert "nul.ndjson:2: skipped: name: holds a NUL character" in into_sqlite.stderr
+    assert "nul.ndjson:3: skipped: floorPlans.0.id: holds a NUL character" in into_sqlite.stderr
+    postgres = PostgresCatalogueStore(database, migrate=False)
+    try:
+        assert postgres.counts()["listings"] == 1
+    finally:
+        postgres.close()
+
+
 def test_the_sandbox_import_and_generate_write_their_own_catalogue(database: str, tmp_path: Path) -> None:
     sandbox = catalogue.sandbox()
     file = write_ndjson(tmp_path / "sandbox.ndjson", [*sandbox.profiles, *sandbox.listings])
@@ -167,7 +187,11 @@ def small_listings(count: int, start: int = 0, prefix: str = "L") -> list[dict[s
 
 
 def test_a_failing_import_leaves_postgresql_unchanged_and_publishes_nothing(
-    database: str, built: catalogue.Catalogue, tmp_path: Path, hooks: tuple[Path, Any, int]
+    database: str,
+    built: catalogue.Catalogue,
+    tmp_path: Path,
+    hooks: tuple[Path, Any, int],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     data, webhooks, key_id = hooks
     first = write_ndjson(tmp_path / "first.ndjson", [*built.profiles, *built.listings])
@@ -177,14 +201,24 @@ def test_a_failing_import_leaves_postgresql_unchanged_and_publishes_nothing(
     store = PostgresCatalogueStore(database, migrate=False)
     try:
         before, generation = snapshot(store), store.generation()
-        # A listing PostgreSQL refuses (a NUL in its text) well past the first batch: that batch is written, in the
-        # import's transaction, before the refusal.
+        # A listing PostgreSQL refuses well past the first batch: that batch is written, in the import's
+        # transaction, before the refusal.
         records = [*small_listings(BATCH + 300), *built.listings[:5]]
-        records[BATCH + 200]["name"] = "Nul\x00Tower"
+        records[BATCH + 200]["name"] = "Refused Tower"
+        upsert = PostgresCatalogueStore.upsert_listings
+
+        def refusing(self: PostgresCatalogueStore, batch: Iterable[dict[str, Any]]) -> list[Any]:
+            batch = list(batch)
+            if any(record.get("name") == "Refused Tower" for record in batch):
+                raise psycopg.errors.DataError("a value PostgreSQL refuses")
+            return upsert(self, batch)
+
+        monkeypatch.setattr(PostgresCatalogueStore, "upsert_listings", refusing)
         bad = write_ndjson(tmp_path / "bad.ndjson", records)
         result = precon("catalogue", "import", bad, "--data", data, "--database", database)
         assert result.exit_code == 1
-        assert "nothing was imported" in result.stderr and "NUL" in result.stderr
+        assert "nothing was imported" in result.stderr and "PostgreSQL refuses" in result.stderr
+        monkeypatch.undo()
         assert store.generation() == generation
         assert snapshot(store) == before
         assert len(outbox(webhooks, key_id)) == published

@@ -49,6 +49,27 @@ def encode_document(record: dict[str, Any]) -> bytes:
     return orjson.dumps(record)
 
 
+def nul_in(value: Any, where: str = "") -> str | None:
+    """Where in a record (``"name"``, ``"floorPlans.2.id"``, ``"the key 'x'"``) a NUL character is, or None.
+    PostgreSQL refuses them in text, so neither store takes a record holding one."""
+    if isinstance(value, str):
+        return (where or "the value") if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{where}.{key}" if where else str(key)
+            if isinstance(key, str) and "\x00" in key:
+                return f"the key {inner.replace(chr(0), '%00')!r}"
+            found = nul_in(item, inner)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            found = nul_in(item, f"{where}.{position}" if where else str(position))
+            if found is not None:
+                return found
+    return None
+
+
 def decode_document(blob: bytes) -> dict[str, Any]:
     result: dict[str, Any] = orjson.loads(blob)
     return result

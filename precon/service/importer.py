@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from precon.models import PROFILE_COLLECTIONS, Listing, Profile
+from precon.service.catalogue_records import nul_in
 from precon.service.derived import with_plan_ids
 
 if TYPE_CHECKING:
@@ -72,6 +73,9 @@ def classify(record: Any) -> tuple[str, dict[str, Any]]:
     """``("listing", record)`` or ``("profile", record)``; raises ValueError saying why neither."""
     if not isinstance(record, dict):
         raise ValueError(f"expected a JSON object, got {type(record).__name__}")
+    holder = nul_in(record)
+    if holder is not None:
+        raise ValueError(f"{holder}: holds a NUL character, which no value may")
     path = record.get("path")
     if record.get("listingId") or (isinstance(path, str) and path.startswith("Listings/")):
         listing_id = record.get("listingId") or record.get("objectID") or path.split("/", 1)[1]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from precon.client import Client
+from precon.service.catalogue_records import nul_in
 from precon.service.store import CatalogueChange, SQLiteStore, decode_document
 
 if TYPE_CHECKING:
@@ -176,7 +177,13 @@ def replace_catalogue(
 
 
 def _write_page(store: SQLiteStore, phase: str, records: list[dict[str, Any]], state: dict[str, Any]) -> None:
-    """The page's records, then the checkpoint past them: a crash between the two only fetches the page again."""
+    """The page's records, then the checkpoint past them: a crash between the two only fetches the page again.
+    A record holding a NUL character stops the mirror (PostgreSQL refuses them; neither store takes one)."""
+    for record in records:
+        holder = nul_in(record)
+        if holder is not None:
+            key = record.get("listingId") or record.get("path") or "a record"
+            raise ValueError(f"{phase}: {key!r} holds a NUL character in {holder}, which no value may")
     if phase == "profiles":
         store.upsert_profiles(records)
     else:
