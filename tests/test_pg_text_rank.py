@@ -19,6 +19,7 @@ import pytest
 
 from precon import filters
 from precon.service import catalogue
+from precon.service.postgres import migrations
 from precon.service.postgres.store import PostgresCatalogueStore
 from precon.service.runtime import load
 from precon.service.schema import SEARCHABLE_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
@@ -212,3 +213,37 @@ def test_writes_keep_the_ranking_alike(stores: tuple[SQLiteStore, PostgresCatalo
         assert _answer(postgres.search_profiles(profile_query), "path") == _answer(
             sqlite.search_profiles(profile_query), "path"
         )
+
+
+def test_the_migration_gives_a_stored_catalogue_the_rows_its_writes_would(
+    pg_cluster: pg_support.Cluster, built: catalogue.Catalogue
+) -> None:
+    """A catalogue stored before revision 0004 has no words rows: the migration makes them from the documents,
+    and its searches answer as those of a catalogue written since."""
+    name = pg_cluster.database(pg_support.migrate)
+    conninfo = pg_cluster.conninfo(name)
+    listings = _with_accents(built)[:150]
+    searches = [TextQuery.parse(search) for search in ("quebec", "condo toronto", "harb", "residences park")]
+    listing_queries = [ListingQuery(text=text, limit=30) for text in searches if text is not None]
+    listing_queries += [replace(query, text=replace(query.text, columns=("name",))) for query in listing_queries]  # type: ignore[type-var]
+    profile_queries = [ProfileQuery(text=text, limit=30) for text in searches]
+    try:
+        store = PostgresCatalogueStore(conninfo, migrate=False)
+        load(store, listings, built.profiles)
+        written = [store.search_listings(q) for q in listing_queries] + [
+            store.search_profiles(q) for q in profile_queries
+        ]
+        store.close()
+        migrations.downgrade(conninfo, "0003")
+        migrations.upgrade(conninfo)
+        store = PostgresCatalogueStore(conninfo, migrate=False)
+        migrated = [store.search_listings(q) for q in listing_queries] + [
+            store.search_profiles(q) for q in profile_queries
+        ]
+        store.close()
+    finally:
+        pg_cluster.drop(name)
+    assert [(h.total, h.scores, [d.get("path") for d in h.documents]) for h in migrated] == [
+        (h.total, h.scores, [d.get("path") for d in h.documents]) for h in written
+    ]
+    assert any(h.total > 0 for h in written)

@@ -143,8 +143,8 @@ def fts5_bm25(
 
     The joins are outer: which records match is the query's own condition."""
     named = [i for i, name in enumerate(fields) if not text.columns or name in text.columns]
-    if text.columns:
-        frequency = "(" + " + ".join(f"{_float(weights[i])} * counts[{i + 1}]" for i in named) + ")"
+    if text.columns:  # none of them searchable: no instance anywhere, nothing matches
+        frequency = "(" + " + ".join([f"{_float(weights[i])} * counts[{i + 1}]" for i in named] or ["0"]) + ")"
     else:
         frequency = "weighted"
     average = float(corpus.tokens) / float(corpus.rows) if corpus.rows else 1.0
