@@ -213,10 +213,8 @@ class PostgresReads(PostgresCatalogueBase):
             scores: list[float | None] = []
             if text is not None:
                 ranking = self._listing_ranking(db, text)
-                carried = ", l.featured, l.updated_at, l.listing_id"
-                order = "m.score DESC, m.featured DESC, m.updated_at DESC, m.listing_id"
-                total, page = self._ranked(db, "listings", ranking, " AND ".join(clauses) or "true", params, carried,
-                                           order, [], query.offset, query.limit)  # fmt: skip
+                total, page = self._ranked(db, "listings", ranking, " AND ".join(clauses) or "true", params,
+                                           f"m.score DESC, {TIE_BREAK}", [], True, query)  # fmt: skip
                 documents, scores = self._documents(db, "listings", page)
                 text_sql, text_params = _text_match(text, "l", SEARCHABLE_LISTING_FIELDS)
                 clauses, params = [*clauses, text_sql], [*params, *text_params]
@@ -238,16 +236,17 @@ class PostgresReads(PostgresCatalogueBase):
         ranking: Ranking,
         where: str,
         params: list[Any],
-        carried: str,
         order: str,
         order_params: list[Any],
-        offset: int,
-        limit: int,
+        by_score: bool,
+        query: ListingQuery | ProfileQuery,
     ) -> tuple[int, list[tuple[int, float]]]:
-        """The number of ``table``'s records matching a text search and ``where``, and the page's ids and
-        scores in order (:func:`~precon.service.postgres.relevance.ranked_page`)."""
-        sql = ranked_page(ranking, table, table[0], where, carried, order)
-        rows = db.execute(sql, [*ranking.params, *params, *order_params, limit, offset]).fetchall()
+        """The number of ``table``'s records (``l``: listings, ``p``: profiles) matching a text search and
+        ``where``, and the query's page of their ids and scores in order
+        (:func:`~precon.service.postgres.relevance.ranked_page`)."""
+        sql = ranked_page(ranking, table, table[0], where, order, by_score)
+        best = [query.offset + query.limit] if by_score else []
+        rows = db.execute(sql, [*ranking.params, *params, *best, *order_params, query.limit, query.offset]).fetchall()
         total = int(rows[0][0]) if rows else 0
         return total, [(int(rowid), float(score)) for _, rowid, score in rows if rowid is not None]
 
@@ -411,10 +410,10 @@ class PostgresReads(PostgresCatalogueBase):
                     "profiles", "p", text, self._corpus(db, "profiles"), SEARCHABLE_PROFILE_FIELDS,
                     SEARCHABLE_PROFILE_WEIGHTS,
                 )  # fmt: skip
-                if not query.sort_by_name and not query.sort_by_listings:
-                    order = f"m.score DESC, {order}"
-                total, page = self._ranked(db, "profiles", ranking, " AND ".join(clauses) or "true", params, "",
-                                           order, order_params, query.offset, query.limit)  # fmt: skip
+                by_score = not query.sort_by_name and not query.sort_by_listings
+                order = f"m.score DESC, {order}" if by_score else order
+                total, page = self._ranked(db, "profiles", ranking, " AND ".join(clauses) or "true", params, order,
+                                           order_params, by_score, query)  # fmt: skip
                 documents, scores = self._documents(db, "profiles", page)
                 text_sql, text_params = _text_match(text, "p", SEARCHABLE_PROFILE_FIELDS)
                 clauses, params = [*clauses, text_sql], [*params, *text_params]

@@ -53,14 +53,15 @@ class Corpus:
 @dataclass(frozen=True)
 class Ranking:
     """A text query's relevance as SQL: ``ctes`` (without ``WITH``, holding the parameters ``params``), ``joins``
-    (to the catalogue row, whose alias the ranking was made for), ``match`` (the condition that the row matches
-    the query) and ``score`` to select."""
+    (to the catalogue row, whose alias the ranking was made for: only the rows matching the query are kept) and
+    ``score`` to select."""
 
     ctes: str
     joins: str
-    match: str
     score: str
     params: list[Any]
+    alone: tuple[str, str] | None = None
+    """Where the score needs nothing of the catalogue row: the ``FROM`` of the matches without it, and their id."""
 
 
 def _float(value: float) -> str:
@@ -80,14 +81,17 @@ def query_phrases(text: TextQuery) -> list[list[Phrase]]:
     return positions
 
 
-def _rows(table: str, phrase: Phrase, frequency: str) -> tuple[str, list[Any]]:
-    """The (record, frequency) rows of one phrase's words: one word, or the run of words a prefix starts."""
+def _rows(table: str, phrase: Phrase, frequency: str, length: bool = False) -> tuple[str, list[Any]]:
+    """The (record, frequency) rows of one phrase's words: one word, or the run of words a prefix starts; with
+    ``length``, the record's weighted length as a third column."""
     words, owner = WORD_TABLES[table]
+    if length:
+        frequency += " AS f, length"
     if phrase.prefix:
         condition, params = "word >= %s AND word < %s", [phrase.word, phrase.word + LAST_CODE_POINT]
     else:
         condition, params = "word = %s", [phrase.word]
-    return f"SELECT {owner} AS owner, {frequency} AS f FROM {words} WHERE {condition}", params
+    return f"SELECT {owner} AS owner, {frequency}{'' if length else ' AS f'} FROM {words} WHERE {condition}", params
 
 
 def column_postings(table: str, alias: str, text: TextQuery, corpus: Corpus) -> Ranking:
@@ -105,29 +109,29 @@ def column_postings(table: str, alias: str, text: TextQuery, corpus: Corpus) -> 
         names[tuple(alternatives)] = name
         parts = []
         for phrase in alternatives:
-            sql, phrase_params = _rows(table, phrase, "weighted")
+            sql, phrase_params = _rows(table, phrase, "weighted", length=True)
             parts.append(sql)
             params += phrase_params
         if len(parts) == 1 and not alternatives[0].prefix:  # one word: one row a record
             ctes.append(f"{name} AS ({parts[0]})")
         else:
-            ctes.append(f"{name} AS (SELECT owner, sum(f) AS f FROM ({' UNION ALL '.join(parts)}) w GROUP BY owner)")
+            union = " UNION ALL ".join(parts)
+            ctes.append(f"{name} AS (SELECT owner, sum(f) AS f, min(length) AS length FROM ({union}) w GROUP BY owner)")
     rows = _float(float(corpus.rows))
     idfs = ", ".join(
         f"ln({_float(1.0)} + ({rows} - h.{n} + {_float(0.5)}) / (h.{n} + {_float(0.5)})) AS {n}" for n in names.values()
     )
     holders = ", ".join(f"(SELECT count(*) FROM {n})::float8 AS {n}" for n in names.values())
     ctes.append(f"idf AS (SELECT {idfs} FROM (SELECT {holders}) h)")
-    normaliser = (
-        f"({_float(TEXT_K1)} * ({_float(1 - TEXT_B)} + ({_float(TEXT_B)} * {alias}.text_length) / {_float(average)}))"
-    )
+    normaliser = f"({_float(TEXT_K1)} * ({_float(1 - TEXT_B)} + ({_float(TEXT_B)} * t0.length) / {_float(average)}))"
     terms = [
         f"((idf.{n} * {n}.f) * {_float(TEXT_K1 + 1)}) / ({n}.f + {normaliser})"
         for n in (names[tuple(alternatives)] for alternatives in query_phrases(text))
     ]
     joins = " ".join(f"JOIN {n} ON {n}.owner = {alias}.id" for n in names.values()) + " CROSS JOIN idf"
+    alone = " ".join(["t0", *(f"JOIN {n} ON {n}.owner = t0.owner" for n in list(names.values())[1:]), "CROSS JOIN idf"])
     score = f"round(({' + '.join(terms)}) * {_float(1e6)}) / {_float(1e6)}"
-    return Ranking(", ".join(ctes), joins, "true", score, params)
+    return Ranking(", ".join(ctes), joins, score, params, (alone, "t0.owner"))
 
 
 def fts5_bm25(
@@ -186,22 +190,29 @@ def fts5_bm25(
     )
     joins = f"JOIN hit ON hit.owner = {alias}.id "
     joins += " ".join(f"LEFT JOIN {n} ON {n}.owner = {alias}.id" for n in names.values()) + " CROSS JOIN idf"
-    return Ranking(", ".join(ctes), joins, "true", "(" + " + ".join(terms) + ")", params)
+    return Ranking(", ".join(ctes), joins, "(" + " + ".join(terms) + ")", params)
 
 
-def ranked_page(ranking: Ranking, table: str, alias: str, where: str, carried: str, order: str) -> str:
+def ranked_page(ranking: Ranking, table: str, alias: str, where: str, order: str, by_score: bool) -> str:
     """One statement answering a text search: a row of the number of matches and, in the page's order, each
     record of the page's ``id`` and ``score`` (None of them when the page is empty).
 
-    ``where``: the search's other conditions on ``alias``; ``carried``: more columns of it kept with each match
-    (``, l.featured``...) for ``order``, which names the matches ``m`` (and ``alias``, joined again, when nothing
-    is carried). The records' documents are not read here: only the page's are, afterwards. Parameters: the
-    ranking's, the condition's, the order's, then the page's limit and offset."""
-    back = "" if carried else f"JOIN {table} {alias} ON {alias}.id = m.id"
+    ``where``: the search's other conditions on ``alias`` (``true``: none); ``order``: the page's, of the matches
+    ``m`` (``m.score``) and of their rows (``alias``). ``by_score``: the order is first by score, so the page is
+    among the matches scoring as high as the page's last at least (``FETCH FIRST ... WITH TIES``): only those
+    rows are read again for the rest of the order. The documents are not read here: only the page's are,
+    afterwards. Parameters: the ranking's, the condition's, with ``by_score`` the page's offset plus limit, the
+    order's, then the page's limit and offset."""
+    if where == "true" and ranking.alone is not None:
+        source, owner = ranking.alone
+        matches = f"SELECT {owner} AS id, {ranking.score} AS score FROM {source}"
+    else:
+        matches = f"SELECT {alias}.id, {ranking.score} AS score FROM {table} {alias} {ranking.joins} WHERE {where}"
+    best = "(SELECT id, score FROM m ORDER BY score DESC FETCH FIRST %s ROWS WITH TIES) m" if by_score else "m"
     return (
-        f"WITH {ranking.ctes}, m AS MATERIALIZED (SELECT {alias}.id, {ranking.score} AS score{carried} "
-        f"FROM {table} {alias} {ranking.joins} WHERE {ranking.match} AND {where}) "
+        f"WITH {ranking.ctes}, m AS MATERIALIZED ({matches}) "
         "SELECT c.total, p.id, p.score FROM (SELECT count(*) AS total FROM m) c LEFT JOIN LATERAL ("
         "SELECT s.id, s.score, row_number() OVER () AS n FROM ("
-        f"SELECT m.id, m.score FROM m {back} ORDER BY {order} LIMIT %s OFFSET %s) s) p ON true ORDER BY p.n"
+        f"SELECT m.id, m.score FROM {best} JOIN {table} {alias} ON {alias}.id = m.id "
+        f"ORDER BY {order} LIMIT %s OFFSET %s) s) p ON true ORDER BY p.n"
     )

@@ -109,7 +109,8 @@ class PostgresWrites(PostgresCatalogueBase):
         values: list[Any] = [rowid, listing_id, *listing_columns(record, lat, lng, index.labels)]
         field_words = _field_words(record, SEARCHABLE_LISTING_FIELDS)
         counts = word_counts(field_words, SEARCHABLE_LISTING_WEIGHTS)
-        words += [(word, rowid, weighted, per_field) for word, (weighted, per_field) in counts.words.items()]
+        length = counts.weighted_length
+        words += [(word, rowid, weighted, length, per_field) for word, (weighted, per_field) in counts.words.items()]
         values += [tsvector(ws) for ws in field_words]
         values += [tsvector([w for ws in field_words for w in ws]), counts.weighted_length, counts.tokens]
         values.append(_json(record))

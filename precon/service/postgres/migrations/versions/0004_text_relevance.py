@@ -5,8 +5,10 @@ searchable fields' weights over its instances, ``SEARCHABLE_LISTING_WEIGHTS``/``
 its number of instances in each searchable field (``counts``, in the fields' order), keyed by the word
 (``COLLATE "C"``: code-point order, so a prefix's words are one range of the key). Beside each record, the
 field-weighted length of its text (``listings.text_length``) and its number of words (``text_tokens``): the
-document lengths of the two measures (:mod:`precon.service.postgres.relevance`). A search ranking most listings
-reads what it orders them by from ``listings_for_ranking`` (an index-only scan), not from the wide rows.
+document lengths of the two measures (:mod:`precon.service.postgres.relevance`). A listing's words rows repeat its
+``length``: a search without filters ranks from the index of ``listing_words`` alone, and reads the listings'
+rows only for its best matches (their order among equal scores); with filters, what it orders by comes from
+``listings_for_ranking`` (an index-only scan), not from the wide rows.
 
 The rows of a catalogue already stored are made here from its documents, with the store's own word folding.
 
@@ -35,8 +37,9 @@ CREATE TABLE listing_words(
   word text COLLATE "C" NOT NULL,
   listing bigint NOT NULL REFERENCES listings(id) ON DELETE CASCADE,
   weighted double precision NOT NULL,
+  length double precision NOT NULL,
   counts integer[] NOT NULL,
-  PRIMARY KEY(word, listing) INCLUDE (weighted));
+  PRIMARY KEY(word, listing) INCLUDE (weighted, length));
 CREATE INDEX listing_words_by_listing ON listing_words(listing);
 CREATE TABLE profile_words(
   word text COLLATE "C" NOT NULL,
@@ -71,7 +74,10 @@ def _fill(connection: Any, table: str) -> None:
             for rowid, text in cursor:
                 counts = word_counts(_field_words(orjson.loads(text), fields), weights)
                 for word, (weighted, per_field) in counts.words.items():
-                    copy.write_row((word, rowid, weighted, per_field))
+                    if table == "listings":
+                        copy.write_row((word, rowid, weighted, counts.weighted_length, per_field))
+                    else:
+                        copy.write_row((word, rowid, weighted, per_field))
                 lengths.append((counts.weighted_length, counts.tokens, rowid))
         if table == "listings":
             writer.executemany("UPDATE listings SET text_length = %s, text_tokens = %s WHERE id = %s", lengths)
