@@ -83,3 +83,21 @@ def word_counts(field_words: Sequence[Sequence[str]], weights: Sequence[float]) 
     }
     length = sum(w * len(found) for w, found in zip(weights, field_words, strict=True))
     return WordCounts(weighted, float(length), sum(len(found) for found in field_words))
+
+
+def _copy_text(word: str) -> str:
+    """A word as a field of ``COPY``'s text format (backslash, tab and line breaks escaped, should folding ever
+    make one)."""
+    if "\\" in word or "\t" in word or "\n" in word or "\r" in word:
+        word = word.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return word
+
+
+def words_copy_lines(counts: WordCounts, rowid: int, length: bool) -> str:
+    """A record's rows of ``listing_words`` (``length``: with the record's weighted length) or ``profile_words``
+    as ``COPY`` text: formatted here at once, not value by value (a catalogue has millions of them)."""
+    middle = f"\t{counts.weighted_length!r}\t" if length else "\t"
+    return "".join(
+        f"{_copy_text(word)}\t{rowid}\t{weighted!r}{middle}{{{','.join(map(str, per_field))}}}\n"
+        for word, (weighted, per_field) in counts.words.items()
+    )

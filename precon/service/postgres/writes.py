@@ -29,7 +29,7 @@ from precon.service.catalogue_records import (
 from precon.service.catalogue_types import TRENDING_DECAY_PER_S, TRENDING_EPOCH_S, CatalogueChange
 from precon.service.derived import complete_listing
 from precon.service.postgres.catalogue_base import PostgresCatalogueBase, _document, _json
-from precon.service.postgres.text_search import _field_words, tsvector, word_counts
+from precon.service.postgres.text_search import _field_words, tsvector, word_counts, words_copy_lines
 from precon.service.schema import (
     LISTING_REFERENCE_FIELDS,
     SCALAR_ATTRIBUTES,
@@ -86,7 +86,7 @@ class PostgresWrites(PostgresCatalogueBase):
             ]
             index = ListingIndexRows()
             rows: list[list[Any]] = []
-            words: list[tuple[Any, ...]] = []
+            words: list[str] = []
             for (listing_id, record), rowid in zip(batch, new_ids, strict=True):
                 found = existing.get(listing_id)
                 old = None if found is None else found[1]
@@ -101,16 +101,15 @@ class PostgresWrites(PostgresCatalogueBase):
 
     @staticmethod
     def _listing_row(
-        listing_id: str, record: dict[str, Any], rowid: int, index: ListingIndexRows, words: list[tuple[Any, ...]]
+        listing_id: str, record: dict[str, Any], rowid: int, index: ListingIndexRows, words: list[str]
     ) -> list[Any]:
         """The listing's row of ``listings`` (as :data:`_COPY_LISTINGS` names its columns); its other rows are
-        gathered in ``index``, its ``listing_words`` rows in ``words``."""
+        gathered in ``index``, its ``listing_words`` rows in ``words`` (as ``COPY`` text)."""
         lat, lng = _geo_point(record)
         values: list[Any] = [rowid, listing_id, *listing_columns(record, lat, lng, index.labels)]
         field_words = _field_words(record, SEARCHABLE_LISTING_FIELDS)
         counts = word_counts(field_words, SEARCHABLE_LISTING_WEIGHTS)
-        length = counts.weighted_length
-        words += [(word, rowid, weighted, length, per_field) for word, (weighted, per_field) in counts.words.items()]
+        words.append(words_copy_lines(counts, rowid, length=True))
         values += [tsvector(ws) for ws in field_words]
         values += [tsvector([w for ws in field_words for w in ws]), counts.weighted_length, counts.tokens]
         values.append(_json(record))
@@ -119,7 +118,7 @@ class PostgresWrites(PostgresCatalogueBase):
 
     @staticmethod
     def _copy_listing_rows(
-        db: psycopg.Connection[Any], rows: list[list[Any]], index: ListingIndexRows, words: list[tuple[Any, ...]]
+        db: psycopg.Connection[Any], rows: list[list[Any]], index: ListingIndexRows, words: list[str]
     ) -> None:
         with db.cursor() as cursor:
             with cursor.copy(_COPY_LISTINGS) as copy:
@@ -131,11 +130,11 @@ class PostgresWrites(PostgresCatalogueBase):
                 ("listing_plans", index.plans),
                 ("listing_plan_values", index.plan_values),
                 ("plan_ids", sorted(index.plan_ids)),
-                ("listing_words", words),
             ):
                 with cursor.copy(f"COPY {table} FROM STDIN") as copy:  # table: a fixed name
                     for table_row in table_rows:
                         copy.write_row(table_row)
+            _copy_lines(cursor, "listing_words", words)
             cursor.executemany(
                 "INSERT INTO labels VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                 [(a, t, label) for (a, t), label in sorted(index.labels.items())],
@@ -166,7 +165,7 @@ class PostgresWrites(PostgresCatalogueBase):
             "text_tokens, doc"
         )
         batch = _last_of_each(records, lambda r: str(r.get("path") or "").strip())
-        words: list[tuple[Any, ...]] = []
+        words: list[str] = []
         with self._write() as db:
             for record in batch:
                 profile = stored_profile(record)
@@ -198,12 +197,11 @@ class PostgresWrites(PostgresCatalogueBase):
                         [*values, rowid],
                     )
                     db.execute("DELETE FROM profile_words WHERE profile = %s", (rowid,))
-                words += [(word, rowid, weighted, per_field) for word, (weighted, per_field) in counts.words.items()]
+                words.append(words_copy_lines(counts, rowid, length=False))
                 touched.add(fold_text(path))
                 changes.append(CatalogueChange("profile", "updated" if row else "created", path))
-            with db.cursor() as cursor, cursor.copy("COPY profile_words FROM STDIN") as copy:
-                for word_row in words:
-                    copy.write_row(word_row)
+            with db.cursor() as cursor:
+                _copy_lines(cursor, "profile_words", words)
             self._refresh_profile_provinces(db, touched)
             self._bump_generation(db)
         return self._notify(changes)
@@ -251,3 +249,11 @@ class PostgresWrites(PostgresCatalogueBase):
                 "views = v.views + 1, last_view = excluded.last_view",
                 (listing_id, weight, now),
             )
+
+
+def _copy_lines(cursor: psycopg.Cursor[Any], table: str, lines: list[str]) -> None:
+    """Rows already in ``COPY`` text (:func:`~precon.service.postgres.text_search.words_copy_lines`) into
+    ``table``, in pieces of about a megabyte."""
+    with cursor.copy(f"COPY {table} FROM STDIN") as copy:  # table: a fixed name
+        for start in range(0, len(lines), 500):
+            copy.write("".join(lines[start : start + 500]))

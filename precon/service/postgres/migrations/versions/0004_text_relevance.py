@@ -55,7 +55,7 @@ def _fill(connection: Any, table: str) -> None:
     """The words rows and lengths of the records already in ``table`` (``listings`` or ``profiles``)."""
     import orjson
 
-    from precon.service.postgres.text_search import _field_words, word_counts
+    from precon.service.postgres.text_search import _field_words, word_counts, words_copy_lines
     from precon.service.schema import (
         SEARCHABLE_LISTING_FIELDS,
         SEARCHABLE_LISTING_WEIGHTS,
@@ -73,11 +73,7 @@ def _fill(connection: Any, table: str) -> None:
         with writer.copy(f"COPY {words} FROM STDIN") as copy:
             for rowid, text in cursor:
                 counts = word_counts(_field_words(orjson.loads(text), fields), weights)
-                for word, (weighted, per_field) in counts.words.items():
-                    if table == "listings":
-                        copy.write_row((word, rowid, weighted, counts.weighted_length, per_field))
-                    else:
-                        copy.write_row((word, rowid, weighted, per_field))
+                copy.write(words_copy_lines(counts, rowid, length=table == "listings"))
                 lengths.append((counts.weighted_length, counts.tokens, rowid))
         if table == "listings":
             writer.executemany("UPDATE listings SET text_length = %s, text_tokens = %s WHERE id = %s", lengths)
