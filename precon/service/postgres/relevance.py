@@ -81,17 +81,15 @@ def query_phrases(text: TextQuery) -> list[list[Phrase]]:
     return positions
 
 
-def _rows(table: str, phrase: Phrase, frequency: str, length: bool = False) -> tuple[str, list[Any]]:
-    """The (record, frequency) rows of one phrase's words: one word, or the run of words a prefix starts; with
-    ``length``, the record's weighted length as a third column."""
+def _rows(table: str, phrase: Phrase, frequency: str, carried: str) -> tuple[str, list[Any]]:
+    """The (record, frequency, ``carried``) rows of one phrase's words: one word, or the run of words a prefix
+    starts; ``carried``: a column of the record's repeated in its words rows (``length``, ``tokens``)."""
     words, owner = WORD_TABLES[table]
-    if length:
-        frequency += " AS f, length"
     if phrase.prefix:
         condition, params = "word >= %s AND word < %s", [phrase.word, phrase.word + LAST_CODE_POINT]
     else:
         condition, params = "word = %s", [phrase.word]
-    return f"SELECT {owner} AS owner, {frequency}{'' if length else ' AS f'} FROM {words} WHERE {condition}", params
+    return f"SELECT {owner} AS owner, {frequency} AS f, {carried} FROM {words} WHERE {condition}", params
 
 
 def column_postings(table: str, alias: str, text: TextQuery, corpus: Corpus) -> Ranking:
@@ -109,7 +107,7 @@ def column_postings(table: str, alias: str, text: TextQuery, corpus: Corpus) -> 
         names[tuple(alternatives)] = name
         parts = []
         for phrase in alternatives:
-            sql, phrase_params = _rows(table, phrase, "weighted", length=True)
+            sql, phrase_params = _rows(table, phrase, "weighted", "length")
             parts.append(sql)
             params += phrase_params
         if len(parts) == 1 and not alternatives[0].prefix:  # one word: one row a record
@@ -145,7 +143,8 @@ def fts5_bm25(
     """FTS5's ``bm25()`` with the fields' ``weights`` over the query's MATCH expression, in the fields the query
     names when it names some (FTS5's column filter), not rounded (the SQLite store orders by the exact value).
 
-    The joins are outer: which records match is the query's own condition."""
+    The joins keep the records matching (every word in one of its phrases), each with its phrases' frequencies
+    (outer joins: 0 for those it does not hold)."""
     named = [i for i, name in enumerate(fields) if not text.columns or name in text.columns]
     if text.columns:  # none of them searchable: no instance anywhere, nothing matches
         frequency = "(" + " + ".join([f"{_float(weights[i])} * counts[{i + 1}]" for i in named] or ["0"]) + ")"
@@ -161,9 +160,11 @@ def fts5_bm25(
             continue
         name = f"q{len(names)}"
         names[phrase] = name
-        sql, phrase_params = _rows(table, phrase, frequency)
+        sql, phrase_params = _rows(table, phrase, frequency, "tokens")
         params += phrase_params
-        ctes.append(f"{name} AS (SELECT owner, sum(f) AS f FROM ({sql}) w WHERE f > 0 GROUP BY owner)")
+        ctes.append(
+            f"{name} AS (SELECT owner, sum(f) AS f, min(tokens) AS tokens FROM ({sql}) w WHERE f > 0 GROUP BY owner)"
+        )
     rows = _float(float(corpus.rows))
     raw = ", ".join(f"ln(({rows} - h.{n} + {_float(0.5)}) / (h.{n} + {_float(0.5)})) AS {n}" for n in names.values())
     holders = ", ".join(f"(SELECT count(*) FROM {n})::float8 AS {n}" for n in names.values())
@@ -171,9 +172,7 @@ def fts5_bm25(
         f"CASE WHEN r.{n} <= 0 THEN {_float(FTS5_MIN_IDF)} ELSE r.{n} END AS {n}" for n in names.values()
     )
     ctes.append(f"idf AS (SELECT {clamped} FROM (SELECT {raw} FROM (SELECT {holders}) h) r)")
-    normaliser = (
-        f"({_float(FTS5_K1)} * ({_float(1 - FTS5_B)} + ({_float(FTS5_B)} * {alias}.text_tokens) / {_float(average)}))"
-    )
+    normaliser = f"({_float(FTS5_K1)} * ({_float(1 - FTS5_B)} + ({_float(FTS5_B)} * hit.tokens) / {_float(average)}))"
     terms = []
     for phrase in phrases:
         n = names[phrase]
@@ -183,14 +182,14 @@ def fts5_bm25(
     ctes.append(
         "hit AS ("
         + " INTERSECT ".join(
-            "(" + " UNION ".join(f"SELECT owner FROM {names[phrase]}" for phrase in alternatives) + ")"
+            "(" + " UNION ".join(f"SELECT owner, tokens FROM {names[phrase]}" for phrase in alternatives) + ")"
             for alternatives in query_phrases(text)
         )
         + ")"
     )
-    joins = f"JOIN hit ON hit.owner = {alias}.id "
-    joins += " ".join(f"LEFT JOIN {n} ON {n}.owner = {alias}.id" for n in names.values()) + " CROSS JOIN idf"
-    return Ranking(", ".join(ctes), joins, "(" + " + ".join(terms) + ")", params)
+    outer = " ".join(f"LEFT JOIN {n} ON {n}.owner = hit.owner" for n in names.values()) + " CROSS JOIN idf"
+    joins = f"JOIN hit ON hit.owner = {alias}.id {outer}"
+    return Ranking(", ".join(ctes), joins, "(" + " + ".join(terms) + ")", params, (f"hit {outer}", "hit.owner"))
 
 
 def ranked_page(ranking: Ranking, table: str, alias: str, where: str, order: str, by_score: bool) -> str:

@@ -94,9 +94,10 @@ def _copy_text(word: str) -> str:
 
 
 def words_copy_lines(counts: WordCounts, rowid: int, length: bool) -> str:
-    """A record's rows of ``listing_words`` (``length``: with the record's weighted length) or ``profile_words``
-    as ``COPY`` text: formatted here at once, not value by value (a catalogue has millions of them)."""
-    middle = f"\t{counts.weighted_length!r}\t" if length else "\t"
+    """A record's rows of ``listing_words`` (``length``: with the record's weighted length) or ``profile_words``,
+    each with the record's number of words, as ``COPY`` text: formatted here at once, not value by value (a
+    catalogue has millions of them)."""
+    middle = f"\t{counts.weighted_length!r}\t{counts.tokens}\t" if length else f"\t{counts.tokens}\t"
     return "".join(
         f"{_copy_text(word)}\t{rowid}\t{weighted!r}{middle}{{{','.join(map(str, per_field))}}}\n"
         for word, (weighted, per_field) in counts.words.items()

@@ -5,10 +5,11 @@ searchable fields' weights over its instances, ``SEARCHABLE_LISTING_WEIGHTS``/``
 its number of instances in each searchable field (``counts``, in the fields' order), keyed by the word
 (``COLLATE "C"``: code-point order, so a prefix's words are one range of the key). Beside each record, the
 field-weighted length of its text (``listings.text_length``) and its number of words (``text_tokens``): the
-document lengths of the two measures (:mod:`precon.service.postgres.relevance`). A listing's words rows repeat its
-``length``: a search without filters ranks from the index of ``listing_words`` alone, and reads the listings'
-rows only for its best matches (their order among equal scores); with filters, what it orders by comes from
-``listings_for_ranking`` (an index-only scan), not from the wide rows.
+document lengths of the two measures (:mod:`precon.service.postgres.relevance`). A record's words rows repeat them
+(``length``, ``tokens``), and the words' key includes every column: a search without filters ranks from that
+index alone (in some fields only too), and reads the records' rows only for its best matches (their order among
+equal scores); with filters, what a listing search orders by comes from ``listings_for_ranking`` (an index-only
+scan), not from the wide rows.
 
 The rows of a catalogue already stored are made here from its documents, with the store's own word folding.
 
@@ -38,15 +39,17 @@ CREATE TABLE listing_words(
   listing bigint NOT NULL REFERENCES listings(id) ON DELETE CASCADE,
   weighted double precision NOT NULL,
   length double precision NOT NULL,
+  tokens integer NOT NULL,
   counts integer[] NOT NULL,
-  PRIMARY KEY(word, listing) INCLUDE (weighted, length));
+  PRIMARY KEY(word, listing) INCLUDE (weighted, length, tokens, counts));
 CREATE INDEX listing_words_by_listing ON listing_words(listing);
 CREATE TABLE profile_words(
   word text COLLATE "C" NOT NULL,
   profile bigint NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
   weighted double precision NOT NULL,
+  tokens integer NOT NULL,
   counts integer[] NOT NULL,
-  PRIMARY KEY(word, profile) INCLUDE (weighted));
+  PRIMARY KEY(word, profile) INCLUDE (weighted, tokens, counts));
 CREATE INDEX profile_words_by_profile ON profile_words(profile);
 """
 
