@@ -21,6 +21,7 @@ from precon import filters
 from precon.service import catalogue
 from precon.service.postgres import migrations
 from precon.service.postgres.store import PostgresCatalogueStore
+from precon.service.postgres.text_search import word_counts, words_copy_lines
 from precon.service.runtime import load
 from precon.service.schema import SEARCHABLE_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
 from precon.service.search import WORD, TextQuery, fold, searchable_text
@@ -247,3 +248,15 @@ def test_the_migration_gives_a_stored_catalogue_the_rows_its_writes_would(
         (h.total, h.scores, [d.get("path") for d in h.documents]) for h in written
     ]
     assert any(h.total > 0 for h in written)
+
+
+def test_words_rows_are_copy_text_with_every_count() -> None:
+    counts = word_counts([["quebec", "lofts"], [], ["quebec"]], (10.0, 1.0, 0.5))
+    assert (counts.weighted_length, counts.tokens) == (20.5, 3)
+    assert (
+        words_copy_lines(counts, 7, length=True)
+        == "quebec\t7\t10.5\t20.5\t3\t{1,0,1}\nlofts\t7\t10.0\t20.5\t3\t{1,0,0}\n"
+    )
+    assert words_copy_lines(counts, 7, length=False).startswith("quebec\t7\t10.5\t3\t{1,0,1}\n")
+    odd = word_counts([["a\\b\tc"]], (1.0,))
+    assert words_copy_lines(odd, 1, length=False) == "a\\\\b\\tc\t1\t1.0\t1\t{1}\n"
