@@ -21,11 +21,20 @@ MIN_PREFIX_LENGTH = 2
 """Shorter words must match exactly: one typo in a three-letter word matches too much."""
 
 
+FTS5_CASE_FOLDS = str.maketrans({"\u00b5": "\u03bc", "\u017f": "s"})
+"""Two letters FTS5's case folding maps that ``str.lower`` keeps: the micro sign and the long s."""
+
+
 @lru_cache(maxsize=65536)
 def fold(word: str) -> str:
-    """Case- and accent-insensitive form of a word (``Québec`` → ``quebec``)."""
-    decomposed = unicodedata.normalize("NFKD", word.casefold())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    """Case- and accent-insensitive form of a word (``Québec`` → ``quebec``), as FTS5's tokenizer makes it:
+    lower case and each letter's diacritics removed, nothing else (``Straße``, ``ﬁ``, ``m²`` and ``Ⅻ`` stay as
+    they are, where Unicode's compatibility forms would make ``strasse``, ``fi``, ``m2``, ``xii``: the SQLite
+    store would then miss those words and the PostgreSQL store find them). Equal to the tokenizer for Latin
+    text (Latin-1 and Latin Extended-A, with the common symbols, checked against it); a few rarer letters
+    (Latin Extended-B with two marks, polytonic Greek, Georgian capitals) it folds otherwise."""
+    decomposed = unicodedata.normalize("NFD", word.lower().translate(FTS5_CASE_FOLDS))
+    return unicodedata.normalize("NFC", "".join(ch for ch in decomposed if not unicodedata.combining(ch)))
 
 
 def words(text: str) -> list[str]:
