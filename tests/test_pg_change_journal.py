@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -332,7 +332,9 @@ def test_two_publishers_of_the_same_changes_store_their_events_once(
     assert replicas[1].journal.publish(entries) == 0
 
 
-def test_an_undone_write_leaves_no_change_and_no_event(replicas: list[Replica], keys: Keys, tmp_path: Path) -> None:
+def test_an_undone_write_leaves_no_change_and_no_event(
+    replicas: list[Replica], keys: Keys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = replicas[0].store
     with pytest.raises(ValueError), store.atomic():
         store.upsert_listings(listings(10))
@@ -340,8 +342,17 @@ def test_an_undone_write_leaves_no_change_and_no_event(replicas: list[Replica], 
     with pytest.raises(ValueError):
         store.upsert_listings([*listings(3, start=20), {"name": "no id"}])
     records = listings(2100)
-    records[2050]["name"] = "Nul\x00Tower"  # PostgreSQL refuses it, past the first batch written
-    with pytest.raises(psycopg.DataError):
+    records[2050]["name"] = "Refused Tower"  # PostgreSQL refuses it, past the first batch written
+    upsert = type(store).upsert_listings
+
+    def refusing(self: PostgresCatalogueStore, batch: Iterable[dict[str, Any]]) -> list[Any]:
+        batch = list(batch)
+        if any(record.get("name") == "Refused Tower" for record in batch):
+            raise psycopg.errors.DataError("a value PostgreSQL refuses")
+        return upsert(self, batch)
+
+    with monkeypatch.context() as patched, pytest.raises(psycopg.DataError):
+        patched.setattr(type(store), "upsert_listings", refusing)
         import_file(store, write_ndjson(tmp_path / "bad.ndjson", records))
     assert store.counts()["listings"] == 0
     assert journal_rows(store.conninfo) == []

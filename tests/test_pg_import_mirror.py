@@ -213,12 +213,12 @@ def test_a_failing_import_leaves_postgresql_unchanged_and_publishes_nothing(
                 raise psycopg.errors.DataError("a value PostgreSQL refuses")
             return upsert(self, batch)
 
-        monkeypatch.setattr(PostgresCatalogueStore, "upsert_listings", refusing)
         bad = write_ndjson(tmp_path / "bad.ndjson", records)
-        result = precon("catalogue", "import", bad, "--data", data, "--database", database)
+        with monkeypatch.context() as patched:
+            patched.setattr(PostgresCatalogueStore, "upsert_listings", refusing)
+            result = precon("catalogue", "import", bad, "--data", data, "--database", database)
         assert result.exit_code == 1
         assert "nothing was imported" in result.stderr and "PostgreSQL refuses" in result.stderr
-        monkeypatch.undo()
         assert store.generation() == generation
         assert snapshot(store) == before
         assert len(outbox(webhooks, key_id)) == published
