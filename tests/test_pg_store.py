@@ -2,7 +2,7 @@
 
 Each answer of :class:`PostgresCatalogueStore` is compared with the SQLite store's SQL engine (itself held to
 the column engine and the evaluator by tests/test_store.py): totals, pages in order, scores, facet counts,
-documents. Text searches match the same listings; their order may differ where the two relevance measures do.
+documents. Text relevance is held to the SQLite store's, score for score, by tests/test_pg_text_rank.py.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 * :mod:`.store`: :class:`~.store.PostgresCatalogueStore`, the :class:`~precon.service.store.CatalogueStore`
   operations over a psycopg connection pool, made of :mod:`.catalogue_base` (pool, transactions, generation,
-  ``NOTIFY``), :mod:`.writes`, :mod:`.reads` and :mod:`.text_search`; several processes (replicas) may share one
-  database.
+  ``NOTIFY``), :mod:`.writes`, :mod:`.reads`, :mod:`.text_search` (words, ``tsvector``/``tsquery``) and
+  :mod:`.relevance` (the SQLite store's BM25 in SQL); several processes (replicas) may share one database.
 * :mod:`.accounts`: keys, products and grants (:class:`~.accounts.PostgresAccountStore`).
 * :mod:`.webhooks`: subscriptions, events, the delivery outbox and attempts, claimed ``FOR UPDATE SKIP LOCKED``
   with a lease, and ``Idempotency-Key`` answers (:class:`~.webhooks.PostgresWebhookStore`).
@@ -18,8 +18,8 @@
 
 What equals what, and how it is checked (``tests/test_pg_*.py``, on a throw-away cluster, see
 ``tests/pg_support.py``): every read answers as the SQLite store's SQL engine does over the same catalogue, the
-stored documents byte for byte (``json``, key order kept); text search matches the same records, ranked by a
-field-weighted ``ts_rank`` rather than FTS5's BM25; the service's API test modules run on both stores.
+stored documents byte for byte (``json``, key order kept); text search matches the same records, ranked by the
+same BM25 scores (``tests/test_pg_text_rank.py``); the service's API test modules run on both stores.
 
 Caches kept in a process (facet labels, the typo vocabulary, attribute names, unindexed-filter results) are keyed
 by the catalogue's generation, read from the database with every question: a write of any replica

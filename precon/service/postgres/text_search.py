@@ -19,10 +19,9 @@ def _lexeme(word: str, prefix: bool = False) -> str:
     return quoted + ":*" if prefix else quoted
 
 
-def tsquery(text: TextQuery, any_word: bool = False) -> str:
+def tsquery(text: TextQuery) -> str:
     """The ``tsquery`` of a text query: every word required, the last also as a prefix, typo variants as ORs.
 
-    ``any_word``: any of them (what relevance is measured with: ``ts_rank`` of an AND needs word positions).
     Each word is a quoted lexeme, so no user text can change the query's structure."""
     terms = []
     last = len(text.words) - 1
@@ -30,7 +29,7 @@ def tsquery(text: TextQuery, any_word: bool = False) -> str:
         alternatives = [_lexeme(word, position == last and len(word) >= MIN_PREFIX_LENGTH)]
         alternatives += [_lexeme(variant) for variant in sorted(text.typo_variants.get(word, ()))]
         terms.append(alternatives[0] if len(alternatives) == 1 else "(" + " | ".join(alternatives) + ")")
-    return (" | " if any_word else " & ").join(terms)
+    return " & ".join(terms)
 
 
 def tsvector(lexemes: Iterable[str]) -> str:
@@ -51,11 +50,6 @@ def _text_match(text: TextQuery, alias: str, fields: Sequence[str]) -> tuple[str
     if not named:
         return "false", []
     return f"({' || '.join(named)}) @@ %s::tsquery", [tsquery(text)]
-
-
-def _rank(alias: str, fields: Sequence[str], weights: Sequence[float]) -> str:
-    parts = [f'{weight} * ts_rank({alias}."s_{name}", q.query)' for name, weight in zip(fields, weights, strict=True)]
-    return "(" + " + ".join(parts) + ")"
 
 
 @dataclass
