@@ -57,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH_DIR))
 
 import service  # noqa: E402
+from lean_http import LeanClient  # noqa: E402
 from service import (  # noqa: E402
     OUT_DIR,
     BenchRequest,
@@ -310,9 +311,9 @@ class Failover:
 
 def query_loop(base_url: str, mix: Sequence[BenchRequest], offset: int, state: Failover) -> None:
     position = offset
-    with http(base_url) as client:
+    with LeanClient(base_url, {"x-api-key": KEY}, timeout=REQUEST_TIMEOUT_S) as client:
         while not state.stop.is_set():
-            sample = service._send(client, mix[position % len(mix)], keep_body=False)
+            sample, _ = service._send(client, mix[position % len(mix)])
             with state.lock:
                 state.get_samples.append((time.monotonic(), sample))
             position += 1
