@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -48,7 +49,9 @@ def thread_of_search(service: Service, version: str = "v1", **kinds: bool) -> tu
         options = {"text_in_some_fields": False, "unit_filter": False, **kinds}
         return await service.run_listing_search(version, work, **options)
 
-    return asyncio.run(main())
+    # On a thread of its own: a test run before this one may leave an event loop running on the main thread.
+    with ThreadPoolExecutor(max_workers=1) as runner:
+        return runner.submit(asyncio.run, main()).result()
 
 
 def test_a_search_runs_on_the_loop_once_the_indexes_are_built(tmp_path: Path, stores: tuple) -> None:
