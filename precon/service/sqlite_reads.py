@@ -242,12 +242,15 @@ class SQLiteReads(SQLiteCatalogueBase):
         scores: list[float | None] = []
         if query.limit > 0 and query.offset < total:
             wanted = query.offset + query.limit
-            ordered_by_default = score is None and query.order != "trending" and distance is None
-            if not ordered_by_default:
+
+            def first_by(key: FloatArray, descending: bool = False) -> IntArray:
+                """The first ``wanted`` matches by ``key`` (per listing), ties in the default order."""
                 matched = np.flatnonzero(mask)
-                rank = index.order_rank[matched]
+                values = key[matched]
+                return _first_in_order(matched, -values if descending else values, index.order_rank[matched], wanted)
+
             if score is not None:
-                ordered = _first_in_order(matched, -score[matched], rank, wanted)
+                ordered = first_by(score, descending=True)
             elif query.order == "trending":
                 views = np.full(index.size, -np.inf)
                 viewed = db.execute("SELECT listing_id, rank FROM listing_views").fetchall()
@@ -256,9 +259,9 @@ class SQLiteReads(SQLiteCatalogueBase):
                     ranks = np.array([row[1] for row in viewed], dtype=np.float64)
                     held = positions >= 0
                     views[positions[held]] = ranks[held]
-                ordered = _first_in_order(matched, -views[matched], rank, wanted)
+                ordered = first_by(views, descending=True)
             elif distance is not None:
-                ordered = _first_in_order(matched, distance[matched], rank, wanted)
+                ordered = first_by(distance)
             else:
                 ordered = index.in_default_order(mask, wanted)
             page = ordered[query.offset : query.offset + query.limit]
