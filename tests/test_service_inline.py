@@ -40,7 +40,7 @@ def thread_of_search(service: Service, version: str = "v1", **kinds: bool) -> tu
 
     async def main() -> tuple[bool, int]:
         loop_thread = threading.current_thread()
-        store = service.sandbox if version == "v1-sandbox" else service.live
+        store = service.store_of(version)
 
         def work() -> tuple[bool, int]:
             total = store.search_listings(ListingQuery(limit=5)).total

@@ -80,6 +80,10 @@ class Service:
         """Whether a call's key and rate are checked in this machine's memory and files (microseconds), with no
         round trip to PostgreSQL or Redis: what lets a quick call run on the event loop."""
 
+    def store_of(self, version: str) -> CatalogueStore:
+        """The catalogue a version reads: the sandbox's for ``v1-sandbox``, the live one otherwise."""
+        return self.sandbox if version == "v1-sandbox" else self.live
+
     async def run_listing_search(
         self, version: str, work: Callable[[], T], *, text_in_some_fields: bool, unit_filter: bool
     ) -> T:
@@ -87,7 +91,7 @@ class Service:
         store answers it from indexes already in memory (handing a call of a millisecond to a worker thread and
         back costs as much again). Otherwise in a worker thread, so that a round trip to a server, or an index
         being built, holds up only the calls that wait for it; the indexes are then built for the next."""
-        store = self.sandbox if version == "v1-sandbox" else self.live
+        store = self.store_of(version)
         if not isinstance(store, SQLiteStore):
             return await run_in_threadpool(work)
         if self.local_checks and store.answers_from_memory(text_in_some_fields, unit_filter):
@@ -165,7 +169,7 @@ class Service:
             version=version,
             province=None if province == "all" else province,
             key=key,
-            store=self.sandbox if version == "v1-sandbox" else self.live,
+            store=self.store_of(version),
             media=MediaLinks(str(request.base_url)),
             product_id=product_id,
             provinces=self.readable_provinces(key, version, province),
