@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from fastapi import APIRouter, Depends, Request, Security
 from fastapi.security import APIKeyHeader
@@ -14,6 +14,7 @@ from precon.service import wire
 from precon.service.accounts import ApiKey
 from precon.service.calls import Call, Service
 from precon.service.errors import bad_request
+from precon.service.routes.direct import DirectRoute, Resolver
 from precon.service.schema import ATTRIBUTE_ALIASES, DEFAULT_FACETS, LISTING_ATTRIBUTES
 from precon.service.shaping import ListingShaper
 
@@ -39,6 +40,21 @@ async def authenticated(
     if service.local_checks:
         return service.authenticate(request)
     return await run_in_threadpool(service.authenticate, request)
+
+
+async def _key_of(request: Request) -> ApiKey:
+    """:func:`authenticated`, from the request alone (it reads the key from the request's headers itself)."""
+    return await authenticated(request, await get_service(request), None)
+
+
+class OperationRoute(DirectRoute):
+    """An operation's route: its parameters read by a plan made once (see :mod:`.direct`), its key checked and
+    its service found as :func:`authenticated` and :func:`get_service` would."""
+
+    direct_dependencies: ClassVar[dict[Callable[..., Any], Resolver]] = {
+        get_service: get_service,
+        authenticated: _key_of,
+    }
 
 
 def _error(description: str, model: type[BaseModel] | object = wire.Error) -> dict[str, Any]:
@@ -81,6 +97,7 @@ def operation(
     common: dict[str, Any] = {
         "dependencies": [Depends(authenticated)],
         "response_model": None,
+        "route_class_override": OperationRoute,
         "responses": responses,
     }
 
