@@ -457,8 +457,10 @@ def test_a_listings_deposits_in_dollars_for_a_chosen_plan(dashboard: Dashboard, 
 
     chosen = plans[-1]
     picker = page.locator('[data-testid="stSelectbox"]').filter(has_text="Floor plan")
-    picker.click()
-    page.keyboard.type(plan_label(chosen))  # the list is long: filtered to the one plan by typing
+    # The list is long, and drawn only where it shows: typed into, the box opens it narrowed to the one plan (a
+    # click alone sometimes only focuses the box while the page settles).
+    picker.locator("input").click()
+    page.keyboard.type(plan_label(chosen))
     page.get_by_role("option", name=plan_label(chosen), exact=True).click()
     total = (total_percent(listing.paymentStructures[0]) or 0) * (chosen.startPrice or 0) / 100
     settle(page, cad(total))
