@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from precon.service.app import _every_route
 from precon.service.routes.common import OperationRoute
 from precon.service.routes.direct import ParameterPlan
 from precon.service.server import ServerThread
@@ -161,11 +162,10 @@ def test_every_read_operation_has_a_plan(api: Api) -> None:
     policy and worker are dependencies the plan does not resolve; an admin's calls, not a hot path)."""
     app = api.directory.app()
     planned: dict[str, bool] = {}
-    for route in app.router.routes:
-        for inner in getattr(getattr(route, "original_router", None), "routes", [route]):
-            if isinstance(inner, OperationRoute):
-                plan = ParameterPlan.of(inner.dependant, OperationRoute.direct_dependencies)
-                planned[f"{sorted(inner.methods)} {inner.path}"] = plan is not None
+    for route in _every_route(app.router.routes):
+        if isinstance(route, OperationRoute):
+            plan = ParameterPlan.of(route.dependant, OperationRoute.direct_dependencies)
+            planned[f"{sorted(route.methods)} {route.path}"] = plan is not None
     reads = {name: has for name, has in planned.items() if "webhook" not in name}
     assert len(reads) > 30 and all(reads.values()), [name for name, has in reads.items() if not has]
     assert not any(has for name, has in planned.items() if "webhook" in name)
