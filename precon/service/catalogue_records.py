@@ -272,18 +272,24 @@ def reference_keys(record: dict[str, Any]) -> set[str]:
     return keys
 
 
+def indexed_reference_keys(record: dict[str, Any]) -> set[str]:
+    """The folded paths of the profiles a listing refers to, as listing_terms indexes them (a single path as well
+    as a list): what puts a profile in the listing's province."""
+    keys = set()
+    for name in set(LISTING_REFERENCE_FIELDS.values()):
+        values = record.get(name)
+        for path in values if isinstance(values, list) else [values]:
+            if isinstance(path, str):
+                keys.add(fold_text(path))
+    return keys
+
+
 def province_pairs(record: dict[str, Any]) -> set[tuple[str, str]]:
     """(province, profile path key) for every profile the listing refers to, as listing_terms indexes them."""
     province = province_of(record.get("state"))
     if province is None:
         return set()
-    pairs = set()
-    for name in set(LISTING_REFERENCE_FIELDS.values()):
-        values = record.get(name)
-        for path in values if isinstance(values, list) else [values]:
-            if isinstance(path, str):
-                pairs.add((province, fold_text(path)))
-    return pairs
+    return {(province, key) for key in indexed_reference_keys(record)}
 
 
 @dataclass

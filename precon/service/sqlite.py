@@ -98,15 +98,26 @@ class Connections:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction; inside one of this thread's, part of it (committed or rolled back with it)."""
         db = self.get()
+        if db.in_transaction and getattr(self._local, "writing", False):
+            yield db
+            return
         with self.write_lock:
             db.execute("BEGIN IMMEDIATE")
+            self._local.writing = True
             try:
                 yield db
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+            finally:
+                self._local.writing = False
             db.execute("COMMIT")
+
+    def writing(self) -> bool:
+        """Whether this thread is inside one of its write transactions."""
+        return bool(getattr(self._local, "writing", False))
 
     def close(self) -> None:
         """Closes every connection; a thread that uses this again afterwards opens a new one."""

@@ -201,6 +201,10 @@ class SQLiteCatalogueBase:
     _index_lock: threading.Lock
     _fallback_masks: dict[tuple[int, str], Mask]
     _text_cache: OrderedDict[tuple[int, str], FloatArray]
+    background_index: bool = False
+    """Whether a new generation's column index is built on a thread while SQL answers (a replica's copy, which
+    follows every write: see :meth:`~precon.service.sqlite_reads.SQLiteReads._columns_ready`)."""
+    _index_thread: threading.Thread | None = None
     _typo_cache: PerGeneration[tuple[TypoIndex, TypoIndex]]
     _label_cache: PerGeneration[dict[tuple[str, str], str]]
     _attribute_cache: PerGeneration[frozenset[str]]
@@ -213,9 +217,12 @@ class SQLiteCatalogueBase:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (inside one of this thread's, part of it): the generation it raised is signalled to
+        the other processes once the outermost one commits."""
+        outermost = not self._connections.writing()
         with self._connections.transaction() as db:
             yield db
-        if self._bumped:
+        if outermost and self._bumped:
             self._bumped = False
             self._known_generation = None
             self._signal.touch(self._read_generation())

@@ -9,8 +9,10 @@ filters) follow the catalogue's generation.
 
 from __future__ import annotations
 
+import logging
 import math
 import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -47,6 +49,9 @@ from precon.service.sqlite_catalogue import SQLiteCatalogueBase
 
 TEXT_CACHE_ENTRIES = 16
 """Text questions whose relevance arrays are kept: 16 × 8 bytes × listings (6.4 MB at 50,000)."""
+
+
+log = logging.getLogger("precon.store")
 
 
 class SQLiteReads(SQLiteCatalogueBase):
@@ -109,7 +114,7 @@ class SQLiteReads(SQLiteCatalogueBase):
         text = query.text
         # Text matched in some fields only (v1-lite) is FTS5's column filter: the in-memory postings weigh every
         # field together, so such a question goes to SQL.
-        in_memory = self.engine == "columns" and not (text is not None and text.columns)
+        in_memory = self.engine == "columns" and not (text is not None and text.columns) and self._columns_ready()
         search = self._search_columns if in_memory else self._search_sql
         return with_typo_retry(lambda t: search(query, t), text, lambda: self._typo_indexes()[0])
 
@@ -117,7 +122,7 @@ class SQLiteReads(SQLiteCatalogueBase):
         """Whether a listing search would be answered from indexes this process already holds for the current
         generation: CPU for a few milliseconds and a read of the page's records, no index to build, no FTS5
         query. Such a search may run on the event loop (see :meth:`precon.service.calls.Service.run`)."""
-        if self.engine != "columns" or text_in_some_fields:
+        if self.engine != "columns" or text_in_some_fields or self._index_thread is not None:
             return False
         generation = self.generation()
         index = self._column_index
@@ -135,6 +140,45 @@ class SQLiteReads(SQLiteCatalogueBase):
         self._labels()
 
     # The column engine: the default.
+
+    def _columns_ready(self) -> bool:
+        """Whether a listing search may use the column index now. Always, building it first if it is not of the
+        current generation; with :attr:`background_index`, a new generation's index is built on a thread instead,
+        and until it is ready searches are answered by SQL (the same matches, counts and order; text ranked by
+        FTS5's bm25), so that a write is read at once, not after the seconds a build takes."""
+        if not self.background_index:
+            return True
+        index = self._column_index
+        if index is not None and index.generation == self.generation():
+            return True
+        with self._index_lock:
+            if self._index_thread is None:
+                self._index_thread = threading.Thread(target=self._build_behind, name="precon-index", daemon=True)
+                self._index_thread.start()
+        return False
+
+    def _build_behind(self) -> None:
+        """Builds the column index (and the floor plans', if one was in use) of the newest generation, until the
+        index built is of the newest."""
+        try:
+            while True:
+                generation = self.generation()
+                index = self._build_columns(generation)
+                plans = None if self._plan_index is None else self._plan_rows(index)
+                with self._index_lock:
+                    self._column_index = index
+                    self._fallback_masks.clear()
+                    if plans is not None:
+                        self._plan_index = plans
+                self._typo_indexes()
+                self._labels()
+                if self.generation() == index.generation:
+                    return
+        except Exception:  # the next search tries again; until then SQL answers
+            log.exception("building the column index of %s failed", self.path)
+        finally:
+            with self._index_lock:
+                self._index_thread = None
 
     def _columns(self) -> ColumnIndex:
         generation = self.generation()
@@ -166,14 +210,18 @@ class SQLiteReads(SQLiteCatalogueBase):
             with self._index_lock:
                 plans = self._plan_index
                 if plans is None or plans.generation != index.generation:
-                    if self._shared is None:
-                        plans = PlanIndex(self._db(), index.rowids, index.generation)
-                    else:
-                        key = self._index_key(index.generation)
-                        plans = self._shared.get(
-                            "plans", lambda: key, lambda: (key, PlanIndex(self._db(), index.rowids, index.generation))
-                        )
+                    plans = self._plan_rows(index)
                     self._plan_index = plans
+        return plans
+
+    def _plan_rows(self, index: ColumnIndex) -> PlanIndex:
+        """The floor plans of ``index``'s listings in columns (mapped, when another process built them)."""
+        if self._shared is None:
+            return PlanIndex(self._db(), index.rowids, index.generation)
+        key = self._index_key(index.generation)
+        plans: PlanIndex = self._shared.get(
+            "plans", lambda: key, lambda: (key, PlanIndex(self._db(), index.rowids, index.generation))
+        )
         return plans
 
     def _fallback_mask(self, index: ColumnIndex, expr: Expr) -> Mask:
@@ -268,6 +316,8 @@ class SQLiteReads(SQLiteCatalogueBase):
             page_rowids = [int(r) for r in index.rowids[page]]
             marks = ", ".join("?" * len(page_rowids))
             blobs = dict(db.execute(f"SELECT id, doc FROM listing_docs WHERE id IN ({marks})", page_rowids).fetchall())
+            if len(blobs) < len(page_rowids):  # written since the index was built (a replica's copy follows writes)
+                return self._search_sql(query, text)
             scores = [None if score is None else float(score[p]) for p in page]
             if query.raw:
                 source = f"{self.path}:{index.generation}"
@@ -494,6 +544,10 @@ class SQLiteReads(SQLiteCatalogueBase):
     ) -> dict[str, list[tuple[str, int]]]:
         rows = db.execute(f"SELECT p.collection, p.doc FROM profiles p WHERE {where}", params)
         return count_profile_facets(((collection, decode_document(blob)) for collection, blob in rows), names)
+
+    def health(self) -> dict[str, Any]:
+        """What ``/healthz`` says of the catalogue: its counts."""
+        return dict(self.counts())
 
     def counts(self) -> dict[str, int]:
         db = self._db()

@@ -108,10 +108,12 @@ class SQLiteWrites(SQLiteCatalogueBase):
                 self._bump_generation(db)
             db.execute("ANALYZE")
 
-    def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
+    def upsert_listings(self, records: Iterable[dict[str, Any]], as_stored: bool = False) -> list[CatalogueChange]:
+        """``as_stored``: the records are documents another store completed (a replica's copy of PostgreSQL's),
+        stored as they are."""
         changes: list[CatalogueChange] = []
         records = _last_of_each(records, listing_key)
-        now = time.time()
+        now = None if as_stored else time.time()
         with self._transaction() as db:
             batch = _ListingBatch()
             for record in records:
@@ -131,9 +133,10 @@ class SQLiteWrites(SQLiteCatalogueBase):
         return changes
 
     def _add_listing(
-        self, db: sqlite3.Connection, record: dict[str, Any], batch: _ListingBatch, now: float
+        self, db: sqlite3.Connection, record: dict[str, Any], batch: _ListingBatch, now: float | None
     ) -> CatalogueChange:
-        """Writes one listing's row (replacing the stored one's rows) and gathers the rest of its rows in ``batch``."""
+        """Writes one listing's row (replacing the stored one's rows) and gathers the rest of its rows in ``batch``;
+        completed as of ``now`` (None: stored as it is)."""
         listing_id, record = as_stored_listing(record)
         if listing_id not in batch.existing:
             row = db.execute(_SELECT_LISTING_DOC, (listing_id,)).fetchone()
@@ -146,7 +149,8 @@ class SQLiteWrites(SQLiteCatalogueBase):
             batch.touched_profiles.update(reference_keys(old))
             self._delete_listing_rows(db, row[0])
             batch.replaced = True
-        record = complete_listing(record, old, now)
+        if now is not None:
+            record = complete_listing(record, old, now)
         lat, lng = _geo_point(record)
         rowid = db.execute(_INSERT_LISTING, [listing_id, *listing_columns(record, lat, lng, batch.labels)]).lastrowid
         assert rowid is not None
@@ -274,6 +278,59 @@ class SQLiteWrites(SQLiteCatalogueBase):
             "JOIN listings l ON l.id = lt.listing WHERE l.province IS NOT NULL GROUP BY l.province, p.id",
             reference_attrs,
         )
+
+    def copy_position(self) -> tuple[str, int] | None:
+        """Where this file, a replica's copy, stands: (the source it copies, the source's generation it holds), or
+        None when it copies nothing yet."""
+        rows = dict(self._db().execute("SELECT key, value FROM meta WHERE key IN ('copy_source', 'copy_generation')"))
+        if "copy_source" not in rows:
+            return None
+        return rows["copy_source"], int(rows.get("copy_generation", 0))
+
+    def apply_copy(
+        self,
+        source: str,
+        generation: int,
+        listings: dict[str, dict[str, Any] | None],
+        profiles: dict[str, dict[str, Any] | None],
+    ) -> bool:
+        """Makes this copy of ``source`` hold its catalogue at ``generation``, given what changed since the
+        generation it holds (the documents by key, None for a record deleted), in one transaction that records the
+        position reached: a process killed meanwhile leaves the copy as it was. Answers False when the copy already
+        stood there (another process applied it)."""
+        with self._transaction() as db:
+            rows = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('copy_source', 'copy_generation')"))
+            if rows.get("copy_source") != source:
+                raise ValueError(f"{self.path} copies {rows.get('copy_source')!r}, not {source!r}")
+            if int(rows.get("copy_generation", 0)) >= generation:
+                return False
+            for listing_id, document in listings.items():
+                if document is None:
+                    self.delete_listing(listing_id)
+            for path, document in profiles.items():
+                if document is None:
+                    self.delete_profile(path)
+            self.upsert_profiles([document for document in profiles.values() if document is not None])
+            self.upsert_listings([document for document in listings.values() if document is not None], as_stored=True)
+            self.mark_copy(source, generation)
+        return True
+
+    def mark_copy(self, source: str, generation: int) -> None:
+        """Records that this file holds ``source``'s catalogue at ``generation`` (in the current transaction)."""
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [("copy_source", source), ("copy_generation", str(generation))],
+            )
+            self._bump_generation(db)
+
+    def set_views(self, views: Iterable[tuple[str, float, int, float]]) -> None:
+        """Sets the trending ranks of listings as the source's counts give them: (id, rank, views, last view)."""
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO listing_views(listing_id, rank, views, last_view) VALUES (?, ?, ?, ?)",
+                list(views),
+            )
 
     def record_view(self, listing_id: str, at: float | None = None) -> None:
         """Counts one view of a listing in its trending rank: a sum of views, each decayed by its age."""
