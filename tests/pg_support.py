@@ -237,14 +237,13 @@ def pg_empty_database(pg_cluster: Cluster) -> Iterator[str]:
 
 
 def pg_api(cluster_: Cluster, data_dir: Path) -> Iterator[Any]:
-    """The ``api`` of tests/conftest.py (the same keys, the same special listings) with everything in a fresh
-    PostgreSQL database: the catalogue and sandbox, the keys, the webhook subscriptions and outbox."""
+    """The ``api`` of tests/conftest.py (the same keys, the same special listings) on a replica: everything in a
+    fresh PostgreSQL database (the catalogue and sandbox, the keys, the webhook subscriptions and outbox), the
+    questions answered from the replica's local copies in ``data_dir``."""
     import httpx
 
-    from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
-    from precon.service.notify import CatalogueNotifier
-    from precon.service.postgres.catalogues import open_catalogues
-    from precon.service.runtime import DataDirectory, open_accounts, open_webhooks
+    from precon.service.config import ServiceSettings
+    from precon.service.runtime import DataDirectory
     from precon.service.server import ServerThread
     from tests import conftest
 
@@ -257,13 +256,8 @@ def pg_api(cluster_: Cluster, data_dir: Path) -> Iterator[Any]:
         dev=True,
         database_url=cluster_.conninfo(name),
     )
-    live, sandbox = open_catalogues(cluster_.conninfo(name), settings.default_listings, settings.default_seed)
-    accounts = open_accounts(settings)
-    accounts.create_key(DEV_PRODUCT_ID, key=DEV_API_KEY, label="development")
-    webhooks = open_webhooks(settings)
-    for store, env in ((live, "live"), (sandbox, "sandbox")):
-        CatalogueNotifier(webhooks, accounts, store, env, settings.webhook_first_delay).attach()  # type: ignore[arg-type]
-    directory = DataDirectory(settings, live, sandbox, accounts, webhooks)  # type: ignore[arg-type]
+    directory = DataDirectory.open(settings)
+    live, accounts = directory.live, directory.accounts
     accounts.create_key("everything", key=conftest.KEY_ALL)
     accounts.create_key("ontario", ["v1"], ["on"], key=conftest.KEY_ONTARIO)
     accounts.create_key("lite", ["v1-lite"], key=conftest.KEY_LITE)

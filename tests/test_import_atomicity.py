@@ -211,7 +211,7 @@ def test_an_import_into_postgresql_killed_partway_leaves_the_catalogue_as_it_was
     cluster = pg_support.cluster()
     name = cluster.database()
     url = cluster.url(name)
-    total = 3 * BATCH + 1000
+    total = 15 * BATCH + 1000  # PostgreSQL stores little beside each document: a smaller import ends too soon
     first = write_ndjson(tmp_path / "first.ndjson", many_small_records(200, builders=20))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECON_SERVICE_")}
     done = subprocess.run(
@@ -236,7 +236,7 @@ def test_an_import_into_postgresql_killed_partway_leaves_the_catalogue_as_it_was
         while process.poll() is None and not import_in_progress(cluster.conninfo(name)):
             assert time.monotonic() < deadline, "the import never started writing"
             time.sleep(0.005)
-        time.sleep(0.3)  # batches written in its transaction, not committed
+        time.sleep(0.1)  # batches written in its transaction, not committed
         if process.poll() is None:
             os.kill(process.pid, signal.SIGKILL)
         process.wait(timeout=30)

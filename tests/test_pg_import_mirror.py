@@ -4,6 +4,8 @@ two replicas at once one after the other."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -21,6 +23,7 @@ from precon.service import catalogue
 from precon.service.config import ServiceSettings
 from precon.service.importer import import_file
 from precon.service.mirror import mirror
+from precon.service.postgres.replica import CatalogueCopy
 from precon.service.postgres.store import CHANNEL, PostgresCatalogueStore
 from precon.service.runtime import BATCH, DataDirectory
 from precon.service.server import ServerThread
@@ -60,7 +63,17 @@ def precon(*args: str | Path) -> Result:
 
 
 def snapshot(store: SQLiteStore | PostgresCatalogueStore) -> tuple[Any, ...]:
-    """What the store serves: every query's page, totals and facets, and every profile."""
+    """What the store serves: every query's page, totals and facets, and every profile. PostgreSQL's is what a
+    replica's copy of it serves."""
+    if isinstance(store, PostgresCatalogueStore):
+        folder = Path(tempfile.mkdtemp(prefix="precon-copy-"))
+        copy = CatalogueCopy(store, folder / "copy.sqlite3")
+        copy.local.background_index = False
+        try:
+            return snapshot(copy.local)
+        finally:
+            copy.close()
+            shutil.rmtree(folder, ignore_errors=True)
     answers: list[Any] = []
     for query in QUERIES:
         hits = store.search_listings(query)

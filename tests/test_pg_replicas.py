@@ -1,16 +1,19 @@
-"""Replicas: several stores (processes, in production) on one PostgreSQL catalogue see each other's writes at once,
-and their writes, however concurrent, leave the catalogue as one writer at a time would."""
+"""Replicas: several stores (processes, in production) on one PostgreSQL catalogue read each other's writes as soon
+as their copies catch up, and their writes, however concurrent, leave the catalogue as one writer at a time
+would."""
 
 from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
 
 from precon import filters
 from precon.service import catalogue
+from precon.service.postgres.replica import CatalogueCopy, ReplicaCatalogue
 from precon.service.postgres.store import CHANNEL, PostgresCatalogueStore
 from precon.service.runtime import load
 from precon.service.search import TextQuery
@@ -21,25 +24,29 @@ pg_cluster = pg_support.pg_cluster
 pg_database = pg_support.pg_database
 
 
-def test_a_write_of_one_replica_shows_at_once_in_another(pg_database: str) -> None:
+def test_a_write_of_one_replica_is_read_in_another_once_its_copy_catches_up(pg_database: str, tmp_path: Path) -> None:
     built = catalogue.generate(60, 3)
-    first = PostgresCatalogueStore(pg_database, migrate=False)
-    second = PostgresCatalogueStore(pg_database, migrate=False)
+    first = ReplicaCatalogue(CatalogueCopy(PostgresCatalogueStore(pg_database, migrate=False), tmp_path / "1.sqlite3"))
+    second = ReplicaCatalogue(CatalogueCopy(PostgresCatalogueStore(pg_database, migrate=False), tmp_path / "2.sqlite3"))
+    second.local.background_index = False  # the column index, rebuilt for each generation, is what is checked
     try:
         first.upsert_profiles(built.profiles)
         first.upsert_listings(built.listings)
+        second.copy.catch_up()
         # The second replica's caches (facet labels, typo vocabulary, attribute names) are filled...
         second.search_listings(ListingQuery(facets=("cityOrDistrict",), text=TextQuery.parse("condso")))
         assert "quayfront" not in second.listing_attribute_names()
         # ...and followed when the first writes.
         record = {**built.listings[0], "name": "Zanzibar Quarters", "cityOrDistrict": "Ÿellowknife", "quayfront": 1}
         first.upsert_listings([record])
+        second.copy.catch_up()
         hits = second.search_listings(ListingQuery(text=TextQuery.parse("zanzibra"), facets=("cityOrDistrict",)))
         assert [d["listingId"] for d in hits.documents] == [record["listingId"]]
         assert ("Ÿellowknife", 1) in hits.facets["cityOrDistrict"]
         assert "quayfront" in second.listing_attribute_names()
         assert second.search_listings(ListingQuery(filter=filters.parse("quayfront = 1"))).total == 1
         first.delete_listing(record["listingId"])
+        second.copy.catch_up()
         assert second.search_listings(ListingQuery(filter=filters.parse("quayfront = 1"))).total == 0
         assert second.get_listings([record["listingId"]], None) == {}
     finally:
@@ -74,7 +81,7 @@ def test_concurrent_writers_leave_one_consistent_catalogue(pg_database: str) -> 
         assert sum(a.count("created") for a in actions) == len(built.listings)
         with psycopg.connect(pg_database) as connection:
             orphans = connection.execute(
-                "SELECT count(*) FROM listing_terms t LEFT JOIN listings l ON l.id = t.listing WHERE l.id IS NULL"
+                "SELECT count(*) FROM listing_references t LEFT JOIN listings l ON l.id = t.listing WHERE l.id IS NULL"
             ).fetchone()
             generation = connection.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         assert orphans == (0,)
@@ -136,6 +143,6 @@ def test_connections_the_server_dropped_are_replaced(pg_database: str) -> None:
                 "WHERE datname = current_database() AND pid != pg_backend_pid()"
             )
         for _ in range(4):  # every pooled connection was cut: each is found dead and replaced on checkout
-            assert store.search_listings(ListingQuery(limit=0)).total == 5
+            assert store.counts()["listings"] == 5
     finally:
         store.close()

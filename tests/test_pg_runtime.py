@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from precon.service.config import DEV_API_KEY, ServiceSettings
+from precon.service.postgres.replica import ReplicaCatalogue
 from precon.service.postgres.store import PostgresCatalogueStore
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
@@ -26,9 +27,12 @@ def test_the_catalogues_live_in_postgresql_when_a_database_is_given(
     assert settings.database_url == pg_cluster.url(name)
     directory = DataDirectory.open(settings)
     try:
-        assert isinstance(directory.live, PostgresCatalogueStore)
-        assert isinstance(directory.sandbox, PostgresCatalogueStore)
+        # Written to PostgreSQL, read from the replica's local copies.
+        assert isinstance(directory.live, ReplicaCatalogue) and isinstance(directory.sandbox, ReplicaCatalogue)
+        assert isinstance(directory.live.primary, PostgresCatalogueStore)
         assert not settings.catalogue_path.exists() and not settings.sandbox_path.exists()
+        assert (settings.copies_dir / "copy-public.sqlite3").exists()
+        assert (settings.copies_dir / "copy-sandbox.sqlite3").exists()
         headers = {"x-api-key": DEV_API_KEY}
         with ServerThread(directory.app()) as server, httpx.Client(timeout=30, headers=headers) as http:
             live = http.get(server.url + "/v1/all/search_listings", params={"perPage": 0}).json()
@@ -41,7 +45,8 @@ def test_the_catalogues_live_in_postgresql_when_a_database_is_given(
     again = DataDirectory.open(settings)  # opened again: migrated and filled already, nothing loaded twice
     try:
         assert again.live.counts()["listings"] == 60
-        assert isinstance(again.live, PostgresCatalogueStore) and again.live.generation() == 2
+        assert isinstance(again.live, ReplicaCatalogue) and again.live.primary.generation() == 2
+        assert again.live.copy.generation() == 2
     finally:
         again.close()
     pg_cluster.drop(name)

@@ -21,6 +21,7 @@ from precon.service import catalogue
 from precon.service.accounts import AccountStore
 from precon.service.app import create_app
 from precon.service.config import ServiceSettings
+from precon.service.postgres.replica import open_replicas
 from precon.service.postgres.store import PostgresCatalogueStore
 from precon.service.runtime import load
 from precon.service.server import ServerThread
@@ -88,6 +89,8 @@ def pair(pg_cluster: pg_support.Cluster, tmp_path_factory: pytest.TempPathFactor
     for live, sandbox in (stores[:2], stores[2:]):
         load(live, built.listings, built.profiles)
         load(sandbox, fixed.listings, fixed.profiles)
+    # A replica: PostgreSQL's catalogues, each read from a local copy.
+    stores[2:] = open_replicas(pg_cluster.conninfo(name), stores[2:], folder / "copies", shared_indexes=False)
     sqlite_app = create_app(settings, live=stores[0], sandbox=stores[1], accounts=_accounts(folder / "a1.sqlite3"))
     postgres_app = create_app(settings, live=stores[2], sandbox=stores[3], accounts=_accounts(folder / "a2.sqlite3"))
     try:

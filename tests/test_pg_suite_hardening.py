@@ -23,4 +23,4 @@ def api(pg_cluster: pg_support.Cluster, tmp_path_factory: pytest.TempPathFactory
 
 
 def test_this_module_runs_on_postgresql(api: Any) -> None:
-    assert type(api.directory.live).__name__ == "PostgresCatalogueStore"
+    assert type(api.directory.live).__name__ == "ReplicaCatalogue"

@@ -31,7 +31,7 @@ def fuzzed_service(pg_cluster: pg_support.Cluster, tmp_path_factory: pytest.Temp
         webhook_worker=False,
     )
     directory = DataDirectory.open(settings)
-    assert type(directory.live).__name__ == "PostgresCatalogueStore"
+    assert type(directory.live).__name__ == "ReplicaCatalogue"
     assert type(directory.accounts).__name__ == "PostgresAccountStore"
     directory.accounts.create_key("everything", key=FUZZ_KEY)
     try:

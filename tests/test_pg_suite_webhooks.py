@@ -62,7 +62,7 @@ def test_this_module_runs_on_postgresql(
     from precon.service.postgres.webhooks import PostgresWebhookStore
 
     directory = service.directory
-    assert type(directory.live).__name__ == "PostgresCatalogueStore"
+    assert type(directory.live).__name__ == "ReplicaCatalogue"
     assert isinstance(directory.accounts, PostgresAccountStore)
     assert isinstance(directory.webhooks, PostgresWebhookStore)
     with service.client() as client:

@@ -129,7 +129,7 @@ def create_app(
 
     @app.get("/healthz", include_in_schema=False)
     def health() -> Response:
-        return Response(orjson.dumps({"status": "ok", **live.counts()}), media_type="application/json")
+        return Response(orjson.dumps({"status": "ok", **live.health()}), media_type="application/json")
 
     @app.get("/", include_in_schema=False)
     def index() -> RedirectResponse:

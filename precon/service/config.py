@@ -68,6 +68,11 @@ class ServiceSettings(BaseSettings):
         return self.data_dir / "sandbox.sqlite3"
 
     @property
+    def copies_dir(self) -> Path:
+        """A replica's local copies of the catalogues in PostgreSQL (``database_url``)."""
+        return self.data_dir / "copies"
+
+    @property
     def webhooks_path(self) -> Path:
         return self.data_dir / "webhooks.sqlite3"
 

@@ -31,6 +31,7 @@ from precon.service.store import CatalogueChange, SQLiteStore
 from precon.service.webhooks import Outbox, WebhookStore
 
 if TYPE_CHECKING:
+    from precon.service.postgres.replica import Follower, ReplicaCatalogue
     from precon.service.postgres.store import PostgresCatalogueStore
 
 log = logging.getLogger("precon.service")
@@ -71,10 +72,12 @@ def load(
 @dataclass
 class DataDirectory:
     settings: ServiceSettings
-    live: SQLiteStore | PostgresCatalogueStore
-    sandbox: SQLiteStore | PostgresCatalogueStore
+    live: SQLiteStore | ReplicaCatalogue
+    sandbox: SQLiteStore | ReplicaCatalogue
     accounts: Accounts
     webhooks: Outbox
+    follower: Follower | None = None
+    """A replica's: what keeps its copies of PostgreSQL's catalogues current."""
 
     @classmethod
     def open(cls, settings: ServiceSettings, progress: Progress | None = None) -> DataDirectory:
@@ -83,24 +86,51 @@ class DataDirectory:
         accounts and the webhooks are in that PostgreSQL database (see :mod:`precon.service.postgres`); the
         development key is registered there, which replicas starting together do once between them."""
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        live: SQLiteStore | PostgresCatalogueStore
-        sandbox: SQLiteStore | PostgresCatalogueStore
         if settings.database_url:
-            from precon.service.postgres.catalogues import open_catalogues
+            return cls._open_postgres(settings, progress)
+        live, sandbox = cls._open_sqlite(settings, progress)
+        accounts, webhooks = cls._open_accounts_and_webhooks(settings, [(live, "live"), (sandbox, "sandbox")])
+        return cls(settings, live, sandbox, accounts, webhooks)
 
-            live, sandbox = open_catalogues(
-                settings.database_url, settings.default_listings, settings.default_seed, progress
-            )
-        else:
-            live, sandbox = cls._open_sqlite(settings, progress)
-        # A database open_catalogues migrated already: the accounts' and webhooks' tables are there.
+    @staticmethod
+    def _open_accounts_and_webhooks(
+        settings: ServiceSettings, catalogues: list[tuple[Any, str]]
+    ) -> tuple[Accounts, Outbox]:
+        """The keys (the development key registered with ``dev``) and the webhooks, whose notifiers hear each of
+        ``catalogues``' writes. A database the catalogues migrated already has the accounts' and webhooks' tables."""
         accounts = open_accounts(settings, migrate=False)
         webhooks = open_webhooks(settings, migrate=False)
         if settings.dev:
             accounts.create_key(DEV_PRODUCT_ID, key=DEV_API_KEY, label="development")
-        for store, env in ((live, "live"), (sandbox, "sandbox")):
+        for store, env in catalogues:
             CatalogueNotifier(webhooks, accounts, store, env, settings.webhook_first_delay).attach()
-        return cls(settings, live, sandbox, accounts, webhooks)
+        return accounts, webhooks
+
+    @classmethod
+    def _open_postgres(cls, settings: ServiceSettings, progress: Progress | None) -> DataDirectory:
+        """A replica: the catalogues in PostgreSQL (filled with the defaults on first use), each read from a local
+        copy in the data directory that a follower thread keeps current (see :mod:`precon.service.postgres.replica`).
+        Webhook events are made from PostgreSQL's records, by whichever process wrote them."""
+        from precon.service.postgres.catalogues import open_catalogues
+        from precon.service.postgres.replica import Follower, open_replicas
+
+        assert settings.database_url is not None
+        primaries = open_catalogues(settings.database_url, settings.default_listings, settings.default_seed, progress)
+        try:
+            live, sandbox = open_replicas(
+                settings.database_url, list(primaries), settings.copies_dir, shared_indexes=settings.workers > 1
+            )
+        except BaseException:
+            for primary in primaries:
+                primary.close()
+            raise
+        accounts, webhooks = cls._open_accounts_and_webhooks(
+            settings, [(primaries[0], "live"), (primaries[1], "sandbox")]
+        )
+        live.warm()
+        directory = cls(settings, live, sandbox, accounts, webhooks)
+        directory.follower = Follower(settings.database_url, [live, sandbox]).start()
+        return directory
 
     @staticmethod
     def _open_sqlite(settings: ServiceSettings, progress: Progress | None) -> tuple[SQLiteStore, SQLiteStore]:
@@ -131,6 +161,8 @@ class DataDirectory:
         )
 
     def close(self) -> None:
+        if self.follower is not None:
+            self.follower.stop()
         self.live.close()
         self.sandbox.close()
         self.webhooks.close()

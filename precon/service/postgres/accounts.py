@@ -16,6 +16,11 @@ from precon.service.accounts import ApiKey, allows_any, digest, grant_of, key_hi
 from precon.service.postgres.migrations import upgrade
 from precon.service.postgres.pools import open_pool
 
+KEY_CACHE_S = 0.5
+"""How long a replica takes a known key's grants as read: a revoked key is refused everywhere within this."""
+KEY_CACHE_ENTRIES = 10_000
+"""The most keys a replica keeps answers for."""
+
 
 class PostgresAccountStore:
     """Keys and products in a PostgreSQL database (migrated first when ``migrate``)."""
@@ -25,6 +30,8 @@ class PostgresAccountStore:
             upgrade(conninfo)
         self.conninfo = conninfo
         self.pool: ConnectionPool[Any] = open_pool(conninfo, "precon-accounts", min_size, max_size)
+        self._known: dict[str, tuple[float, ApiKey]] = {}
+        """Keys recently found, by digest: (until when the answer holds, monotonic; the answer)."""
 
     def close(self) -> None:
         self.pool.close()
@@ -46,6 +53,7 @@ class PostgresAccountStore:
         product_id, granted_versions, granted_provinces = normalised_grant(product_id, versions, provinces)
         raw = key or new_key()
         hashed = digest(raw)
+        self._known.pop(hashed, None)  # granted anew: this process reads the grants again at once
         now = time.time()
         with self.pool.connection() as db, db.transaction():
             db.execute("INSERT INTO products VALUES (%s, %s) ON CONFLICT (id) DO NOTHING", (product_id, now))
@@ -68,15 +76,35 @@ class PostgresAccountStore:
         return raw
 
     def authenticate(self, key: str | None) -> ApiKey | None:
-        """The key and its grants, the oldest product first: one statement (it runs for every request)."""
+        """The key and its grants, the oldest product first. A known key's answer is kept for
+        :data:`KEY_CACHE_S` (a request costs the database nothing then): a key revoked, or a grant changed, is
+        refused everywhere within that time. An unknown key is asked every time (a new key works at once)."""
         if not key:
             return None
+        hashed = digest(key)
+        now = time.monotonic()
+        cached = self._known.get(hashed)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        found = self._authenticate(hashed)
+        if found is not None:
+            if len(self._known) >= KEY_CACHE_ENTRIES:
+                self._known = {h: entry for h, entry in self._known.items() if entry[0] > now}
+                if len(self._known) >= KEY_CACHE_ENTRIES:
+                    self._known.clear()
+            self._known[hashed] = (now + KEY_CACHE_S, found)
+        else:
+            self._known.pop(hashed, None)
+        return found
+
+    def _authenticate(self, hashed: str) -> ApiKey | None:
+        """The key of this digest and its grants: one statement."""
         with self.pool.connection() as db:
             rows = db.execute(
                 "SELECT k.id, k.hint, g.product_id, g.versions, g.provinces FROM api_keys k "
                 "LEFT JOIN (grants g JOIN products p ON p.id = g.product_id) ON g.key_id = k.id "
                 "WHERE k.digest = %s ORDER BY p.created_at, g.product_id",
-                (digest(key),),
+                (hashed,),
             ).fetchall()
         if not rows:
             return None
@@ -88,6 +116,19 @@ class PostgresAccountStore:
         with self.pool.connection() as db:
             rows = db.execute("SELECT key_id, versions, provinces FROM grants").fetchall()
         return {int(key_id) for key_id, v, p in rows if allows_any(versions, province, v, p)}
+
+    def revoke_key(self, key: str) -> bool:
+        """Removes the key and its grants: this process refuses it at once, every other replica within
+        :data:`KEY_CACHE_S`."""
+        hashed = digest(key)
+        self._known.pop(hashed, None)
+        with self.pool.connection() as db, db.transaction():
+            row = db.execute("SELECT id FROM api_keys WHERE digest = %s FOR UPDATE", (hashed,)).fetchone()
+            if row is None:
+                return False
+            db.execute("DELETE FROM grants WHERE key_id = %s", (row[0],))
+            db.execute("DELETE FROM api_keys WHERE id = %s", (row[0],))
+        return True
 
     def products(self) -> list[str]:
         with self.pool.connection() as db:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,13 +24,11 @@ from typing import Any
 import orjson
 import psycopg
 
-from precon.service.catalogue_records import PerGeneration
 from precon.service.catalogue_types import CatalogueChange, notify_listeners
 from precon.service.postgres.change_journal import ChangeJournal, ChangeReader, Entry, same_database
 from precon.service.postgres.migrations import schema_options, upgrade
 from precon.service.postgres.pools import open_pool
 from precon.service.postgres.webhooks import PostgresWebhookStore
-from precon.service.search import TypoIndex
 
 log = logging.getLogger("precon.store.postgres")
 
@@ -94,11 +91,6 @@ class PostgresCatalogueBase:
         self.journal: ChangeJournal | None = None
         """Where each write's changes are recorded in its transaction, for their webhook events (see
         :meth:`journal_changes`)."""
-        self._cache_lock = threading.Lock()
-        self._typo_cache: PerGeneration[tuple[TypoIndex, TypoIndex]] = PerGeneration()
-        self._label_cache: PerGeneration[dict[tuple[str, str], str]] = PerGeneration()
-        self._attribute_cache: PerGeneration[frozenset[str]] = PerGeneration()
-        self._fallbacks: OrderedDict[tuple[str, int, str], list[int]] = OrderedDict()
         self._local = threading.local()
         """``connection`` and ``pending`` (changes) of this thread's :meth:`atomic` block, when in one."""
 
@@ -127,6 +119,10 @@ class PostgresCatalogueBase:
             with connection.transaction():
                 connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
                 yield connection
+
+    def _in_atomic(self) -> bool:
+        """Whether this thread is inside an :meth:`atomic` block."""
+        return getattr(self._local, "connection", None) is not None
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
@@ -175,13 +171,20 @@ class PostgresCatalogueBase:
         outbox.journals.append(self.journal)
         return True
 
-    def _bump_generation(self, connection: psycopg.Connection[Any]) -> None:
-        """Raises the generation; at commit, the other replicas hear ``<schema> <generation>`` on :data:`CHANNEL`."""
+    def _bump_generation(self, connection: psycopg.Connection[Any], changes: list[CatalogueChange]) -> None:
+        """Raises the generation and logs the keys ``changes`` wrote under it (``catalogue_log``, which the
+        replicas' copies follow); at commit, every replica hears ``<schema> <generation>`` on :data:`CHANNEL`.
+        Writes hold :data:`WRITE_LOCK` until they commit, so generations are committed in their order."""
         row = connection.execute(
             "UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation' RETURNING value"
         ).fetchone()
         assert row is not None
-        connection.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.schema} {row[0]}"))
+        generation = int(row[0])
+        with connection.cursor() as cursor:
+            with cursor.copy("COPY catalogue_log(generation, kind, key) FROM STDIN") as copy:
+                for change in changes:
+                    copy.write_row((generation, change.kind, change.key))
+        connection.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.schema} {generation}"))
 
     def generation(self) -> int:
         """The catalogue's generation, raised by every write (of any replica)."""

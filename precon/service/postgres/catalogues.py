@@ -46,7 +46,6 @@ def open_catalogues(
                         load(sandbox, fixed.listings, fixed.profiles)
             finally:
                 lock.execute("SELECT pg_advisory_unlock(%s)", (SEED_LOCK,))
-        live.warm()
     except BaseException:
         live.close()
         sandbox.close()

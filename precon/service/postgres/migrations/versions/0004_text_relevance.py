@@ -11,7 +11,7 @@ index alone (in some fields only too), and reads the records' rows only for its 
 equal scores); with filters, what a listing search orders by comes from ``listings_for_ranking`` (an index-only
 scan), not from the wide rows.
 
-The rows of a catalogue already stored are made here from its documents, with the store's own word folding.
+Superseded by 0006, which drops these rows: the rows of a catalogue already stored are no longer made here.
 
 Revision ID: 0004
 Revises: 0003
@@ -19,8 +19,6 @@ Create Date: 2026-11-23
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from alembic import op
 
@@ -54,43 +52,10 @@ CREATE INDEX profile_words_by_profile ON profile_words(profile);
 """
 
 
-def _fill(connection: Any, table: str) -> None:
-    """The words rows and lengths of the records already in ``table`` (``listings`` or ``profiles``)."""
-    import orjson
-
-    from precon.service.postgres.text_search import _field_words, word_counts, words_copy_lines
-    from precon.service.schema import (
-        SEARCHABLE_LISTING_FIELDS,
-        SEARCHABLE_LISTING_WEIGHTS,
-        SEARCHABLE_PROFILE_FIELDS,
-        SEARCHABLE_PROFILE_WEIGHTS,
-    )
-
-    if table == "listings":
-        words, fields, weights = "listing_words", SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS
-    else:
-        words, fields, weights = "profile_words", SEARCHABLE_PROFILE_FIELDS, SEARCHABLE_PROFILE_WEIGHTS
-    lengths: list[tuple[float, int, int]] = []
-    with connection.cursor() as cursor, connection.cursor() as writer:
-        cursor.execute(f"SELECT id, doc::text FROM {table}")  # table: a fixed name
-        with writer.copy(f"COPY {words} FROM STDIN") as copy:
-            for rowid, text in cursor:
-                counts = word_counts(_field_words(orjson.loads(text), fields), weights)
-                copy.write(words_copy_lines(counts, rowid, length=table == "listings"))
-                lengths.append((counts.weighted_length, counts.tokens, rowid))
-        if table == "listings":
-            writer.executemany("UPDATE listings SET text_length = %s, text_tokens = %s WHERE id = %s", lengths)
-        else:
-            writer.executemany(
-                "UPDATE profiles SET text_tokens = %s WHERE id = %s", [(tokens, rowid) for _, tokens, rowid in lengths]
-            )
-
-
 def upgrade() -> None:
+    # The rows were filled here from the stored documents while PostgreSQL answered searches itself; 0006 drops
+    # them (each replica reads from a local copy), so a database passing through is not filled in vain.
     op.execute(UPGRADE)
-    connection = op.get_bind().connection.driver_connection
-    for table in ("listings", "profiles"):
-        _fill(connection, table)
 
 
 def downgrade() -> None:
