@@ -280,6 +280,23 @@ def create_key(
     click.echo(key)
 
 
+@keys.command("revoke")
+@click.argument("key")
+@data_option
+@database_option
+def revoke_key(key: str, data_dir: Path, database_url: str | None) -> None:
+    """Revoke a key: it and its grants are removed, and every replica refuses it within a second."""
+    with _database_errors(database_url):
+        accounts = _open_accounts(ServiceSettings(data_dir=data_dir, database_url=database_url))
+        try:
+            revoked = accounts.revoke_key(key)
+        finally:
+            accounts.close()
+    if not revoked:
+        raise click.ClickException("no such key")
+    click.echo("revoked", err=True)
+
+
 @main.group()
 def catalogue() -> None:
     """Build, import and inspect catalogues."""

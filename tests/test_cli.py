@@ -113,6 +113,21 @@ def test_keys_create_prints_the_key_alone_and_it_grants_everything(tmp_path: Pat
     assert found.allows("v1", "on") and found.allows("v1-sandbox", "all") and found.allows("v1-lite", "pe")
 
 
+def test_keys_revoke_removes_the_key_and_refuses_an_unknown_one(tmp_path: Path) -> None:
+    key = invoke("keys", "create", "--product", "acme", "--data", tmp_path).output.strip()
+    other = invoke("keys", "create", "--product", "acme", "--data", tmp_path).output.strip()
+    revoked = invoke("keys", "revoke", key, "--data", tmp_path)
+    assert revoked.exit_code == 0, revoked.output
+    accounts = AccountStore(tmp_path / "accounts.sqlite3")
+    try:
+        assert accounts.authenticate(key) is None
+        assert accounts.authenticate(other) is not None  # only that key
+    finally:
+        accounts.close()
+    again = invoke("keys", "revoke", key, "--data", tmp_path)
+    assert again.exit_code == 1 and "no such key" in again.output
+
+
 @pytest.mark.parametrize(
     ("options", "versions", "provinces"),
     [

@@ -135,6 +135,10 @@ class Accounts(Protocol):
 
     def key_ids_allowing(self, versions: set[str], province: str | None) -> set[int]: ...
 
+    def revoke_key(self, key: str) -> bool:
+        """Removes the key and its grants (it is refused from then on); answers whether there was one."""
+        ...
+
     def products(self) -> list[str]: ...
 
     def close(self) -> None: ...
@@ -204,6 +208,15 @@ class AccountStore:
         """The keys granted any of ``versions`` in ``province`` (any province when None)."""
         rows = self._db().execute("SELECT key_id, versions, provinces FROM grants")
         return {key_id for key_id, v, p in rows if allows_any(versions, province, v, p)}
+
+    def revoke_key(self, key: str) -> bool:
+        with self._connections.transaction() as db:
+            row = db.execute("SELECT id FROM api_keys WHERE digest = ?", (digest(key),)).fetchone()
+            if row is None:
+                return False
+            db.execute("DELETE FROM grants WHERE key_id = ?", (row[0],))
+            db.execute("DELETE FROM api_keys WHERE id = ?", (row[0],))
+        return True
 
     def products(self) -> list[str]:
         return [r[0] for r in self._db().execute("SELECT id FROM products ORDER BY id")]
