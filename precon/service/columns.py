@@ -143,8 +143,11 @@ class TextPostings:
             + " ELSE 0 END"
         )
         # Grouping millions of word instances sorts them: on disk, not in this process's memory. (Changing where
-        # temporary data lives empties the temp schema, so this comes first.)
-        db.execute("PRAGMA temp_store=FILE")
+        # temporary data lives empties the temp schema, so this comes first; in a transaction, whoever began it set
+        # it, as it cannot be changed there.)
+        within = db.in_transaction
+        if not within:
+            db.execute("PRAGMA temp_store=FILE")
         db.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS temp.listing_instances USING fts5vocab(main, listing_fts, 'instance')"
         )
@@ -170,7 +173,8 @@ class TextPostings:
             found = int(np.searchsorted(rowids, doc))
             if found < size and rowids[found] == doc:
                 lengths[found] = length
-        db.execute("PRAGMA temp_store=MEMORY")
+        if not within:
+            db.execute("PRAGMA temp_store=MEMORY")
         average = float(lengths.mean()) if size and lengths.any() else 1.0
         return cls(
             words,

@@ -202,8 +202,8 @@ class SQLiteCatalogueBase:
     _fallback_masks: dict[tuple[int, str], Mask]
     _text_cache: OrderedDict[tuple[int, str], FloatArray]
     background_index: bool = False
-    """Whether a new generation's column index is built on a thread while SQL answers (a replica's copy, which
-    follows every write: see :meth:`~precon.service.sqlite_reads.SQLiteReads._columns_ready`)."""
+    """Whether a new generation's column index is built on a thread while searches use the one before (a replica's
+    copy, which follows every write: see :meth:`~precon.service.sqlite_reads.SQLiteReads._index_to_search`)."""
     _index_thread: threading.Thread | None = None
     _typo_cache: PerGeneration[tuple[TypoIndex, TypoIndex]]
     _label_cache: PerGeneration[dict[tuple[str, str], str]]
@@ -213,7 +213,24 @@ class SQLiteCatalogueBase:
         return self._connections.get()
 
     def close(self) -> None:
+        builder = self._index_thread
+        if builder is not None:  # it reads through a connection of its own, which closing would pull away
+            builder.join(timeout=60)
         self._connections.close()
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction (inside one of this thread's, that one): the statements inside see one state of the
+        catalogue, whatever is written meanwhile (a count, its page and its facets agree)."""
+        db = self._db()
+        if db.in_transaction:
+            yield db
+            return
+        db.execute("BEGIN")
+        try:
+            yield db
+        finally:
+            db.execute("COMMIT")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

@@ -114,9 +114,14 @@ class SQLiteReads(SQLiteCatalogueBase):
         text = query.text
         # Text matched in some fields only (v1-lite) is FTS5's column filter: the in-memory postings weigh every
         # field together, so such a question goes to SQL.
-        in_memory = self.engine == "columns" and not (text is not None and text.columns) and self._columns_ready()
-        search = self._search_columns if in_memory else self._search_sql
-        return with_typo_retry(lambda t: search(query, t), text, lambda: self._typo_indexes()[0])
+        index = None
+        if self.engine == "columns" and not (text is not None and text.columns):
+            index = self._index_to_search()
+
+        def search(text: TextQuery | None) -> SearchHits:
+            return self._search_sql(query, text) if index is None else self._search_columns(query, text, index)
+
+        return with_typo_retry(search, text, lambda: self._typo_indexes()[0])
 
     def answers_from_memory(self, text_in_some_fields: bool, unit_filter: bool) -> bool:
         """Whether a listing search would be answered from indexes this process already holds for the current
@@ -141,21 +146,22 @@ class SQLiteReads(SQLiteCatalogueBase):
 
     # The column engine: the default.
 
-    def _columns_ready(self) -> bool:
-        """Whether a listing search may use the column index now. Always, building it first if it is not of the
-        current generation; with :attr:`background_index`, a new generation's index is built on a thread instead,
-        and until it is ready searches are answered by SQL (the same matches, counts and order; text ranked by
-        FTS5's bm25), so that a write is read at once, not after the seconds a build takes."""
+    def _index_to_search(self) -> ColumnIndex | None:
+        """The column index a listing search uses now: the current generation's, built first if need be. With
+        :attr:`background_index` (a replica's copy, which follows every write), a new generation's index is built on
+        a thread instead, and until it is ready searches use the index of the generation before: they answer as the
+        catalogue stood then, whole (a page holding a record written since is answered by SQL, as it stands now).
+        None (SQL answers) before any index was built."""
         if not self.background_index:
-            return True
+            return self._columns()
         index = self._column_index
         if index is not None and index.generation == self.generation():
-            return True
+            return index
         with self._index_lock:
             if self._index_thread is None:
                 self._index_thread = threading.Thread(target=self._build_behind, name="precon-index", daemon=True)
                 self._index_thread.start()
-        return False
+        return index
 
     def _build_behind(self) -> None:
         """Builds the column index (and the floor plans', if one was in use) of the newest generation, until the
@@ -194,14 +200,27 @@ class SQLiteReads(SQLiteCatalogueBase):
 
     def _build_columns(self, generation: int) -> ColumnIndex:
         if self._shared is None:
-            return ColumnIndex(self._db(), generation)
+            return self._read_columns()[1]
 
         def build() -> tuple[str, ColumnIndex]:
-            current = self.generation()
-            return self._index_key(current), ColumnIndex(self._db(), current)
+            current, index = self._read_columns()
+            return self._index_key(current), index
 
         index: ColumnIndex = self._shared.get("columns", lambda: self._index_key(self.generation()), build)
         return index
+
+    def _read_columns(self) -> tuple[int, ColumnIndex]:
+        """The column index of the catalogue as it stands, read in one transaction (a write committed meanwhile is
+        not half in it), and its generation."""
+        db = self._db()
+        db.execute("PRAGMA temp_store=FILE")  # where the text postings sort: it cannot change inside a transaction
+        db.execute("BEGIN")
+        try:
+            generation = self._read_generation()
+            return generation, ColumnIndex(db, generation)
+        finally:
+            db.execute("COMMIT")
+            db.execute("PRAGMA temp_store=MEMORY")
 
     def _plans(self, index: ColumnIndex) -> PlanIndex:
         """The floor plans in columns, for ``unitFilter``: built on the first such query of a generation."""
@@ -261,9 +280,8 @@ class SQLiteReads(SQLiteCatalogueBase):
                 self._text_cache.popitem(last=False)
         return score
 
-    def _search_columns(self, query: ListingQuery, text: TextQuery | None) -> SearchHits:
+    def _search_columns(self, query: ListingQuery, text: TextQuery | None, index: ColumnIndex) -> SearchHits:
         db = self._db()
-        index = self._columns()
         mask = index.everything() if query.province is None else index.in_province(query.province)
         if query.filter is not None:
             mask &= index.filter(query.filter, lambda expr: self._fallback_mask(index, expr))
@@ -329,6 +347,10 @@ class SQLiteReads(SQLiteCatalogueBase):
     # The SQL engine: the same answers from SQLite alone, slower on broad queries; kept as the cross-check.
 
     def _search_sql(self, query: ListingQuery, text: TextQuery | None) -> SearchHits:
+        with self._reading():
+            return self._search_sql_now(query, text)
+
+    def _search_sql_now(self, query: ListingQuery, text: TextQuery | None) -> SearchHits:
         db = self._db()
         clauses, params = self._listing_where(query, text)
         where = " AND ".join(clauses) or "1"
@@ -495,7 +517,11 @@ class SQLiteReads(SQLiteCatalogueBase):
         return decode_document(row[0]) if row else None
 
     def search_profiles(self, query: ProfileQuery) -> SearchHits:
-        return with_typo_retry(lambda t: self._search_profiles(query, t), query.text, lambda: self._typo_indexes()[1])
+        def search(text: TextQuery | None) -> SearchHits:
+            with self._reading():
+                return self._search_profiles(query, text)
+
+        return with_typo_retry(search, query.text, lambda: self._typo_indexes()[1])
 
     def _search_profiles(self, query: ProfileQuery, text: TextQuery | None) -> SearchHits:
         db = self._db()

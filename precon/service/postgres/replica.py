@@ -242,8 +242,10 @@ class ReplicaCatalogue:
             yield
 
     def _caught_up(self) -> None:
+        """After a write through this replica: the copy holds it, and its searches too (the index built now)."""
         if not self.primary._in_atomic():
             self.copy.catch_up()
+            self.local.warm()
 
     def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
         changes = self.primary.upsert_listings(records)
