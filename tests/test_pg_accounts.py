@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -195,3 +196,20 @@ def test_replicas_seeding_the_development_key_at_once_make_one_key(pg_database: 
     finally:
         for store in stores:
             store.close()
+
+
+def test_a_replica_remembers_a_valid_key_for_half_a_second_and_never_an_unknown_one(pg_database: str) -> None:
+    """What lets a replica check a known key on the event loop: no round trip to PostgreSQL while it remembers."""
+    from precon.service.postgres.accounts import KEY_CACHE_S, PostgresAccountStore
+
+    accounts = PostgresAccountStore(pg_database, migrate=False)
+    try:
+        key = accounts.create_key("everything")
+        assert not accounts.remembers(key) and not accounts.remembers(None)
+        assert accounts.authenticate(key) is not None
+        assert accounts.remembers(key)
+        assert accounts.authenticate("pk_unknown") is None and not accounts.remembers("pk_unknown")
+        time.sleep(KEY_CACHE_S + 0.1)
+        assert not accounts.remembers(key)
+    finally:
+        accounts.close()

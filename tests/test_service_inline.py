@@ -1,6 +1,7 @@
-"""Where a listing search runs: on the event loop only when every part of it is in memory already (SQLite keys and
-local rate limits, the current generation's indexes built); in a worker thread otherwise, so that an index being
-built or a round trip to a server holds up only the calls that wait for it."""
+"""Where a listing search runs: on the event loop only when every part of it is in memory already (its key checked
+in SQLite or remembered, its rate limited in this machine, the current generation's indexes built); in a worker
+thread otherwise, so that an index being built or a round trip to a server holds up only the calls that wait for
+it."""
 
 from __future__ import annotations
 
@@ -97,8 +98,13 @@ def test_the_sql_engine_and_remote_checks_run_in_a_thread(tmp_path: Path, stores
         assert thread_of_search(service)[0] is False
     finally:
         sql.close()
-    # Rate limits kept in Redis are a round trip: never on the loop, whatever the store holds in memory.
+    # Rate limits kept in Redis are a round trip: the key check is never on the loop (the search after it, which
+    # asks neither, is, once the indexes are in memory).
     remote = service_over(tmp_path, live, sandbox, redis_url="redis://127.0.0.1:1/0")
-    assert not remote.local_checks
+    assert not remote.checks_locally("any key")
+    unlimited = service_over(tmp_path, live, sandbox, redis_url="redis://127.0.0.1:1/0", rate_limit=0)
+    assert not unlimited.checks_locally("any key")  # an unknown key still meets the limit on guessing, in Redis
+    local = service_over(tmp_path, live, sandbox)
+    assert local.checks_locally("any key")
     thread_of_search(remote)
-    assert thread_of_search(remote)[0] is False
+    assert thread_of_search(remote)[0] is True

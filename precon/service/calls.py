@@ -17,7 +17,7 @@ from precon.service.errors import ApiError, bad_request, forbidden, no_data_prod
 from precon.service.params import QueryParams
 from precon.service.rate_limits import Limiter, RateLimiter, RedisRateLimiter, SharedRateLimiter, redis_client
 from precon.service.shaping import MediaLinks
-from precon.service.store import CatalogueStore, SQLiteStore
+from precon.service.store import CatalogueStore
 
 T = TypeVar("T")
 
@@ -76,9 +76,18 @@ class Service:
                 settings.failed_auth_rate, settings.failed_auth_burst, client, "addresses", self.guessing
             )
 
-        self.local_checks = isinstance(accounts, AccountStore) and not settings.redis_url
-        """Whether a call's key and rate are checked in this machine's memory and files (microseconds), with no
-        round trip to PostgreSQL or Redis: what lets a quick call run on the event loop."""
+
+    def checks_locally(self, raw_key: str | None) -> bool:
+        """Whether this call's key and rate are checked in this machine's memory and files (microseconds), with no
+        round trip to PostgreSQL or Redis: what lets a quick call run on the event loop. Keys in SQLite are; keys in
+        PostgreSQL are when the replica remembers the key (see :class:`~precon.service.postgres.accounts.
+        PostgresAccountStore`); rates are unless they are kept in Redis (and limited)."""
+        if not self.limiter.is_local:
+            return False
+        if isinstance(self.accounts, AccountStore):  # an unknown key meets the limit on guessing
+            return self.guessing.is_local
+        remembers = getattr(self.accounts, "remembers", None)
+        return remembers is not None and bool(remembers(raw_key))
 
     def store_of(self, version: str) -> CatalogueStore:
         """The catalogue a version reads: the sandbox's for ``v1-sandbox``, the live one otherwise."""
@@ -87,14 +96,12 @@ class Service:
     async def run_listing_search(
         self, version: str, work: Callable[[], T], *, text_in_some_fields: bool, unit_filter: bool
     ) -> T:
-        """``work()``, a listing search of ``version``: on the event loop when the checks are local and the
-        store answers it from indexes already in memory (handing a call of a millisecond to a worker thread and
+        """``work()``, a listing search of ``version`` (its key checked already): on the event loop when the store
+        answers it from indexes already in memory (handing a call of a millisecond to a worker thread and
         back costs as much again). Otherwise in a worker thread, so that a round trip to a server, or an index
         being built, holds up only the calls that wait for it; the indexes are then built for the next."""
         store = self.store_of(version)
-        if not isinstance(store, SQLiteStore):
-            return await run_in_threadpool(work)
-        if self.local_checks and store.answers_from_memory(text_in_some_fields, unit_filter):
+        if store.answers_from_memory(text_in_some_fields, unit_filter):
             return work()
 
         def warmed() -> T:

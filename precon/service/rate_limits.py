@@ -24,6 +24,11 @@ log = logging.getLogger("precon.service")
 
 
 class Limiter(Protocol):
+    @property
+    def is_local(self) -> bool:
+        """Whether a check costs no round trip to a server (it may run on the event loop)."""
+        ...
+
     def retry_after(self, caller: Hashable) -> float:
         """0 when the request may go ahead, else the seconds until it may."""
         ...
@@ -36,6 +41,9 @@ class RateLimiter:
     new names (addresses) cannot grow it without bound."""
 
     MAX_BUCKETS = 10_000
+
+    is_local = True
+    """In this process's memory, or a file its workers map: no round trip."""
 
     def __init__(self, rate: float, burst: int) -> None:
         self.rate = rate
@@ -84,6 +92,9 @@ class SharedRateLimiter:
     PROBE = 16
     SLOT = struct.Struct("<Qdd")
     """The caller's hash (0: empty), its tokens, when they were counted."""
+
+    is_local = True
+    """In this process's memory, or a file its workers map: no round trip."""
 
     def __init__(self, rate: float, burst: int, path: Path) -> None:
         self.rate = rate
@@ -196,6 +207,11 @@ class RedisRateLimiter:
         self._lock = threading.Lock()
         self._down_until = -math.inf
         self._warned_at = -math.inf
+
+    @property
+    def is_local(self) -> bool:
+        """Only when there is no limit: otherwise each check is a round trip to Redis."""
+        return self.rate <= 0
 
     def key(self, caller: Hashable) -> str:
         return f"{REDIS_PREFIX}{self.name}:{caller_hash(caller):016x}"

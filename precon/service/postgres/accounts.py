@@ -97,6 +97,12 @@ class PostgresAccountStore:
             self._known.pop(hashed, None)
         return found
 
+    def remembers(self, key: str | None) -> bool:
+        """Whether :meth:`authenticate` answers this key from memory now (a valid key looked up in the last
+        :data:`KEY_CACHE_S`): no round trip to PostgreSQL."""
+        cached = self._known.get(digest(key)) if key else None
+        return cached is not None and cached[0] > time.monotonic()
+
     def _authenticate(self, hashed: str) -> ApiKey | None:
         """The key of this digest and its grants: one statement."""
         with self.pool.connection() as db:

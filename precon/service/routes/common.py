@@ -37,7 +37,7 @@ async def authenticated(
 ) -> ApiKey:
     """The caller's key (403 without one, 429 over its rate): checked before any parameter is. On the event loop
     when the checks are local; a key or a rate kept in PostgreSQL or Redis is a round trip, made in a thread."""
-    if service.local_checks:
+    if service.checks_locally(request.headers.get("x-api-key")):
         return service.authenticate(request)
     return await run_in_threadpool(service.authenticate, request)
 
