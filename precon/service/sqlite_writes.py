@@ -52,6 +52,9 @@ from precon.service.sqlite_catalogue import (
 )
 
 _SCALAR_COLUMNS = [a.column for a in SCALAR_ATTRIBUTES]
+ONE_BY_ONE_MOST = 200
+"""The most profiles whose provinces a write recounts one by one (each a lookup in the terms index); more, as a
+set (a bulk load's thousands)."""
 _INSERT_LISTING = (
     "INSERT INTO listings(listing_id, province, featured, updated_at, geo_lat, geo_lng, "
     + ", ".join(_SCALAR_COLUMNS)
@@ -258,17 +261,35 @@ class SQLiteWrites(SQLiteCatalogueBase):
         """A profile is in a province when one of the listings referring to it is: its rows, recomputed.
 
         Called inside the transaction that writes the listings or profiles, so a profile is never committed
-        without its provinces."""
+        without its provinces. A few profiles (a write of some listings) are counted one by one, each through the
+        terms index; many (a bulk load) in one statement over a table of them."""
         if not path_keys:
             return
         reference_attrs = sorted(set(LISTING_REFERENCE_FIELDS.values()))
         attr_marks = ", ".join("?" * len(reference_attrs))
+        if len(path_keys) <= ONE_BY_ONE_MOST:
+            for key in sorted(path_keys):
+                mine = "SELECT id FROM profiles WHERE path_key = ?"
+                db.execute(f"DELETE FROM profile_provinces WHERE profile IN ({mine})", (key,))
+                counts = db.execute(
+                    "SELECT l.province, count(DISTINCT l.id) FROM listing_terms lt "
+                    f"JOIN listings l ON l.id = lt.listing WHERE lt.attr IN ({attr_marks}) AND lt.term = ? "
+                    "AND l.province IS NOT NULL GROUP BY l.province",
+                    [*reference_attrs, key],
+                ).fetchall()
+                db.executemany(
+                    "INSERT OR IGNORE INTO profile_provinces(province, profile, listings) "
+                    "SELECT ?, id, ? FROM profiles WHERE path_key = ?",
+                    [(province, count, key) for province, count in counts],
+                )
+            return
         db.execute("CREATE TEMP TABLE IF NOT EXISTS touched_profiles(path_key TEXT PRIMARY KEY)")
         db.execute("DELETE FROM touched_profiles")
         db.executemany("INSERT OR IGNORE INTO touched_profiles VALUES (?)", [(k,) for k in path_keys])
+        # CROSS JOIN keeps the order written: the touched profiles first (the planner has no statistics of them).
         db.execute(
             "DELETE FROM profile_provinces WHERE profile IN "
-            "(SELECT p.id FROM profiles p JOIN touched_profiles t ON t.path_key = p.path_key)"
+            "(SELECT p.id FROM touched_profiles t CROSS JOIN profiles p ON t.path_key = p.path_key)"
         )
         db.execute(
             "INSERT OR IGNORE INTO profile_provinces(province, profile, listings) "
