@@ -104,3 +104,19 @@ def test_searches_while_writes_arrive_never_fail_and_end_on_the_newest_state(sto
         assert [d["listingId"] for d in ours.documents] == [d["listingId"] for d in theirs.documents]
     finally:
         fresh.close()
+
+
+def test_after_a_write_searches_stay_in_memory_and_warming_builds_nothing_in_the_callers_thread(store: Any) -> None:
+    store, listings = store
+    store.search_listings(QUERY)
+    store.upsert_listings([{**listings[1], "name": "Rewritten Once"}])
+    # The index of the state before answers meanwhile, on the event loop: no request waits for a build.
+    assert store.answers_from_memory(False, False)
+    builds: list[str] = []
+    original = store._build_columns
+    store._build_columns = lambda generation: builds.append(threading.current_thread().name) or original(generation)
+    store.warm()
+    _settled(store)
+    assert builds and all(name == "precon-index" for name in builds)
+    store.warm(now=True)  # what a replica does after writing through itself: the index current when it returns
+    assert store._column_index.generation == store.generation()

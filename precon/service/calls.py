@@ -76,7 +76,6 @@ class Service:
                 settings.failed_auth_rate, settings.failed_auth_burst, client, "addresses", self.guessing
             )
 
-
     def checks_locally(self, raw_key: str | None) -> bool:
         """Whether this call's key and rate are checked in this machine's memory and files (microseconds), with no
         round trip to PostgreSQL or Redis: what lets a quick call run on the event loop. Keys in SQLite are; keys in

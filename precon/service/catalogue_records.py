@@ -447,6 +447,11 @@ class PerGeneration(Generic[T]):
             self._cached = cached
         return cached[1]
 
+    def latest(self) -> T | None:
+        """The kept value, of whichever generation it is (None before the first)."""
+        cached = self._cached
+        return None if cached is None else cached[1]
+
     def holds(self, generation: int) -> bool:
         """Whether the kept value is of ``generation``: :meth:`get` would answer it without building."""
         cached = self._cached

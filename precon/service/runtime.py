@@ -127,7 +127,7 @@ class DataDirectory:
         accounts, webhooks = cls._open_accounts_and_webhooks(
             settings, [(primaries[0], "live"), (primaries[1], "sandbox")]
         )
-        live.warm()
+        live.warm(now=True)
         directory = cls(settings, live, sandbox, accounts, webhooks)
         directory.follower = Follower(settings.database_url, [live, sandbox]).start()
         return directory

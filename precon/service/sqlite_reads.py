@@ -59,6 +59,16 @@ class SQLiteReads(SQLiteCatalogueBase):
 
     # -- cached per generation -----------------------------------------------------------------------------
 
+    def _typo_indexes_to_search(self) -> tuple[TypoIndex, TypoIndex]:
+        """The vocabularies typos are looked up in: with :attr:`background_index`, those of the generation before
+        while the current one's are built on the index's thread (a search is not held up building them)."""
+        if self.background_index and not self._typo_cache.holds(self.generation()):
+            held = self._typo_cache.latest()
+            if held is not None:
+                self._index_to_search()
+                return held
+        return self._typo_indexes()
+
     def _typo_indexes(self) -> tuple[TypoIndex, TypoIndex]:
         def read() -> tuple[TypoIndex, TypoIndex]:
             db = self._db()
@@ -121,26 +131,37 @@ class SQLiteReads(SQLiteCatalogueBase):
         def search(text: TextQuery | None) -> SearchHits:
             return self._search_sql(query, text) if index is None else self._search_columns(query, text, index)
 
-        return with_typo_retry(search, text, lambda: self._typo_indexes()[0])
+        return with_typo_retry(search, text, lambda: self._typo_indexes_to_search()[0])
 
     def answers_from_memory(self, text_in_some_fields: bool, unit_filter: bool) -> bool:
         """Whether a listing search would be answered from indexes this process already holds for the current
-        generation: CPU for a few milliseconds and a read of the page's records, no index to build, no FTS5
-        query. Such a search may run on the event loop (see :meth:`precon.service.calls.Service.run`)."""
-        if self.engine != "columns" or text_in_some_fields or self._index_thread is not None:
+        generation (with :attr:`background_index`, the one it searches while the current one is built): CPU for a
+        few milliseconds and a read of the page's records, no index to build, no FTS5 query. Such a search may run
+        on the event loop (see :meth:`precon.service.calls.Service.run_listing_search`)."""
+        if self.engine != "columns" or text_in_some_fields:
+            return False
+        index = self._column_index
+        if self.background_index:
+            plans = self._plan_index
+            return index is not None and not (unit_filter and (plans is None or plans.generation != index.generation))
+        if self._index_thread is not None:
             return False
         generation = self.generation()
-        index = self._column_index
         if index is None or index.generation != generation:
             return False
         if unit_filter and (self._plan_index is None or self._plan_index.generation != generation):
             return False
         return self._typo_cache.holds(generation) and self._label_cache.holds(generation)
 
-    def warm(self) -> None:
-        """Builds the in-memory indexes now rather than on the first query."""
+    def warm(self, now: bool = False) -> None:
+        """Builds the in-memory indexes now rather than on the first query. With :attr:`background_index`, the
+        column index is built on its thread (the one before serves meanwhile), unless ``now``: a replica starting,
+        or one that has just written through itself and reads its writes."""
         if self.engine == "columns":
-            self._columns()
+            if self.background_index and not now:
+                self._index_to_search()
+            else:
+                self._columns()
         self._typo_indexes()
         self._labels()
 
@@ -168,6 +189,8 @@ class SQLiteReads(SQLiteCatalogueBase):
         index built is of the newest."""
         try:
             while True:
+                self._typo_indexes()
+                self._labels()
                 generation = self.generation()
                 index = self._build_columns(generation)
                 plans = None if self._plan_index is None else self._plan_rows(index)
@@ -176,8 +199,6 @@ class SQLiteReads(SQLiteCatalogueBase):
                     self._fallback_masks.clear()
                     if plans is not None:
                         self._plan_index = plans
-                self._typo_indexes()
-                self._labels()
                 if self.generation() == index.generation:
                     return
         except Exception:  # the next search tries again; until then SQL answers
@@ -521,7 +542,7 @@ class SQLiteReads(SQLiteCatalogueBase):
             with self._reading():
                 return self._search_profiles(query, text)
 
-        return with_typo_retry(search, query.text, lambda: self._typo_indexes()[1])
+        return with_typo_retry(search, query.text, lambda: self._typo_indexes_to_search()[1])
 
     def _search_profiles(self, query: ProfileQuery, text: TextQuery | None) -> SearchHits:
         db = self._db()

@@ -245,7 +245,7 @@ class ReplicaCatalogue:
         """After a write through this replica: the copy holds it, and its searches too (the index built now)."""
         if not self.primary._in_atomic():
             self.copy.catch_up()
-            self.local.warm()
+            self.local.warm(now=True)
 
     def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
         changes = self.primary.upsert_listings(records)
