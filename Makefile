@@ -59,8 +59,9 @@ bench-peers: $(STAMP)
 	$(BIN)/python bench/peers.py $(if $(LISTINGS),--listings $(LISTINGS))
 
 # PostgreSQL, Redis, HAProxy (deploy/haproxy.cfg) and 3 replicas on loopback (Debian's postgresql, redis-server and
-# haproxy): throughput with 1, 2 and 3 replicas, one killed mid-run (failed requests, webhook events lost or sent
-# twice), the rate limit across replicas (QUICK=1 for a short run).
+# haproxy): throughput with 1, 2 and 3 replicas, one replica against a single node, the write-to-read lag under
+# load, one replica killed mid-run (failed requests, webhook events lost or sent twice), the rate limit across
+# replicas (QUICK=1 for a short run).
 bench-cluster: $(STAMP)
 	$(BIN)/python bench/cluster.py $(if $(QUICK),--quick) $(if $(LISTINGS),--listings $(LISTINGS))
 

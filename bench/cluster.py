@@ -1,4 +1,5 @@
-"""The service past one machine, on loopback: PostgreSQL, Redis, HAProxy (deploy/haproxy.cfg) and 3 replicas.
+"""The service past one machine, on loopback: PostgreSQL, Redis, HAProxy (deploy/haproxy.cfg) and 3 replicas, and
+a single node (SQLite) to measure one replica against.
 
 What it does, in one run (``make bench-cluster``; ``--quick`` for a short one):
 
@@ -6,10 +7,25 @@ What it does, in one run (``make bench-cluster``; ``--quick`` for a short one):
    real server has them), a redis-server, a webhook receiver, HAProxy running deploy/haproxy.cfg with three
    replicas declared, and the first replica (``precon serve --workers 1 --dev``, its own data directory, sharing
    PostgreSQL and Redis through ``PRECON_SERVICE_DATABASE_URL`` and ``PRECON_SERVICE_REDIS_URL``), which
-   generates the catalogue (``--listings``) into PostgreSQL on its first start.
+   generates the catalogue (``--listings``) into PostgreSQL on its first start and builds its local SQLite copy
+   of it. At the same time a single node (``precon serve --workers 1 --dev``, no database URL: SQLite in its own
+   data directory) generates the same catalogue (same ``--listings`` and ``--seed``) on its first start.
 2. Throughput: bench/service.py's query mix (text, facets, filters, distance) through HAProxy at concurrency
-   ``--concurrency``, with 1 replica, then 2, then 3 (each new replica warmed on its own port first).
-3. Failover: the mix through HAProxy and a stream of webhook events (``trigger_profile_webhook``, one
+   ``--concurrency``, with 1 replica, then 2, then 3 (each new replica warmed on its own port first). PostgreSQL's
+   CPU time per read request (every backend and background process of the cluster, from /proc) is reported for
+   each (target: under 1 ms: reads are answered from each replica's local copy).
+3. One replica against one single node (with 1 replica up, before the others start): the same mix at the same
+   concurrency sent to the single node's own port and to the first replica's own port (not through HAProxy), in
+   ``--rounds`` interleaved rounds each (single, replica, replica, single, ...) so that noise on the machine falls
+   on both; req/s of each, and the ratio replica/single (target: at least 0.8). The answers of their first rounds
+   are compared (same total, same ids). The single node is stopped afterwards.
+4. Write-to-read lag under load (3 replicas up): while the mix runs through HAProxy, a writer upserts one listing
+   every 0.5 to 1 s for ``--lag-seconds`` straight into PostgreSQL (``PostgresCatalogueStore.upsert_listings``, its
+   ``name`` given a new token each time), noting when the commit returned; a poller per replica asks that
+   replica's own port every 10 ms for the written listings (``multiple_listings``) until the token shows, and
+   for ``/healthz`` until its ``generation`` reaches the write's. Lag = the answer's arrival (an upper bound) minus
+   the commit's return; p50, p99 and max per replica and overall (target: p99 under 1 s).
+5. Failover: the mix through HAProxy and a stream of webhook events (``trigger_profile_webhook``, one
    ``profile.updated`` delivery each to the receiver) for ``--seconds``; halfway, one replica is killed with
    SIGKILL. Reported: requests that failed as clients saw them (GETs are retried on another replica by HAProxy,
    and so are the triggers, each sent with a fresh ``Idempotency-Key``, see deploy/haproxy.cfg; a trigger whose
@@ -17,16 +33,17 @@ What it does, in one run (``make bench-cluster``; ``--quick`` for a short one):
    failed only then), triggers sent again and answers replayed, events acknowledged but never
    delivered (lost), deliveries that came twice (the same ``webhook-id``), and how long HAProxy took to take the
    replica out. The killed replica is then started again and rejoins.
-4. Rate limit: the replicas restarted with ``PRECON_SERVICE_RATE_LIMIT``/``RATE_BURST`` set, and one key hammers
+6. Rate limit: the replicas restarted with ``PRECON_SERVICE_RATE_LIMIT``/``RATE_BURST`` set, and one key hammers
    through HAProxy for ``--limit-seconds``: the requests let through against ``burst + rate x seconds``, what one
    limit across all replicas allows (a limiter per replica would let through up to 3 times that).
 
-Figures go to stdout (a table at the end) and, as JSON, to ``bench/out/cluster.json``; logs of every part to
-``bench/out/cluster/``. Exits non-zero when a part fails to start.
+Figures go to stdout (a table at the end, with the targets and whether each held) and, as JSON, to
+``bench/out/cluster.json``; logs of every part to ``bench/out/cluster/``. Exits non-zero when a part fails to
+start.
 
 Run (from the project root)::
 
-    .venv/bin/python bench/cluster.py            # 20,000 listings, 30 s of failover
+    .venv/bin/python bench/cluster.py            # 20,000 listings, 30 s of failover, 30 s of writes
     .venv/bin/python bench/cluster.py --quick    # 5,000 listings, shorter phases
 """
 
@@ -57,6 +74,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH_DIR))
 
 import service  # noqa: E402
+from cluster_report import print_report, targets  # noqa: E402
 from lean_http import LeanClient  # noqa: E402
 from service import (  # noqa: E402
     OUT_DIR,
@@ -65,12 +83,14 @@ from service import (  # noqa: E402
     Vocabulary,
     build_mix,
     by_category,
+    percentiles,
     process_tree,
     run_mix,
 )
 from stack import HAProxy, Receiver, Redis, Replica, StackError, free_port  # noqa: E402
 
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID  # noqa: E402
+from precon.service.postgres.store import PostgresCatalogueStore  # noqa: E402
 from tests.pg_support import Cluster, find_bindir  # noqa: E402
 
 service.PRODUCT = DEV_PRODUCT_ID  # the mix names a product: the development key's, which every replica seeds
@@ -95,6 +115,26 @@ RECEIVER_DELAY_S = 0.2
 killed, as they would be with a real receiver (one it had posted but not yet recorded is sent again)."""
 RATE_LIMIT = 20.0
 RATE_BURST = 40
+LAG_INTERVAL_S = (0.5, 1.0)
+"""The writer's pause between two writes, drawn uniformly from this range."""
+LAG_POLL_S = 0.01
+"""The pollers' pause between two looks at their replica."""
+LAG_GIVE_UP_S = 15.0
+"""How long after the last write the pollers go on waiting for writes not yet seen (counted unseen after)."""
+LAG_LISTINGS = 200
+"""The listings the writer takes in turn (more than it writes, so each is written once)."""
+MAX_LAG_IDS = 50
+"""At most this many written listings asked for in one poll (the latest not yet seen)."""
+LAG_AT_REST_S = 8.0
+"""The writes without the mix first, for how long (the lag with nothing else running)."""
+WARM_MIN_S = 3.0
+WARM_MAX_S = 60.0
+WARM_STEADY = 0.15
+REWARM_MIN_S = 15.0
+REWARM_MAX_S = 120.0
+REWARM_SLOWER = 5.0
+"""After the writes, a replica is warm again when a pass takes at most this many times its last warm-up pass's
+time before them (the slowest replica's)."""
 POSTGRES_SETTINGS = ("max_connections=300", "fsync=on", "synchronous_commit=on", "full_page_writes=on")
 
 JsonDict = dict[str, Any]
@@ -116,11 +156,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=None, help="Failover phase (default 30 s; 12 with --quick)")
     parser.add_argument("--limit-seconds", type=float, default=None, help="Rate-limit phase (default 8 s)")
+    parser.add_argument("--rounds", type=int, default=3, help="Rounds each of the single node and one replica")
+    parser.add_argument(
+        "--lag-seconds", type=float, default=None, help="Writes under load (default 30 s; 12 with --quick)"
+    )
     args = parser.parse_args(argv)
     args.listings = args.listings or (5_000 if args.quick else 20_000)
     args.requests = args.requests or (300 if args.quick else 800)
     args.seconds = args.seconds or (12.0 if args.quick else 30.0)
     args.limit_seconds = args.limit_seconds or (4.0 if args.quick else 8.0)
+    args.lag_seconds = args.lag_seconds or (12.0 if args.quick else 30.0)
     return args
 
 
@@ -135,6 +180,8 @@ class Stack:
     replicas: list[Replica]
     proxy: HAProxy
     env: dict[str, str]
+    single: Replica
+    """The single node measured against one replica: SQLite in its own data directory, no PostgreSQL, no Redis."""
 
     @classmethod
     def start(cls, listings: int, seed: int) -> Stack:
@@ -171,9 +218,16 @@ class Stack:
             for number in range(1, REPLICAS + 1)
         ]
         proxy = HAProxy.start([r.address for r in replicas], WORK_DIR)
-        return cls(postgres, redis, receiver, replicas, proxy, env)
+        single_env = {
+            "PRECON_SERVICE_DEFAULT_LISTINGS": str(listings),
+            "PRECON_SERVICE_DEFAULT_SEED": str(seed),
+            "PRECON_SERVICE_RATE_LIMIT": "0",
+        }
+        single = Replica("single", free_port(), WORK_DIR / "single", single_env)
+        return cls(postgres, redis, receiver, replicas, proxy, env, single)
 
     def stop(self) -> None:
+        self.single.stop()
         for replica in self.replicas:
             replica.stop()
         self.proxy.stop()
@@ -204,7 +258,8 @@ TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_s(pid: int) -> float:
-    """User and system CPU seconds of one process and its live descendants."""
+    """User and system CPU seconds of one process and its live descendants, and of the descendants they reaped
+    (``cutime``, ``cstime``): a PostgreSQL backend that ended between two looks still counts, in the postmaster's."""
     total = 0
     for member in process_tree(pid):
         try:
@@ -212,14 +267,18 @@ def _cpu_s(pid: int) -> float:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
-        total += int(fields[11]) + int(fields[12])
+        total += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
     return total / TICKS_PER_S
+
+
+def postmaster_pid(stack: Stack) -> int:
+    return int((stack.postgres.data / "postmaster.pid").read_text().split()[0])
 
 
 def cpu_by_part(stack: Stack) -> dict[str, float]:
     """CPU seconds used so far by the replicas (together), PostgreSQL (every backend), HAProxy, Redis, and this
     process (the clients, the receiver)."""
-    postmaster = int((stack.postgres.data / "postmaster.pid").read_text().split()[0])
+    postmaster = postmaster_pid(stack)
     replicas = [r.process.pid for r in stack.replicas if r.process is not None and r.process.poll() is None]
     times = os.times()
     return {
@@ -250,13 +309,325 @@ def throughput(stack: Stack, replicas: int, mix: Sequence[BenchRequest], concurr
         "failures": sum(s.status != 200 for s in samples),
         "served_by": {name: after.get(name, 0) - before.get(name, 0) for name in after},
         "cpu_ms_per_request": {part: round(seconds * 1000 / len(samples), 1) for part, seconds in cpu.items()},
+        "postgres_cpu_ms_per_read": round(cpu["postgres"] * 1000 / len(samples), 3),
         "cpus_busy": round(sum(cpu.values()) / wall, 2),
     }
 
 
-def warm(replica: Replica, mix: Sequence[BenchRequest]) -> None:
-    """The mix's first requests on the replica's own port, so that its first measured answers are not its first."""
-    run_mix(cast(Any, Endpoint(replica.url)), KEY, mix, 4)
+def warm(
+    replica: Replica, mix: Sequence[BenchRequest], min_s: float = 0.0, pass_within_s: float | None = None
+) -> JsonDict:
+    """The mix's first requests on the replica's own port, again and again until two passes in a row take about
+    as long (and for :data:`WARM_MIN_S` or ``min_s`` at least, and until a pass takes ``pass_within_s`` at most
+    where given), so that its first measured answers are not its first: a
+    replica builds its in-memory indexes on a thread after its first searches, answering by SQL meanwhile."""
+    started = time.monotonic()
+    walls: list[float] = []
+    while time.monotonic() - started < (WARM_MAX_S if pass_within_s is None else REWARM_MAX_S):
+        walls.append(run_mix(cast(Any, Endpoint(replica.url)), KEY, mix, 4)[1])
+        steady = len(walls) >= 3 and abs(walls[-1] - walls[-2]) <= WARM_STEADY * walls[-2]
+        fast = pass_within_s is None or walls[-1] <= pass_within_s
+        if steady and fast and time.monotonic() - started >= max(WARM_MIN_S, min_s):
+            break
+    return {
+        "passes": len(walls),
+        "seconds": round(time.monotonic() - started, 1),
+        "last_pass_s": round(walls[-1], 3),
+        "first_pass_s": round(walls[0], 3),
+    }
+
+
+# -- one replica against one single node ------------------------------------------------------------------------
+
+
+def direct_cpu(stack: Stack, target: Replica) -> dict[str, float]:
+    """CPU seconds used so far by ``target``'s process tree, by PostgreSQL and by this process (the clients)."""
+    assert target.process is not None
+    times = os.times()
+    return {
+        "service": _cpu_s(target.process.pid),
+        "postgres": _cpu_s(postmaster_pid(stack)),
+        "clients": times.user + times.system,
+    }
+
+
+def health(base_url: str) -> JsonDict:
+    answer = httpx.get(base_url + "/healthz", timeout=REQUEST_TIMEOUT_S)
+    answer.raise_for_status()
+    return cast(JsonDict, answer.json())
+
+
+def direct_round(
+    stack: Stack, target: Replica, mix: Sequence[BenchRequest], concurrency: int, keep_bodies: bool
+) -> tuple[JsonDict, list[Sample]]:
+    """The mix once on ``target``'s own port: its figures, and its samples."""
+    before = direct_cpu(stack, target)
+    samples, wall = run_mix(cast(Any, Endpoint(target.url)), KEY, mix, concurrency, keep_bodies=keep_bodies)
+    after = direct_cpu(stack, target)
+    cpu = {part: after[part] - before[part] for part in after}
+    return {
+        "requests": len(samples),
+        "wall_s": round(wall, 3),
+        "requests_per_s": round(len(samples) / wall, 1),
+        "failures": sum(s.status != 200 for s in samples),
+        "cpu_s": {part: round(seconds, 3) for part, seconds in cpu.items()},
+    }, samples
+
+
+def direct_summary(rounds: Sequence[JsonDict], samples: Sequence[Sample]) -> JsonDict:
+    requests = sum(r["requests"] for r in rounds)
+    wall = sum(r["wall_s"] for r in rounds)
+    latency = by_category(samples)
+    cpu = {part: sum(r["cpu_s"][part] for r in rounds) for part in rounds[0]["cpu_s"]}
+    return {
+        "requests": requests,
+        "wall_s": round(wall, 2),
+        "requests_per_s": round(requests / wall, 1),
+        "rounds_requests_per_s": [r["requests_per_s"] for r in rounds],
+        "p50_ms": latency["all"]["p50"],
+        "p95_ms": latency["all"]["p95"],
+        "latency_by_category_ms": {
+            name: {"p50": stats["p50"], "p95": stats["p95"]} for name, stats in latency.items() if name != "all"
+        },
+        "failures": sum(r["failures"] for r in rounds),
+        "cpu_ms_per_request": {part: round(seconds * 1000 / requests, 3) for part, seconds in cpu.items()},
+    }
+
+
+def single_vs_replica(
+    stack: Stack, replica: Replica, mix: Sequence[BenchRequest], concurrency: int, rounds: int
+) -> JsonDict:
+    """The mix on the single node's port and on ``replica``'s, ``rounds`` times each, interleaved (single, replica,
+    replica, single, ...). The first round of each keeps its answers, to compare them."""
+    targets = {"single": stack.single, "replica": replica}
+    figures: dict[str, list[JsonDict]] = {name: [] for name in targets}
+    samples: dict[str, list[Sample]] = {name: [] for name in targets}
+    first: dict[str, list[Sample]] = {}
+    order = []
+    for number in range(rounds):
+        names = ["single", "replica"] if number % 2 == 0 else ["replica", "single"]
+        for name in names:
+            round_figures, round_samples = direct_round(stack, targets[name], mix, concurrency, number == 0)
+            figures[name].append(round_figures)
+            samples[name] += round_samples
+            first.setdefault(name, round_samples)
+            order.append(name)
+            print(f"  round {number + 1}, {name}: {round_figures['requests_per_s']} req/s")
+    single, copy = (direct_summary(figures[name], samples[name]) for name in ("single", "replica"))
+    pairs = zip(first["single"], first["replica"], strict=True)
+    compared = [(a, b) for a, b in pairs if a.status == 200 and b.status == 200]
+    return {
+        "replica": replica.name,
+        "rounds": rounds,
+        "order": order,
+        "single": {**single, "health": health(stack.single.url)},
+        "one_replica": {**copy, "health": health(replica.url)},
+        "ratio_replica_over_single": round(copy["requests_per_s"] / single["requests_per_s"], 3),
+        "ratio_by_round": [
+            round(b["requests_per_s"] / a["requests_per_s"], 3)
+            for a, b in zip(figures["single"], figures["replica"], strict=True)
+        ],
+        "answers_compared": len(compared),
+        "answers_same_total": sum(a.total == b.total for a, b in compared),
+        "answers_same_ids": sum(a.ids == b.ids for a, b in compared),
+        "answers_same_id_sets": sum(set(a.ids) == set(b.ids) for a, b in compared),
+    }
+
+
+# -- write-to-read lag ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Write:
+    number: int
+    listing_id: str
+    token: str
+    started_at: float
+    committed_at: float
+    """When ``upsert_listings`` returned (after the commit)."""
+    generation: int
+    """The catalogue's generation read right after the commit (the writer is the only one writing)."""
+    seen: dict[str, float] = field(default_factory=dict)
+    """Per replica, when the first answer showing the token arrived."""
+    generation_seen: dict[str, float] = field(default_factory=dict)
+    """Per replica, when the first ``/healthz`` holding the write's generation arrived."""
+
+
+@dataclass
+class LagState:
+    writes: list[Write] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    writing_done: threading.Event = field(default_factory=threading.Event)
+    give_up_at: float = float("inf")
+    poll_ms: list[float] = field(default_factory=list)
+    poll_failures: Counter[str] = field(default_factory=Counter)
+
+
+def writer_loop(store: PostgresCatalogueStore, originals: JsonDict, seconds: float, seed: int, lag: LagState) -> None:
+    rng = random.Random(seed)
+    ids = list(originals)
+    deadline = time.monotonic() + seconds
+    number = 0
+    try:
+        while time.monotonic() < deadline:
+            listing_id = ids[number % len(ids)]
+            token = f"lagtoken{number}x{uuid.uuid4().hex[:8]}"
+            record = {**originals[listing_id], "name": f"{originals[listing_id].get('name') or 'Listing'} {token}"}
+            started = time.monotonic()
+            store.upsert_listings([record])
+            committed = time.monotonic()
+            generation = store.generation()
+            with lag.lock:
+                lag.writes.append(Write(number, listing_id, token, started, committed, generation))
+            number += 1
+            time.sleep(rng.uniform(*LAG_INTERVAL_S))
+    finally:
+        lag.give_up_at = time.monotonic() + LAG_GIVE_UP_S
+        lag.writing_done.set()
+
+
+def poller_loop(replica: Replica, lag: LagState) -> None:
+    """Asks ``replica``'s own port for the writes it has not shown yet, every :data:`LAG_POLL_S`."""
+    name = replica.name
+    with LeanClient(replica.url, {"x-api-key": KEY}, timeout=REQUEST_TIMEOUT_S) as client:
+        while True:
+            with lag.lock:
+                unseen = [w for w in lag.writes if name not in w.seen][-MAX_LAG_IDS:]
+                behind = [w for w in lag.writes if name not in w.generation_seen]
+            if lag.writing_done.is_set() and (not (unseen or behind) or time.monotonic() > lag.give_up_at):
+                return
+            if unseen:
+                params = {"ids": ",".join(w.listing_id for w in unseen), "product_id": DEV_PRODUCT_ID}
+                sent = time.monotonic()
+                status, body = client.get("/v1/all/multiple_listings", {**params, "retrieveAttributes": "name"})
+                arrived = time.monotonic()
+                if status == 200:
+                    names = {
+                        r.get("listingId") or r.get("objectID"): r.get("name") or ""
+                        for r in orjson.loads(body)["results"]
+                    }
+                    with lag.lock:
+                        lag.poll_ms.append((arrived - sent) * 1000)
+                        for write in unseen:
+                            if write.token in names.get(write.listing_id, ""):
+                                write.seen[name] = arrived
+                else:
+                    with lag.lock:
+                        lag.poll_failures[f"{name} listings {status}"] += 1
+            if behind:
+                status, body = client.get("/healthz")
+                arrived = time.monotonic()
+                if status == 200:
+                    generation = int(orjson.loads(body).get("generation") or 0)
+                    with lag.lock:
+                        for write in behind:
+                            if generation >= write.generation:
+                                write.generation_seen[name] = arrived
+                else:
+                    with lag.lock:
+                        lag.poll_failures[f"{name} healthz {status}"] += 1
+            time.sleep(LAG_POLL_S)
+
+
+def lag_figures(lags_s: Sequence[float], unseen: int) -> JsonDict:
+    found = percentiles([lag * 1000 for lag in lags_s])
+    return {
+        "seen": len(lags_s),
+        "unseen": unseen,
+        "p50_ms": found["p50"],
+        "p99_ms": found["p99"],
+        "max_ms": round(max(lags_s) * 1000, 1) if lags_s else None,
+    }
+
+
+def write_lag(stack: Stack, mix: Sequence[BenchRequest], concurrency: int, seconds: float, seed: int) -> JsonDict:
+    """Writes into PostgreSQL while the mix runs through HAProxy; how long each took to show on each replica."""
+    conninfo = stack.postgres.conninfo(DATABASE)
+    with psycopg.connect(conninfo) as db:
+        query = "SELECT listing_id FROM listings ORDER BY md5(listing_id) LIMIT %s"
+        ids = [row[0] for row in db.execute(query, (LAG_LISTINGS,))]
+    store = PostgresCatalogueStore(conninfo, migrate=False, max_size=2)
+    try:
+        originals = store.get_listings(ids, None)
+        load, lag = Failover(), LagState()
+        replicas = [r for r in stack.replicas if r.process is not None and r.process.poll() is None]
+        queries = [
+            threading.Thread(target=query_loop, args=(stack.proxy.url, mix, n * 97, load)) for n in range(concurrency)
+        ]
+        pollers = [threading.Thread(target=poller_loop, args=(replica, lag)) for replica in replicas]
+        writer = threading.Thread(target=writer_loop, args=(store, originals, seconds, seed, lag))
+        cpu_before = cpu_by_part(stack)
+        started = time.monotonic()
+        for thread in [*queries, *pollers]:
+            thread.start()
+        time.sleep(1.0)  # the mix under way before the first write
+        writer.start()
+        writer.join()
+        for thread in pollers:
+            thread.join()
+        load.stop.set()
+        for thread in queries:
+            thread.join()
+        wall = time.monotonic() - started
+        cpu_after = cpu_by_part(stack)
+    finally:
+        store.close()
+    gets = [sample for _, sample in load.get_samples]
+    writes = lag.writes
+    per_replica: JsonDict = {}
+    all_lags: list[float] = []
+    all_generation_lags: list[float] = []
+    unseen = unreached = 0
+    for replica in replicas:
+        lags = [w.seen[replica.name] - w.committed_at for w in writes if replica.name in w.seen]
+        generation_lags = [
+            w.generation_seen[replica.name] - w.committed_at for w in writes if replica.name in w.generation_seen
+        ]
+        per_replica[replica.name] = {
+            "listing": lag_figures(lags, len(writes) - len(lags)),
+            "generation": lag_figures(generation_lags, len(writes) - len(generation_lags)),
+        }
+        all_lags += lags
+        all_generation_lags += generation_lags
+        unseen += len(writes) - len(lags)
+        unreached += len(writes) - len(generation_lags)
+    write_ms = [(w.committed_at - w.started_at) * 1000 for w in writes]
+    cpu = {part: cpu_after[part] - cpu_before[part] for part in cpu_after}
+    return {
+        "writes": len(writes),
+        "write_seconds": round(writes[-1].committed_at - writes[0].started_at, 1) if writes else 0.0,
+        "write_commit_ms": percentiles(write_ms),
+        "replicas": len(replicas),
+        "listing": lag_figures(all_lags, unseen),
+        "generation": lag_figures(all_generation_lags, unreached),
+        "per_replica": per_replica,
+        "poll_request_ms": percentiles(lag.poll_ms),
+        "poll_failures": dict(lag.poll_failures),
+        "load_requests": len(gets),
+        "load_requests_per_s": round(len(gets) / wall, 1),
+        "load_failures": sum(s.status != 200 for s in gets),
+        "load_p50_ms": by_category(gets)["all"]["p50"] if gets else None,
+        "load_p95_ms": by_category(gets)["all"]["p95"] if gets else None,
+        "replicas_cpu_ms_per_request": round(cpu["replicas"] * 1000 / len(gets), 2) if gets else None,
+        "cpu_s": {part: round(seconds, 2) for part, seconds in cpu.items()},
+    }
+
+
+def rewarm(stack: Stack, mix: Sequence[BenchRequest], pass_within_s: float) -> dict[str, JsonDict]:
+    """Every replica warmed at once, for :data:`REWARM_MIN_S` at least and until a pass of the warm-up takes
+    ``pass_within_s`` at most: after a stream of writes each is still rebuilding its in-memory indexes (answering by
+    SQL meanwhile, for tens of seconds at 20,000 listings), which the failover phase is not about."""
+    found: dict[str, JsonDict] = {}
+
+    def one(replica: Replica) -> None:
+        found[replica.name] = warm(replica, mix, REWARM_MIN_S, pass_within_s)
+
+    threads = [threading.Thread(target=one, args=(replica,)) for replica in stack.replicas]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return found
 
 
 # -- webhooks and failover --------------------------------------------------------------------------------------
@@ -509,77 +880,6 @@ def rate_limit(stack: Stack, seconds: float, concurrency: int) -> JsonDict:
 # -- the run ----------------------------------------------------------------------------------------------------
 
 
-def print_report(report: JsonDict) -> None:
-    runs, fail, limit = report["throughput"], report["failover"], report["rate_limit"]
-    hooks = fail["webhooks"]
-    print(
-        f"\nPrecon cluster on loopback: {report['listings']:,} listings, {report['cpus']} CPUs, concurrency "
-        f"{report['concurrency']}, PostgreSQL + Redis + HAProxy + {REPLICAS} replicas (precon serve --workers 1); "
-        f"code {report['code']}; load average {report['load_average']['start']} at the start, "
-        f"{report['load_average']['end']} at the end"
-    )
-    print(f"{'replicas':>8} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'failed':>7}  served by")
-    for run in runs:
-        served = ", ".join(f"{name} {count}" for name, count in run["served_by"].items() if count)
-        print(
-            f"{run['replicas']:>8} {run['requests']:>9} {run['requests_per_s']:>8.1f} {run['p50_ms']:>8.1f} "
-            f"{run['p95_ms']:>8.1f} {run['failures']:>7}  {served}"
-        )
-    for run in runs:
-        categories = {k: v for k, v in run["latency_by_category_ms"].items() if k != "all"}
-        print(
-            f"  {run['replicas']} replica(s), p50/p95 ms by category: "
-            + ", ".join(f"{name} {stats['p50']:.0f}/{stats['p95']:.0f}" for name, stats in categories.items())
-        )
-    print(f"\nCPU ms per request ({report['cpus']} CPUs on the machine):")
-    parts = list(runs[0]["cpu_ms_per_request"])
-    print(f"{'replicas':>8} " + " ".join(f"{part:>9}" for part in parts) + f" {'CPUs busy':>10}")
-    for run in runs:
-        shares = " ".join(f"{run['cpu_ms_per_request'][part]:>9.1f}" for part in parts)
-        print(f"{run['replicas']:>8} {shares} {run['cpus_busy']:>10.2f}")
-    rows = [
-        ("failed requests seen by clients (target 0)", f"{fail['get_failures'] + fail['post_failures']}"),
-        ("  queries (GET)", f"{fail['get_failures']} of {fail['get_requests']} {fail['get_failed_statuses'] or ''}"),
-        (
-            "  webhook triggers (POST)",
-            f"{fail['post_failures']} of {fail['post_requests']} {fail['post_failed_statuses'] or ''}",
-        ),
-        (
-            "  triggers resent by the client / replayed",
-            f"{fail['post_retried_by_client']} ({fail['post_resends_by_client']} resends) / "
-            f"{fail['post_answers_replayed']}",
-        ),
-        ("HAProxy retries / redispatches", f"{fail['haproxy_retries']} / {fail['haproxy_redispatches']}"),
-        (
-            f"{fail['killed']} killed at / marked DOWN after",
-            f"{fail['killed_at_s']} s / {fail['marked_down_after_s']} s",
-        ),
-        ("webhook events acknowledged", f"{hooks['events_expected']}"),
-        ("webhook events lost (target 0)", f"{hooks['lost']}"),
-        ("webhook deliveries sent twice (same webhook-id)", f"{hooks['sent_twice']}"),
-        ("deliveries of unacknowledged triggers", f"{hooks['unannounced']}"),
-        ("deliveries failing their signature", f"{hooks['bad_signatures']}"),
-        ("all acknowledged events delivered within", f"{fail['all_delivered_within_s']} s after the stream"),
-        ("shared outbox empty (copies sent) within", f"{fail['outbox_drained_within_s']} s after the stream"),
-        ("killed replica restarted, back in rotation after", f"{fail['rejoined_after_restart_s']} s"),
-        (
-            f"rate limit {limit['rate_per_s']:g}/s burst {limit['burst']} over {limit['seconds']} s",
-            f"{limit['allowed']} let through of {limit['requests']} (ceiling {limit['ceiling']}; "
-            f"{limit['allowed_over_ceiling']} x) {'held' if limit['held'] else 'NOT held'} across replicas",
-        ),
-    ]
-    print(f"\nFailover ({fail['seconds']} s, mix + webhook stream through HAProxy, one replica killed with SIGKILL):")
-    for label, value in rows:
-        print(f"  {label:<50} {value}")
-    if fail["post_failures"]:
-        print(
-            "  (a POST the killed replica held gets no answer: HAProxy closes the client's connection as the replica's"
-            " closed, and does not send it again, since it may have been done; GETs are sent to another replica)"
-        )
-    for note in report["notes"]:
-        print(f"note: {note}")
-
-
 def code_version() -> str:
     """The commit measured, and whether the service's code had changes not yet committed."""
 
@@ -603,9 +903,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"FAILED to start: {error}", file=sys.stderr)
         return 2
     try:
+        single_started = time.perf_counter()
+        stack.single.start(wait=False)
         first = stack.replicas[0].start()
         stack.proxy.wait_status(first.name, "UP")
-        print(f"{first.name} healthy after {first.started_s:.1f} s (its first start generates the catalogue)")
+        print(
+            f"{first.name} healthy after {first.started_s:.1f} s (its first start generates the catalogue; the single "
+            "node generated its own at the same time)"
+        )
+        stack.single.wait_healthy()
+        single_started_s = time.perf_counter() - single_started
+        print(f"single node healthy after {single_started_s:.1f} s")
         rng = random.Random(args.seed)
         vocabulary = read_vocabulary(stack, rng)
         warmup = build_mix(60, vocabulary, rng)
@@ -616,9 +924,33 @@ def main(argv: Sequence[str] | None = None) -> int:
                 replica.start()
                 stack.proxy.wait_status(replica.name, "UP")
                 print(f"{replica.name} healthy after {replica.started_s:.1f} s and in HAProxy's rotation")
-            warm(replica, warmup)
-            runs.append(throughput(stack, count, mix, args.concurrency))
-            print(f"throughput with {count} replica(s): {runs[-1]['requests_per_s']} req/s")
+            warmed = warm(replica, warmup)
+            runs.append({**throughput(stack, count, mix, args.concurrency), "warm": warmed})
+            print(
+                f"throughput with {count} replica(s): {runs[-1]['requests_per_s']} req/s; PostgreSQL "
+                f"{runs[-1]['postgres_cpu_ms_per_read']} CPU ms per read (warmed in {warmed['passes']} passes, "
+                f"{warmed['seconds']} s)"
+            )
+            if count == 1:
+                print(f"one replica against the single node, each on its own port, {args.rounds} rounds each:")
+                single_warmed = warm(stack.single, warmup)
+                compared = single_vs_replica(stack, replica, mix, args.concurrency, args.rounds)
+                compared["single"].update(started_s=round(single_started_s, 1), warm=single_warmed)
+                print(f"  replica/single: {compared['ratio_replica_over_single']} x")
+                stack.single.stop()
+
+        print(f"write-to-read lag: {LAG_AT_REST_S:g} s of writes into PostgreSQL with nothing else running")
+        at_rest = write_lag(stack, mix, 0, LAG_AT_REST_S, args.seed + 1)
+        print(
+            f"  {at_rest['writes']} writes; lag p50 {at_rest['listing']['p50_ms']} ms, p99 "
+            f"{at_rest['listing']['p99_ms']} ms, max {at_rest['listing']['max_ms']} ms"
+        )
+        print(f"write-to-read lag: {args.lag_seconds:g} s of writes into PostgreSQL under the mix through HAProxy")
+        lagged = write_lag(stack, mix, args.concurrency, args.lag_seconds, args.seed)
+        print(
+            f"  {lagged['writes']} writes; lag p50 {lagged['listing']['p50_ms']} ms, p99 {lagged['listing']['p99_ms']}"
+            f" ms, max {lagged['listing']['max_ms']} ms"
+        )
 
         subscription = subscribe(stack)
         if not subscription["shared"]:
@@ -628,6 +960,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "in the outbox of the replica that took its trigger, so events of a killed replica are lost and none "
                 "can be sent twice by another"
             )
+        rewarmed = rewarm(stack, warmup, REWARM_SLOWER * max(run["warm"]["last_pass_s"] for run in runs))
+        print(f"replicas warmed again after the writes: {rewarmed}")
         print(f"failover: {args.seconds:g} s of the mix and webhook triggers through HAProxy")
         failed = failover(stack, mix, args.concurrency, args.seconds)
 
@@ -651,13 +985,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "load_average": {"start": load_at_start, "end": round(os.getloadavg()[0], 1)},
         "concurrency": args.concurrency,
+        "replicas": REPLICAS,
         "mix_requests": args.requests,
         "throughput": runs,
+        "single_vs_replica": compared,
+        "write_lag": lagged,
+        "write_lag_at_rest": at_rest,
+        "warmed_after_writes": rewarmed,
         "subscriptions_shared": subscription["shared"],
         "failover": failed,
         "rate_limit": limited,
         "notes": notes,
     }
+    report["targets"] = targets(report)
     print_report(report)
     out = OUT_DIR / "cluster.json"
     out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
