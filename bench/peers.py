@@ -76,8 +76,8 @@ import orjson
 
 from precon import filters
 from precon.filters import And, Compare, Expr, Match, Not, Or, Range
+from precon.schema import SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS
 from precon.service.config import ServiceSettings
-from precon.service.schema import SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS
 from precon.service.search import TextQuery, searchable_text
 from precon.service.sql_filter import as_number
 from precon.service.store import province_of

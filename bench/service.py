@@ -67,8 +67,8 @@ import numpy as np
 import orjson
 
 from precon import filters
+from precon.schema import SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS
 from precon.service.config import ServiceSettings
-from precon.service.schema import SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS
 from precon.service.search import MIN_PREFIX_LENGTH, WORD, searchable_text, words
 from precon.service.store import province_of
 

@@ -15,7 +15,7 @@ from components.search_scope import scope_of
 from precon import filters, listing_search
 from precon.errors import BadRequest, NotFound
 from precon.filter_state import FacetSpec, FilterState
-from precon.service.search import words
+from precon.words import words
 
 MAX_HITS = 20
 PROFILE_CANDIDATES = 100

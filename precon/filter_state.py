@@ -44,7 +44,7 @@ from typing import Literal
 
 from precon import filters
 from precon.filters import Expr
-from precon.service.schema import LITE_LEFT_OUT
+from precon.schema import LITE_LEFT_OUT
 
 Range = tuple[float | None, float | None]
 RANGE_SEPARATOR = ".."

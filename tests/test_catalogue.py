@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
+from precon.schema import LISTING_FIELDS
 from precon.service.canada import (
     CITIES,
     CITY_BY_NAME,
@@ -30,7 +31,6 @@ from precon.service.catalogue import (
     generate,
     sandbox,
 )
-from precon.service.schema import LISTING_FIELDS
 
 LISTING_ID = re.compile(r"^[A-Z0-9]{6}$")
 PROFILE_ID = re.compile(r"^[A-Za-z0-9]{20}$")

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from precon.filters import parse
+from precon.schema import LISTING_ATTRIBUTES
 from precon.service import catalogue
 from precon.service.columns import ColumnIndex
 from precon.service.runtime import load
-from precon.service.schema import LISTING_ATTRIBUTES
 from precon.service.store import ListingQuery, SQLiteStore
 from tests.store_support import both_engines
 

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from precon import schema
 from precon.models import (
     ErrorBody,
     FacetCountsResponse,
@@ -26,7 +27,6 @@ from precon.models import (
     Profile,
     ProfilesOfListing,
 )
-from precon.service import schema
 
 API_DOCS = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from precon import filters
 from precon.filters import Compare, Expr, Match, Range
 from precon.models import PROVINCES
-from precon.service.schema import LISTING_ATTRIBUTES, LITE_FIELDS, LITE_LEFT_OUT, SEARCHABLE_LISTING_FIELDS
+from precon.schema import LISTING_ATTRIBUTES, LITE_FIELDS, LITE_LEFT_OUT, SEARCHABLE_LISTING_FIELDS
 from precon.service.search import within_one_typo
-from precon.service.search import words as search_words
 from precon.service.store import province_of
+from precon.words import words as search_words
 from tests.conftest import KEY_ALL, KEY_LITE, KEY_ONTARIO, Api
 
 LITE_SEARCHABLE = [name for name in SEARCHABLE_LISTING_FIELDS if name in LITE_FIELDS]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from precon import filters
-from precon.service.schema import LITE_FIELDS
+from precon.schema import LITE_FIELDS
 from tests.conftest import KEY_ALL, KEY_LITE, KEY_ONTARIO, XSS_NAME, Api
 
 SEARCH = "/v1/all/search_listings"

@@ -10,8 +10,8 @@ import pytest
 
 from precon.service.config import ServiceSettings
 from precon.service.runtime import DataDirectory
-from precon.service.search import fold
 from precon.service.server import ServerThread
+from precon.words import fold
 from tests.conftest import Api
 
 SEARCH = "/v1/all/search_profiles"

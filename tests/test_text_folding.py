@@ -14,8 +14,9 @@ import pytest
 
 from precon.service import catalogue
 from precon.service.runtime import load
-from precon.service.search import TextQuery, words
+from precon.service.search import TextQuery
 from precon.service.store import ListingQuery, SQLiteStore
+from precon.words import words
 
 SYMBOLS = "²³¹⁴½€™–—‘’“”«»°ﬁﬂⅫⅠǄǅǆẞ"
 LATIN = [

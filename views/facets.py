@@ -33,7 +33,7 @@ from precon import filters, listing_search
 from precon.errors import PreconError
 from precon.filter_state import FACET_BY_PARAM, LITE_VERSION, FilterState
 from precon.models import REFERENCE_FIELDS, Listing
-from precon.service.schema import LITE_LEFT_OUT
+from precon.schema import LITE_LEFT_OUT
 
 FACETS: dict[str, str] = {
     "type": "Type",

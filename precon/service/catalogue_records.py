@@ -18,6 +18,12 @@ import orjson
 
 from precon.filters import fold_text
 from precon.models import PROVINCES
+from precon.schema import (
+    LISTING_REFERENCE_FIELDS,
+    MULTI_ATTRIBUTES,
+    SCALAR_ATTRIBUTES,
+    IndexedAttribute,
+)
 from precon.service.catalogue_types import (
     EARTH_RADIUS_M,
     MAX_FACET_VALUES,
@@ -28,14 +34,9 @@ from precon.service.catalogue_types import (
 )
 from precon.service.columns import format_number
 from precon.service.plans import floor_plans, plan_rows
-from precon.service.schema import (
-    LISTING_REFERENCE_FIELDS,
-    MULTI_ATTRIBUTES,
-    SCALAR_ATTRIBUTES,
-    IndexedAttribute,
-)
-from precon.service.search import TextQuery, TypoIndex, fold
+from precon.service.search import TextQuery, TypoIndex
 from precon.service.sql_filter import as_number
+from precon.words import fold
 
 _PROVINCE_BY_NAME = {name.casefold(): code for code, name in PROVINCES.items()} | {code: code for code in PROVINCES}
 

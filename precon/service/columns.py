@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from precon.filters import And, Compare, Expr, Match, Not, Or, Range, fold_text, numeric_bounds
-from precon.service.schema import (
+from precon.schema import (
     LISTING_ATTRIBUTES,
     MULTI_ATTRIBUTES,
     SCALAR_ATTRIBUTES,

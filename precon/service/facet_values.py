@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from precon.service.schema import LISTING_REFERENCE_FIELDS
-from precon.service.search import WORD, fold, words
+from precon.schema import LISTING_REFERENCE_FIELDS
+from precon.words import WORD, fold, words
 
 MAX_FACET_QUERY_LENGTH = 512
 DEFAULT_FACET_HITS = 10

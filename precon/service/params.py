@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 from precon import filters
 from precon.filters import Expr
+from precon.schema import LISTING_REFERENCE_FIELDS
 from precon.service.errors import bad_request
-from precon.service.schema import LISTING_REFERENCE_FIELDS
 from precon.service.search import TextQuery
 from precon.service.store import GeoCircle
 

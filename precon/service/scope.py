@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from precon import filters
 from precon.filters import Expr
+from precon.schema import LITE_FIELDS, SEARCHABLE_LISTING_FIELDS
 from precon.service.errors import bad_request
-from precon.service.schema import LITE_FIELDS, SEARCHABLE_LISTING_FIELDS
 from precon.service.search import TextQuery
 from precon.service.sql_filter import PATH_ALIASES
 

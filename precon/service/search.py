@@ -1,44 +1,22 @@
 """Text matching: the words of a query, their FTS5 expression, one-typo expansion and safe highlighting.
 
-Words are folded the way the FTS5 ``unicode61 remove_diacritics 2`` tokenizer folds them (case and accents
-ignored), so what the index matched and what the highlighter marks are the same words.
+Words are folded as :mod:`precon.words` folds them (the FTS5 ``unicode61 remove_diacritics 2`` tokenizer's way),
+so what the index matched and what the highlighter marks are the same words.
 """
 
 from __future__ import annotations
 
 import html
-import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Any
 
-WORD = re.compile(r"[^\W_]+")
+from precon.words import WORD, fold, words
+
 MIN_TYPO_WORD_LENGTH = 4
 MIN_PREFIX_LENGTH = 2
 """A last word of one letter matches only itself: as a prefix it would match a good part of the language."""
 """Shorter words must match exactly: one typo in a three-letter word matches too much."""
-
-
-FTS5_CASE_FOLDS = str.maketrans({"\u00b5": "\u03bc", "\u017f": "s"})
-"""Two letters FTS5's case folding maps that ``str.lower`` keeps: the micro sign and the long s."""
-
-
-@lru_cache(maxsize=65536)
-def fold(word: str) -> str:
-    """Case- and accent-insensitive form of a word (``Québec`` → ``quebec``), as FTS5's tokenizer makes it:
-    lower case and each letter's diacritics removed, nothing else (``Straße``, ``ﬁ``, ``m²`` and ``Ⅻ`` stay as
-    they are, where Unicode's compatibility forms would make ``strasse``, ``fi``, ``m2``, ``xii``: the SQLite
-    store would then miss those words and the PostgreSQL store find them). Equal to the tokenizer for Latin
-    text (Latin-1 and Latin Extended-A, with the common symbols, checked against it); a few rarer letters
-    (Latin Extended-B with two marks, polytonic Greek, Georgian capitals) it folds otherwise."""
-    decomposed = unicodedata.normalize("NFD", word.lower().translate(FTS5_CASE_FOLDS))
-    return unicodedata.normalize("NFC", "".join(ch for ch in decomposed if not unicodedata.combining(ch)))
-
-
-def words(text: str) -> list[str]:
-    return [fold(w) for w in WORD.findall(text)]
 
 
 @dataclass

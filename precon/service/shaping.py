@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from precon.service.errors import bad_request
-from precon.service.schema import (
+from precon.schema import (
     LISTING_FIELDS,
     LISTING_REFERENCE_FIELDS,
     LITE_FIELDS,
     PROFILES_OF_LISTING_FIELDS,
 )
+from precon.service.errors import bad_request
 from precon.service.scope import visible_attribute
 from precon.service.search import TextQuery, highlight_record
 from precon.service.store import CatalogueStore

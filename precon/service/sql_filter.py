@@ -2,7 +2,7 @@
 
 The semantics are those of :func:`precon.filters.evaluate`, which the tests use as the oracle: strings match
 ignoring case, an array (or a nested ``floorPlans.*`` path) holds when any element matches, ``!=`` is
-``NOT =``. Indexed attributes (see :mod:`precon.service.schema`) become column tests or sub-queries on the term
+``NOT =``. Indexed attributes (see :mod:`precon.schema`) become column tests or sub-queries on the term
 and number tables; any other path is handed to the evaluator over the stored document through the
 ``precon_match`` SQL function. Every value reaches SQL as a bound parameter.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from precon import filters
 from precon.filters import And, Compare, Expr, Match, Not, Or, Range
-from precon.service.schema import ATTRIBUTE_ALIASES, LISTING_ATTRIBUTES, IndexedAttribute
+from precon.schema import ATTRIBUTE_ALIASES, LISTING_ATTRIBUTES, IndexedAttribute
 
 Fragment = tuple[str, list[Any]]
 

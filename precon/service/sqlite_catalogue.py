@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from precon import filters
+from precon.schema import SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
 from precon.service.catalogue_records import PerGeneration, decode_document
 from precon.service.catalogue_types import CatalogueChange
 from precon.service.columns import ColumnIndex, FloatArray, Mask
 from precon.service.plans import PLAN_SCHEMA, PLAN_TABLES, PlanIndex
-from precon.service.schema import SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
 from precon.service.search import TypoIndex
 from precon.service.shared import GenerationSignal, SharedIndexes
 from precon.service.sqlite import Connections

@@ -20,6 +20,7 @@ import numpy as np
 
 from precon import filters
 from precon.filters import Expr
+from precon.schema import LISTING_ATTRIBUTES, SEARCHABLE_LISTING_WEIGHTS, SEARCHABLE_PROFILE_WEIGHTS
 from precon.service.catalogue_records import (
     BOX_MARGIN_DEG,
     _bounding_box,
@@ -42,7 +43,6 @@ from precon.service.catalogue_types import (
 )
 from precon.service.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.plans import PlanIndex, UnitFilterCompiler
-from precon.service.schema import LISTING_ATTRIBUTES, SEARCHABLE_LISTING_WEIGHTS, SEARCHABLE_PROFILE_WEIGHTS
 from precon.service.search import TextQuery, TypoIndex
 from precon.service.sql_filter import ListingFilterCompiler, canonical_path
 from precon.service.sqlite_catalogue import SQLiteCatalogueBase

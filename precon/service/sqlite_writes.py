@@ -16,6 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from precon.filters import fold_text
+from precon.schema import (
+    LISTING_REFERENCE_FIELDS,
+    SCALAR_ATTRIBUTES,
+    SEARCHABLE_LISTING_FIELDS,
+    SEARCHABLE_PROFILE_FIELDS,
+)
 from precon.service.catalogue_records import (
     ListingIndexRows,
     _geo_point,
@@ -37,12 +43,6 @@ from precon.service.catalogue_types import (
 )
 from precon.service.derived import complete_listing
 from precon.service.plans import delete_plan_rows
-from precon.service.schema import (
-    LISTING_REFERENCE_FIELDS,
-    SCALAR_ATTRIBUTES,
-    SEARCHABLE_LISTING_FIELDS,
-    SEARCHABLE_PROFILE_FIELDS,
-)
 from precon.service.search import searchable_text
 from precon.service.sqlite_catalogue import (
     _LISTING_SECONDARY_INDEXES,

@@ -10,12 +10,12 @@ from fastapi.security import APIKeyHeader
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
+from precon.schema import ATTRIBUTE_ALIASES, DEFAULT_FACETS, LISTING_ATTRIBUTES
 from precon.service import wire
 from precon.service.accounts import ApiKey
 from precon.service.calls import Call, Service
 from precon.service.errors import bad_request
 from precon.service.routes.direct import DirectRoute, Resolver
-from precon.service.schema import ATTRIBUTE_ALIASES, DEFAULT_FACETS, LISTING_ATTRIBUTES
 from precon.service.shaping import ListingShaper
 
 API = "/{version}/{province}/"

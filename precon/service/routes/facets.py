@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from precon.schema import ATTRIBUTE_ALIASES
 from precon.service import wire
 from precon.service.calls import Call
 from precon.service.errors import bad_request
@@ -30,7 +31,6 @@ from precon.service.routes.parameters import (
     UnitFilter,
     Version,
 )
-from precon.service.schema import ATTRIBUTE_ALIASES
 from precon.service.scope import listing_facets, listing_filter, listing_text
 from precon.service.store import ListingQuery
 from precon.service.units import unit_filter

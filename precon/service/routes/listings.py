@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from precon.schema import SEARCHABLE_LISTING_FIELDS
 from precon.service import similar, wire
 from precon.service.calls import Call
 from precon.service.errors import bad_request, not_found
@@ -34,7 +35,6 @@ from precon.service.routes.parameters import (
     UnitFilter,
     Version,
 )
-from precon.service.schema import SEARCHABLE_LISTING_FIELDS
 from precon.service.scope import listing_facets, listing_filter, listing_shaper, listing_text, text_in_some_fields
 from precon.service.splice import SPLICER
 from precon.service.store import ListingQuery, SearchHits

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from precon.models import PROFILE_COLLECTIONS
+from precon.schema import LISTING_REFERENCE_FIELDS, PROFILES_OF_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
 from precon.service import wire
 from precon.service.calls import Call
 from precon.service.errors import bad_request, blank_profile_id, not_found
@@ -33,7 +34,6 @@ from precon.service.routes.parameters import (
     SortByName,
     Version,
 )
-from precon.service.schema import LISTING_REFERENCE_FIELDS, PROFILES_OF_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
 from precon.service.scope import listing_id_of, trim_listing_facet, trim_profile_listings, visible_listings
 from precon.service.search import highlight_record
 from precon.service.shaping import (

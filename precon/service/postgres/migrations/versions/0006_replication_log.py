@@ -40,7 +40,7 @@ branch_labels = None
 depends_on = None
 
 REFERENCE_ATTRIBUTES = ("architects", "builders", "interiorDesigners", "marketingCompanies", "salesCentres")
-"""The reference attributes of ``precon.service.schema.LISTING_REFERENCE_FIELDS`` at this revision."""
+"""The reference attributes of ``precon.schema.LISTING_REFERENCE_FIELDS`` at this revision."""
 LISTING_COLUMNS_KEPT = ("id", "listing_id", "province", "doc")
 PROFILE_COLUMNS_KEPT = ("id", "profile_id", "collection", "path", "path_key", "doc")
 SEARCH_TABLES = (
