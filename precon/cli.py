@@ -411,7 +411,7 @@ def generate_catalogue(
 
 def _replace_sqlite(target: Path, listings: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> None:
     """The catalogue file replaced whole by one holding these records (written beside it, then renamed)."""
-    from precon.service.runtime import load
+    from precon.service.loading import load
     from precon.service.store import SQLiteStore
 
     target.parent.mkdir(parents=True, exist_ok=True)

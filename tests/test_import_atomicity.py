@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from precon.cli import main
 from precon.models import PROVINCES, REFERENCE_FIELDS
 from precon.service import catalogue
-from precon.service.runtime import BATCH
+from precon.service.loading import BATCH
 from precon.service.store import ProfileQuery, SQLiteStore, decode_document, province_of
 
 PRECON = Path(sys.executable).with_name("precon")

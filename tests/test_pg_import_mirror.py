@@ -22,10 +22,11 @@ from precon.client import Client
 from precon.service import catalogue
 from precon.service.config import ServiceSettings
 from precon.service.importer import import_file
+from precon.service.loading import BATCH
 from precon.service.mirror import mirror
 from precon.service.postgres.replica import CatalogueCopy
 from precon.service.postgres.store import CHANNEL, PostgresCatalogueStore
-from precon.service.runtime import BATCH, DataDirectory
+from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
 from precon.service.store import ListingQuery, ProfileQuery, SQLiteStore
 from tests import pg_support

@@ -290,7 +290,7 @@ def import_file(store: SQLiteStore | PostgresCatalogueStore, path: str | Path) -
     from it once, by this process or, if it dies first, by a replica: :mod:`precon.service.postgres.change_journal`).
     SQLite: a transaction a batch.
     """
-    from precon.service.runtime import load
+    from precon.service.loading import load
 
     parsed = parse_file(path)  # the slow part, before the lock
     atomic = store.atomic() if store.engine == "postgres" else nullcontext()  # type: ignore[union-attr]

@@ -156,7 +156,7 @@ def replace_catalogue(
     among them are removed, these are upserted (profiles first). The store's listeners hear of every change
     once, after the commit (or its journal records them in the transaction: see :meth:`PostgresCatalogueStore.atomic`);
     a failure leaves the catalogue as it was."""
-    from precon.service.runtime import load
+    from precon.service.loading import load
 
     profiles, listings = list(profiles), list(listings)
     keep_listings = {str(r.get("listingId") or r.get("objectID") or "").strip() for r in listings}

@@ -15,10 +15,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
 from dataclasses import dataclass
-from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
@@ -26,47 +23,15 @@ from fastapi import FastAPI
 from precon.service.accounts import Accounts, AccountStore
 from precon.service.app import create_app
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
+from precon.service.loading import Progress, load
 from precon.service.notify import CatalogueNotifier
-from precon.service.store import CatalogueChange, SQLiteStore
+from precon.service.store import SQLiteStore
 from precon.service.webhooks import Outbox, WebhookStore
 
 if TYPE_CHECKING:
     from precon.service.postgres.replica import Follower, ReplicaCatalogue
-    from precon.service.postgres.store import PostgresCatalogueStore
 
 log = logging.getLogger("precon.service")
-BATCH = 2000
-
-
-def batched(items: Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:
-    iterator = iter(items)
-    while batch := list(islice(iterator, size)):
-        yield batch
-
-
-Progress = Callable[[str, int], None]
-"""Told ``(what, records)`` after each batch written: ``("profiles", 2000)``, ``("listings", 2000)``."""
-
-
-def load(
-    store: SQLiteStore | PostgresCatalogueStore,
-    listings: Iterable[dict[str, Any]],
-    profiles: Iterable[dict[str, Any]],
-    progress: Progress | None = None,
-) -> list[CatalogueChange]:
-    """Writes profiles, then listings, in batches (one transaction each)."""
-    changes: list[CatalogueChange] = []
-    loading = store.bulk_load() if store.counts()["listings"] == 0 else nullcontext()
-    with loading:
-        for batch in batched(profiles):
-            changes += store.upsert_profiles(batch)
-            if progress is not None:
-                progress("profiles", len(batch))
-        for batch in batched(listings):
-            changes += store.upsert_listings(batch)
-            if progress is not None:
-                progress("listings", len(batch))
-    return changes
 
 
 @dataclass

@@ -25,7 +25,7 @@ def open_catalogues(
     """(live, sandbox) over ``database_url``: migrated, and an empty catalogue given the generated default (live)
     or the fixed sandbox, each in one transaction (``progress`` hears of each batch written)."""
     from precon.service import catalogue
-    from precon.service.runtime import load
+    from precon.service.loading import load
 
     live = PostgresCatalogueStore(database_url)
     sandbox = PostgresCatalogueStore(database_url, schema=SANDBOX_SCHEMA)
