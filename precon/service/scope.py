@@ -17,47 +17,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from precon import filters
 from precon.filters import Expr
-from precon.schema import LITE_FIELDS, SEARCHABLE_LISTING_FIELDS
+from precon.schema import ATTRIBUTE_ALIASES, DEFAULT_FACETS, LISTING_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS
 from precon.service.errors import bad_request
 from precon.service.search import TextQuery
-from precon.service.sql_filter import PATH_ALIASES
+from precon.service.shaping import ListingShaper
+from precon.service.visibility import check_expression, is_visible, visible_attribute
 
 if TYPE_CHECKING:
     from precon.service.calls import Call
-    from precon.service.shaping import ListingShaper
 
-LITE_VERSION = "v1-lite"
 LISTING_PREFIX = "Listings/"
 LOOKUP_CHUNK = 900
 """Listing ids per look-up (SQLite's historical limit on bound parameters is 999)."""
-
-
-def is_visible(version: str, name: str) -> bool:
-    """Whether a listing attribute path may be named under ``version``: under ``v1-lite`` its top-level field
-    (``floorPlans`` of ``floorPlans.startPrice``, after aliases such as ``marketers``) must be a lite field."""
-    if version != LITE_VERSION:
-        return True
-    top = name.split(".", 1)[0]
-    return PATH_ALIASES.get(top, top) in LITE_FIELDS
-
-
-def visible_attribute(version: str, name: str, where: str) -> str:
-    """``name``, when ``version`` may name it; else a 400 that names the parameter ``where`` and the name.
-
-    The one check of what a listing request may name: filters, unit filters, facets and retrieved attributes."""
-    if not is_visible(version, name):
-        raise bad_request(f"{where}: {name!r} is not an attribute of a v1-lite listing")
-    return name
-
-
-def check_expression(version: str, expr: Expr | None, where: str) -> Expr | None:
-    """``expr``, when every attribute path it names is visible under ``version`` (the first hidden one, in
-    sorted order, is the 400)."""
-    for name in sorted(filters.attributes(expr)):
-        visible_attribute(version, name, where)
-    return expr
 
 
 def listing_filter(call: Call) -> Expr | None:
@@ -82,7 +54,6 @@ def listing_text(call: Call) -> TextQuery | None:
 def listing_facets(call: Call, names: Sequence[str], where: str = "facets") -> tuple[str, ...]:
     """The facets asked for, validated and scoped: a hidden name is a 400; ``*`` is every default facet the
     version shows."""
-    from precon.service.routes.common import facet_names  # the routes import this module
 
     for name in names:
         if name != "*":
@@ -95,7 +66,6 @@ def listing_shaper(call: Call) -> ListingShaper:
     """How this call's listings are shaped (its version, ``retrieveAttributes`` and ``referrences``), with
     ``retrieveAttributes`` scoped (by the shaper, through :func:`visible_attribute`) and the profiles that
     references expand trimmed to the call's listings."""
-    from precon.service.routes.common import requested_shape  # the routes import this module
 
     shaper = requested_shape(call)
     shaper.trim_profiles = lambda records: trim_profile_listings(call, records)
@@ -141,3 +111,30 @@ def trim_listing_facet(call: Call, counts: list[tuple[str, int]]) -> list[tuple[
         return counts
     kept: set[str | None] = {None, *visible_listings(call, ids)}
     return [(value, count) for value, count in counts if listing_id_of(value) in kept]
+
+
+def requested_shape(call: Call) -> ListingShaper:
+    """How this call's listings are to be shaped: its version, ``retrieveAttributes`` and ``referrences``."""
+    return ListingShaper(
+        version=call.version,
+        store=call.store,
+        media=call.media,
+        retrieve=call.params.names("retrieveAttributes"),
+        references=call.params.names("referrences"),
+    )
+
+
+def facet_names(call: Call, names: list[str]) -> tuple[str, ...]:
+    """The facets asked for, validated; ``*`` is every facetable attribute."""
+    chosen: list[str] = []
+    for name in names:
+        if name == "*":
+            chosen += DEFAULT_FACETS
+        elif ATTRIBUTE_ALIASES.get(name, name) in LISTING_ATTRIBUTES:
+            chosen.append(name)
+        else:
+            raise bad_request(
+                f"facets: {name!r} is not a facetable attribute; use '*' or any of "
+                f"{', '.join(sorted(LISTING_ATTRIBUTES))}"
+            )
+    return tuple(dict.fromkeys(chosen))

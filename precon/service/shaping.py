@@ -12,9 +12,9 @@ from precon.schema import (
     PROFILES_OF_LISTING_FIELDS,
 )
 from precon.service.errors import bad_request
-from precon.service.scope import visible_attribute
 from precon.service.search import TextQuery, highlight_record
 from precon.service.store import CatalogueStore
+from precon.service.visibility import visible_attribute
 
 MEDIA_PREFIX = "/media/"
 

@@ -10,8 +10,8 @@ from precon.filters import UNIT_FIELDS, Expr
 from precon.service.errors import bad_request
 from precon.service.params import QueryParams
 from precon.service.plans import floor_plans
-from precon.service.scope import is_visible
 from precon.service.sql_filter import as_number
+from precon.service.visibility import is_visible
 
 
 def unit_filter(params: QueryParams, version: str) -> Expr | None:

@@ -10,13 +10,10 @@ from fastapi.security import APIKeyHeader
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from precon.schema import ATTRIBUTE_ALIASES, DEFAULT_FACETS, LISTING_ATTRIBUTES
 from precon.service import wire
 from precon.service.accounts import ApiKey
-from precon.service.calls import Call, Service
-from precon.service.errors import bad_request
+from precon.service.calls import Service
 from precon.service.routes.direct import DirectRoute, Resolver
-from precon.service.shaping import ListingShaper
 
 API = "/{version}/{province}/"
 
@@ -118,30 +115,3 @@ def operation(
         return fn
 
     return register
-
-
-def requested_shape(call: Call) -> ListingShaper:
-    """How this call's listings are to be shaped: its version, ``retrieveAttributes`` and ``referrences``."""
-    return ListingShaper(
-        version=call.version,
-        store=call.store,
-        media=call.media,
-        retrieve=call.params.names("retrieveAttributes"),
-        references=call.params.names("referrences"),
-    )
-
-
-def facet_names(call: Call, names: list[str]) -> tuple[str, ...]:
-    """The facets asked for, validated; ``*`` is every facetable attribute."""
-    chosen: list[str] = []
-    for name in names:
-        if name == "*":
-            chosen += DEFAULT_FACETS
-        elif ATTRIBUTE_ALIASES.get(name, name) in LISTING_ATTRIBUTES:
-            chosen.append(name)
-        else:
-            raise bad_request(
-                f"facets: {name!r} is not a facetable attribute; use '*' or any of "
-                f"{', '.join(sorted(LISTING_ATTRIBUTES))}"
-            )
-    return tuple(dict.fromkeys(chosen))
