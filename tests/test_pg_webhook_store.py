@@ -17,13 +17,13 @@ import pytest
 
 from precon.service import webhooks as webhooks_module
 from precon.service.delivery import DeliveryWorker
+from precon.service.outbox import Outbox
 from precon.service.postgres import webhooks as pg_webhooks_module
 from precon.service.postgres.webhooks import PostgresWebhookStore
 from precon.service.webhook_targets import TargetPolicy
 from precon.service.webhooks import (
     CLAIMANT,
     Event,
-    Outbox,
     RetrySchedule,
     Subscription,
     SubscriptionLimitReached,

@@ -32,6 +32,7 @@ from precon.service.accounts import Accounts, AccountStore
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
 from precon.service.delivery import DeliveryWorker
 from precon.service.notify import CatalogueNotifier
+from precon.service.outbox import Outbox
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
 from precon.service.store import CatalogueChange, SQLiteStore
@@ -39,7 +40,6 @@ from precon.service.webhook_targets import TargetPolicy, TargetRefused
 from precon.service.webhooks import (
     MAX_SUBSCRIPTIONS_PER_KEY,
     Event,
-    Outbox,
     RetrySchedule,
     Subscription,
     SubscriptionLimitReached,

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpcore
 from standardwebhooks import Webhook
 
+from precon.service.outbox import Outbox
 from precon.service.webhook_targets import GuardedBackend, TargetPolicy
 from precon.service.webhooks import (
     DELIVERY_TIMEOUT_S,
@@ -28,7 +29,6 @@ from precon.service.webhooks import (
     RESPONSE_EXCERPT_CHARS,
     SENDERS,
     Due,
-    Outbox,
     RetrySchedule,
 )
 

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from precon.models import PROVINCES
 from precon.service.accounts import Accounts
+from precon.service.outbox import Outbox
 from precon.service.store import CatalogueChange, SQLiteStore, province_of
-from precon.service.webhooks import Event, Outbox, Subscription
+from precon.service.webhooks import Event, Subscription
 
 if TYPE_CHECKING:
     from precon.service.postgres.store import PostgresCatalogueStore

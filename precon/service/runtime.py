@@ -25,8 +25,9 @@ from precon.service.app import create_app
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
 from precon.service.loading import Progress, load
 from precon.service.notify import CatalogueNotifier
+from precon.service.outbox import Outbox
 from precon.service.store import SQLiteStore
-from precon.service.webhooks import Outbox, WebhookStore
+from precon.service.webhooks import WebhookStore
 
 if TYPE_CHECKING:
     from precon.service.postgres.replica import Follower, ReplicaCatalogue

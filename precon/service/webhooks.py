@@ -25,15 +25,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any
 
 import orjson
 
 from precon.service.errors import ApiError
 from precon.service.sqlite import Connections
-
-if TYPE_CHECKING:
-    from precon.service.postgres.webhooks import PostgresWebhookStore
 
 log = logging.getLogger("precon.webhooks")
 
@@ -568,8 +565,3 @@ def delivery_view(row: Sequence[Any], attempts: Sequence[Sequence[Any]]) -> dict
         "createdAt": row[9],
         "updatedAt": row[10],
     }
-
-
-Outbox: TypeAlias = "WebhookStore | PostgresWebhookStore"
-"""A webhook store: the SQLite file's or PostgreSQL's, which answer alike (``shared``: whether replicas on other
-machines use it too)."""
