@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from precon.service.catalogue_types import CatalogueChange
-
-if TYPE_CHECKING:
-    from precon.service.postgres.store import PostgresCatalogueStore
-    from precon.service.store import SQLiteStore
 
 BATCH = 2000
 
@@ -22,12 +18,21 @@ def batched(items: Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:
         yield batch
 
 
+class Loadable(Protocol):
+    """What a catalogue is loaded into: a store (SQLite's, PostgreSQL's, or a replica's, which writes to PostgreSQL)."""
+
+    def bulk_load(self) -> AbstractContextManager[None]: ...
+    def counts(self) -> dict[str, int]: ...
+    def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
+    def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
+
+
 Progress = Callable[[str, int], None]
 """Told ``(what, records)`` after each batch written: ``("profiles", 2000)``, ``("listings", 2000)``."""
 
 
 def load(
-    store: SQLiteStore | PostgresCatalogueStore,
+    store: Loadable,
     listings: Iterable[dict[str, Any]],
     profiles: Iterable[dict[str, Any]],
     progress: Progress | None = None,
