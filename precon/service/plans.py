@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from precon import filters
 from precon.filters import UNIT_FIELDS, And, Compare, Expr, Match, Not, Or, fold_text, numeric_bounds
+from precon.filters.parsing import parse_number
 from precon.service.sql_filter import as_number
 
 Fragment = tuple[str, list[Any]]
@@ -101,7 +101,7 @@ def match_targets(expr: Match) -> tuple[str, str | None, float | None]:
     """What a Match compares each kind of value with: folded text, ``true``/``false``, a number."""
     folded = fold_text(expr.value)
     word = {"true": "true", "1": "true", "false": "false", "0": "false"}.get(folded)
-    number = filters._parse_number(expr.value.strip())
+    number = parse_number(expr.value.strip())
     return folded, word, None if number is None else float(number)
 
 

@@ -1,0 +1,86 @@
+"""The ``filterQuery`` language: parser, reference evaluator and query builder.
+
+The language is Algolia's filter syntax as docs/api.md settles it::
+
+    type:Condo                          match (case-insensitive; any element of an array attribute)
+    builders:"Builders/5fH9CC8jgOxPuxqyMk70"   quoted value; ``\\"`` and ``\\\\`` escape inside quotes
+    startPrice >= 400000                comparison: = != > >= < <=, spaces optional
+    startPrice:400000 TO 900000         inclusive numeric range
+    a:x AND (b:y OR NOT c:z)            AND binds tighter than OR; NOT applies to the next term
+
+Keywords (``AND``, ``OR``, ``NOT``, ``TO``) are upper-case. Attribute names are identifiers with dotted nested
+paths (``floorPlans.startPrice``), or a quoted name (``"my attr":x``). An unquoted value is any run of
+characters other than whitespace, parentheses, ``:`` and ``"`` that is not a bare keyword.
+
+Public API:
+
+* AST: :class:`Match`, :class:`Range`, :class:`Compare`, :class:`Not`, :class:`And`, :class:`Or`, ``Expr``.
+* :func:`parse` text -> ``Expr | None`` (raises :class:`FilterSyntaxError`, never a lark exception).
+* :func:`compile_predicate` / :func:`evaluate`: the reference semantics over plain ``dict`` records.
+* :func:`to_query` and the builders :func:`eq`, :func:`any_of`, :func:`between`, :func:`compare`,
+  :func:`and_`, :func:`or_`, :func:`not_`, :func:`from_selection`.
+* :func:`attributes`: the attribute paths an expression uses.
+"""
+
+from __future__ import annotations
+
+from precon.filters.evaluation import Predicate, compile_predicate, evaluate, fold_text
+from precon.filters.expressions import (
+    MAX_DEPTH,
+    MAX_LENGTH,
+    UNIT_FIELDS,
+    And,
+    Compare,
+    CompareOp,
+    Expr,
+    FilterSyntaxError,
+    Match,
+    Not,
+    Or,
+    Range,
+)
+from precon.filters.parsing import parse
+from precon.filters.rendering import (
+    and_,
+    any_of,
+    attributes,
+    between,
+    compare,
+    eq,
+    from_selection,
+    not_,
+    numeric_bounds,
+    or_,
+    to_query,
+)
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_LENGTH",
+    "UNIT_FIELDS",
+    "And",
+    "Compare",
+    "CompareOp",
+    "Expr",
+    "FilterSyntaxError",
+    "Match",
+    "Not",
+    "Or",
+    "Predicate",
+    "Range",
+    "and_",
+    "any_of",
+    "attributes",
+    "between",
+    "compare",
+    "compile_predicate",
+    "eq",
+    "evaluate",
+    "fold_text",
+    "from_selection",
+    "not_",
+    "numeric_bounds",
+    "or_",
+    "parse",
+    "to_query",
+]
