@@ -22,6 +22,7 @@ from precon.cli import main, redact, scrub
 from precon.models import PROVINCES, VERSIONS
 from precon.service import catalogue
 from precon.service.accounts import AccountStore, Grant, digest
+from precon.service.postgres.store import PostgresCatalogueStore
 from precon.service.search import TextQuery
 from precon.service.store import ListingQuery, SQLiteStore
 from tests import pg_support
@@ -517,7 +518,9 @@ def wait_healthy(process: subprocess.Popen[bytes], base: str, log: Path) -> None
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_serve_database_answers_from_postgresql(pg_cluster: pg_support.Cluster, tmp_path: Path, workers: int) -> None:
+def test_serve_database_answers_from_its_copy_and_follows_writes(
+    pg_cluster: pg_support.Cluster, tmp_path: Path, workers: int
+) -> None:
     name = pg_cluster.database()
     port = free_port()
     log_path = tmp_path / "serve.log"
@@ -537,6 +540,22 @@ def test_serve_database_answers_from_postgresql(pg_cluster: pg_support.Cluster, 
             page = httpx.get(base + "/v1/all/search_listings", params=params, headers=headers)
             assert page.status_code == 200, page.text
             assert page.json()["total"] == 120 and len(page.json()["results"]) == 5
+            # A write committed in PostgreSQL reaches every worker's searches (one copy, followed, its index shared).
+            writer = PostgresCatalogueStore(pg_cluster.conninfo(name), migrate=False)
+            try:
+                first = page.json()["results"][0]["listingId"]
+                record = {**writer.get_listings([first], None)[first], "listingId": "FOLLOWED", "path": "Listings/F"}
+                record.pop("floorPlans", None)
+                writer.upsert_listings([record])
+            finally:
+                writer.close()
+            deadline, in_a_row = time.monotonic() + 60, 0
+            while in_a_row < 3 * workers:
+                total = httpx.get(base + "/v1/all/search_listings", params=params, headers=headers).json()["total"]
+                in_a_row = in_a_row + 1 if total == 121 else 0
+                assert time.monotonic() < deadline, "the write never reached every worker's searches"
+                time.sleep(0.05)
+            assert (data / "copies" / "copy-public.sqlite3").exists()
         finally:
             process.terminate()
             try:
@@ -550,7 +569,7 @@ def test_serve_database_answers_from_postgresql(pg_cluster: pg_support.Cluster, 
     assert not (data / "catalogue.sqlite3").exists() and not (data / "sandbox.sqlite3").exists()
     with psycopg.connect(pg_cluster.conninfo(name)) as db:  # the catalogue is in PostgreSQL
         row = db.execute("SELECT count(*) FROM listings").fetchone()
-        assert row is not None and row[0] == 120
+        assert row is not None and row[0] == 121  # the generated 120 and the one written
     pg_cluster.drop(name)
 
 
