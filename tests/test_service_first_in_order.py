@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from precon.service.columns import ColumnIndex
-from precon.service.store import _first_in_order
+from precon.service.sqlite_reads import _first_in_order
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -4,8 +4,8 @@ What the service needs of a store is :class:`CatalogueStore`; :class:`SQLiteStor
 The file holds each record whole (a compressed JSON document) next to what makes it fast to find: typed
 columns and term/number tables for filters and facets, FTS5 tables for text, an R*Tree for distance.
 
-This module opens the file (and rebuilds an older layout's indexes); the rest lives by what it does, and every
-name the service and its tests have imported from here is re-exported:
+This module opens the file (and rebuilds an older layout's indexes); the rest lives by what it does, and the
+store's public types are re-exported from here:
 
 * :mod:`precon.service.catalogue_types`: the query and result types and :class:`CatalogueStore`;
 * :mod:`precon.service.catalogue_records`: what every store does with records (documents, columns, terms,
@@ -25,25 +25,13 @@ from pathlib import Path
 from typing import Literal
 
 from precon.service.catalogue_records import (
-    BOX_MARGIN_DEG,
     PerGeneration,
-    _bounding_box,
-    _collect,
-    _facet_key,
-    _geo_point,
-    _last_of_each,
-    _scalar_value,
-    count_profile_facets,
     decode_document,
-    encode_document,
     province_of,
 )
 from precon.service.catalogue_types import (
     EARTH_RADIUS_M,
     MAX_FACET_VALUES,
-    TRENDING_DECAY_PER_S,
-    TRENDING_EPOCH_S,
-    TRENDING_HALF_LIFE_S,
     CatalogueChange,
     CatalogueStore,
     GeoCircle,
@@ -56,24 +44,17 @@ from precon.service.shared import GenerationSignal, SharedIndexes
 from precon.service.sqlite import Connections
 from precon.service.sqlite_catalogue import (
     _DERIVED_TABLES,
-    GENERATION_RECHECK_S,
     SCHEMA_VERSION,
     _prepare_connection,
     _schema,
 )
-from precon.service.sqlite_reads import TEXT_CACHE_ENTRIES, SQLiteReads, _distance_sql, _first_in_order
+from precon.service.sqlite_reads import SQLiteReads
 from precon.service.sqlite_writes import SQLiteWrites
 
 __all__ = [
-    "BOX_MARGIN_DEG",
     "EARTH_RADIUS_M",
-    "GENERATION_RECHECK_S",
     "MAX_FACET_VALUES",
     "SCHEMA_VERSION",
-    "TEXT_CACHE_ENTRIES",
-    "TRENDING_DECAY_PER_S",
-    "TRENDING_EPOCH_S",
-    "TRENDING_HALF_LIFE_S",
     "CatalogueChange",
     "CatalogueStore",
     "GeoCircle",
@@ -82,18 +63,7 @@ __all__ = [
     "SQLiteStore",
     "SearchHits",
     "SimilarityFeatures",
-    "_bounding_box",
-    "_collect",
-    "_distance_sql",
-    "_facet_key",
-    "_first_in_order",
-    "_geo_point",
-    "_last_of_each",
-    "_scalar_value",
-    "_schema",
-    "count_profile_facets",
     "decode_document",
-    "encode_document",
     "province_of",
 ]
 
