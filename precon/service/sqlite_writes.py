@@ -319,11 +319,11 @@ class SQLiteWrites(SQLiteCatalogueBase):
         generation it holds (the documents by key, None for a record deleted), in one transaction that records the
         position reached: a process killed meanwhile leaves the copy as it was. Answers False when the copy already
         stood there (another process applied it)."""
-        with self._transaction() as db:
-            rows = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('copy_source', 'copy_generation')"))
-            if rows.get("copy_source") != source:
-                raise ValueError(f"{self.path} copies {rows.get('copy_source')!r}, not {source!r}")
-            if int(rows.get("copy_generation", 0)) >= generation:
+        with self._transaction():
+            position = self.copy_position()  # read in the transaction: another process may have applied it
+            if position is None or position[0] != source:
+                raise ValueError(f"{self.path} copies {position and position[0]!r}, not {source!r}")
+            if position[1] >= generation:
                 return False
             for listing_id, document in listings.items():
                 if document is None:
@@ -331,8 +331,10 @@ class SQLiteWrites(SQLiteCatalogueBase):
             for path, document in profiles.items():
                 if document is None:
                     self.delete_profile(path)
-            self.upsert_profiles([document for document in profiles.values() if document is not None])
-            self.upsert_listings([document for document in listings.values() if document is not None], as_stored=True)
+            if written_profiles := [document for document in profiles.values() if document is not None]:
+                self.upsert_profiles(written_profiles)
+            if written_listings := [document for document in listings.values() if document is not None]:
+                self.upsert_listings(written_listings, as_stored=True)
             self.mark_copy(source, generation)
         return True
 

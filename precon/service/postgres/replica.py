@@ -311,8 +311,6 @@ class Follower:
         self.catalogues = catalogues
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="precon-follower", daemon=True)
-        self.contact = time.time()
-        """When PostgreSQL last answered the follower."""
 
     def start(self) -> Follower:
         self._thread.start()
@@ -349,7 +347,6 @@ class Follower:
                 for catalogue in self.catalogues:
                     catalogue.primary.trim_log(LOG_KEEP_S)
                 trim_due = now + TRIM_S
-            self.contact = time.time()
             wait = max(0.0, min(POLL_S, views_due - time.monotonic()))
             for _ in listener.notifies(timeout=wait, stop_after=1):
                 pass
