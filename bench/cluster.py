@@ -90,7 +90,7 @@ from service import (  # noqa: E402
 from stack import HAProxy, Receiver, Redis, Replica, StackError, free_port  # noqa: E402
 
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID  # noqa: E402
-from precon.service.postgres.store import PostgresCatalogueStore  # noqa: E402
+from precon.service.stores.postgres.store import PostgresCatalogueStore  # noqa: E402
 from tests.pg_support import Cluster, find_bindir  # noqa: E402
 
 service.PRODUCT = DEV_PRODUCT_ID  # the mix names a product: the development key's, which every replica seeds

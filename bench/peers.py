@@ -78,9 +78,9 @@ from precon import filters
 from precon.filters import And, Compare, Expr, Match, Not, Or, Range
 from precon.schema import SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS
 from precon.service.config import ServiceSettings
-from precon.service.search import TextQuery, searchable_text
-from precon.service.sql_filter import as_number
-from precon.service.store import province_of
+from precon.service.search.sql_filter import as_number
+from precon.service.search.text import TextQuery, searchable_text
+from precon.service.stores.records import province_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -300,7 +300,7 @@ class SqlBuilder:
         return ":" + name
 
     def filter(self, expr: Expr) -> str:
-        """The service's semantics (``precon.service.sql_filter``): text folded, any element of an array, a
+        """The service's semantics (``precon.service.search.sql_filter``): text folded, any element of an array, a
         missing value never matching (``coalesce(…, 0)``), ``!=`` as ``NOT =``."""
         if isinstance(expr, And):
             return " AND ".join(f"({self.filter(item)})" for item in expr.items)

@@ -69,8 +69,8 @@ import orjson
 from precon import filters
 from precon.schema import SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS
 from precon.service.config import ServiceSettings
-from precon.service.search import MIN_PREFIX_LENGTH, WORD, searchable_text, words
-from precon.service.store import province_of
+from precon.service.search.text import MIN_PREFIX_LENGTH, WORD, searchable_text, words
+from precon.service.stores.records import province_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

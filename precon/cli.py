@@ -118,8 +118,8 @@ def _database_errors(database_url: str | None, note: str = "") -> Iterator[None]
 
 def _open_postgres(database_url: str, sandbox: bool = False) -> Any:
     """The PostgreSQL catalogue (``sandbox``: the sandbox) at the URL, migrated."""
-    from precon.service.postgres.catalogues import SANDBOX_SCHEMA
-    from precon.service.postgres.store import PostgresCatalogueStore
+    from precon.service.stores.postgres.catalogues import SANDBOX_SCHEMA
+    from precon.service.stores.postgres.store import PostgresCatalogueStore
 
     return PostgresCatalogueStore(database_url, schema=SANDBOX_SCHEMA if sandbox else "public", max_size=4)
 
@@ -321,7 +321,7 @@ def _open_webhooks(settings: ServiceSettings) -> Any:
 def _subscribers(settings: ServiceSettings, env: str) -> Iterator[Callable[[Any], None]]:
     """A function that makes the changes written to a store reach webhook subscribers, through the outbox the
     service sends from: each change once, published by this process after its write is committed."""
-    from precon.service.notify import CatalogueNotifier
+    from precon.service.webhooks.notify import CatalogueNotifier
 
     with contextlib.ExitStack() as opened:
         accounts = _open_accounts(settings)
@@ -393,7 +393,7 @@ def generate_catalogue(
             for record in [*built.profiles, *built.listings]:
                 handle.write(orjson.dumps(record) + b"\n")
     if database_url:
-        from precon.service.mirror import replace_catalogue
+        from precon.service.stores.mirror import replace_catalogue
 
         with _database_errors(database_url, "; the catalogue is unchanged"):
             store = _open_postgres(database_url)
@@ -411,8 +411,8 @@ def generate_catalogue(
 
 def _replace_sqlite(target: Path, listings: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> None:
     """The catalogue file replaced whole by one holding these records (written beside it, then renamed)."""
-    from precon.service.loading import load
-    from precon.service.store import SQLiteStore
+    from precon.service.stores.loading import load
+    from precon.service.stores.sqlite.store import SQLiteStore
 
     target.parent.mkdir(parents=True, exist_ok=True)
     fresh = target.with_name(target.name + ".new")
@@ -434,8 +434,8 @@ def _replace_sqlite(target: Path, listings: list[dict[str, Any]], profiles: list
 def import_catalogue(file: Path, sandbox: bool, data_dir: Path, database_url: str | None) -> None:
     """Load listings and profiles from JSON or NDJSON; bad records are reported by line and skipped. Into
     PostgreSQL (--database) the whole import is one transaction."""
-    from precon.service.importer import import_file
-    from precon.service.store import SQLiteStore
+    from precon.service.stores.importer import import_file
+    from precon.service.stores.sqlite.store import SQLiteStore
 
     settings = ServiceSettings(data_dir=data_dir, database_url=database_url)
     with _database_errors(database_url, "; nothing was imported"):
@@ -474,7 +474,7 @@ def mirror_catalogue(
     (--database) the pages are fetched into the data directory, then replace the catalogue in one transaction."""
     from precon.client import Client
     from precon.errors import PreconError
-    from precon.service.mirror import mirror
+    from precon.service.stores.mirror import mirror
 
     settings = ServiceSettings(data_dir=data_dir, database_url=database_url)
     target = settings.catalogue_path

@@ -48,7 +48,7 @@ class Api:
 
     def all_listings(self) -> list[dict[str, Any]]:
         """Every stored listing document: the oracle's view of the catalogue."""
-        from precon.service.store import decode_document
+        from precon.service.stores.records import decode_document
 
         db = self.directory.live._db()
         return [
@@ -59,7 +59,7 @@ class Api:
         ]
 
     def all_profiles(self) -> list[dict[str, Any]]:
-        from precon.service.store import decode_document
+        from precon.service.stores.records import decode_document
 
         db = self.directory.live._db()
         return [decode_document(blob) for (blob,) in db.execute("SELECT doc FROM profiles ORDER BY path")]

@@ -204,7 +204,7 @@ def cluster() -> Cluster:
 
 
 def migrate(conninfo: str) -> None:
-    from precon.service.postgres.migrations import upgrade
+    from precon.service.stores.postgres.migrations import upgrade
 
     upgrade(conninfo)
 
@@ -279,7 +279,7 @@ def pg_api(cluster_: Cluster, data_dir: Path) -> Iterator[Any]:
 def _first_listing_query() -> Any:
     """The listing with the smallest id (the template conftest's special listing is copied from)."""
     from precon.filters import parse
-    from precon.service.store import ListingQuery
+    from precon.service.stores.types import ListingQuery
 
     return ListingQuery(limit=1, filter=parse("NOT listingId:XSS0A1"))
 

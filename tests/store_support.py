@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from precon.service.runtime import load
-from precon.service.store import ListingQuery, SQLiteStore
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
 
 
 @contextmanager

@@ -13,7 +13,8 @@ import pytest
 
 from precon.service import catalogue
 from precon.service.runtime import load
-from precon.service.store import ListingQuery, SQLiteStore
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
 
 QUERY = ListingQuery(limit=1000, facets=("sellingStatus",))
 
@@ -96,7 +97,7 @@ def test_searches_while_writes_arrive_never_fail_and_end_on_the_newest_state(sto
     fresh = SQLiteStore(tmp_path / "fresh.sqlite3")
     try:
         rows = store._db().execute("SELECT doc FROM listing_docs").fetchall()
-        from precon.service.store import decode_document
+        from precon.service.stores.records import decode_document
 
         fresh.upsert_listings([decode_document(row[0]) for row in rows], as_stored=True)
         ours, theirs = store.search_listings(QUERY), fresh.search_listings(QUERY)

@@ -12,14 +12,6 @@ import orjson
 import pytest
 
 from precon.schema import LISTING_FIELDS
-from precon.service.canada import (
-    CITIES,
-    CITY_BY_NAME,
-    FSA_LETTERS,
-    PROVINCE_BY_NAME,
-    PROVINCE_CODES,
-    PROVINCE_SHARES,
-)
 from precon.service.catalogue import (
     FLOOR_PLAN_FIELDS,
     PROFILE_COLLECTIONS,
@@ -30,6 +22,14 @@ from precon.service.catalogue import (
     default_profile_count,
     generate,
     sandbox,
+)
+from precon.service.catalogue.canada import (
+    CITIES,
+    CITY_BY_NAME,
+    FSA_LETTERS,
+    PROVINCE_BY_NAME,
+    PROVINCE_CODES,
+    PROVINCE_SHARES,
 )
 
 LISTING_ID = re.compile(r"^[A-Z0-9]{6}$")

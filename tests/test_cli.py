@@ -21,10 +21,11 @@ from click.testing import CliRunner, Result
 from precon.cli import main, redact, scrub
 from precon.models import PROVINCES, VERSIONS
 from precon.service import catalogue
-from precon.service.accounts import AccountStore, Grant, digest
-from precon.service.postgres.store import PostgresCatalogueStore
-from precon.service.search import TextQuery
-from precon.service.store import ListingQuery, SQLiteStore
+from precon.service.accounts.keys import AccountStore, Grant, digest
+from precon.service.search.text import TextQuery
+from precon.service.stores.postgres.store import PostgresCatalogueStore
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
 from tests import pg_support
 
 pg_cluster = pg_support.pg_cluster
@@ -621,7 +622,7 @@ def test_scrub_hides_the_password_as_libpq_reads_it() -> None:
 
 
 def test_keys_create_database_writes_the_key_to_postgresql(pg_cluster: pg_support.Cluster, tmp_path: Path) -> None:
-    from precon.service.postgres.accounts import PostgresAccountStore
+    from precon.service.accounts.postgres import PostgresAccountStore
 
     name = pg_cluster.database()
     url = with_password(pg_cluster.url(name))

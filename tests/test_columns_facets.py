@@ -12,9 +12,10 @@ import pytest
 from precon.filters import parse
 from precon.schema import LISTING_ATTRIBUTES
 from precon.service import catalogue
-from precon.service.columns import ColumnIndex
 from precon.service.runtime import load
-from precon.service.store import ListingQuery, SQLiteStore
+from precon.service.search.columns import ColumnIndex
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
 from tests.store_support import both_engines
 
 

@@ -13,9 +13,10 @@ import pytest
 from precon import filters
 from precon.models import FloorPlan, Listing
 from precon.service import catalogue
-from precon.service.derived import plan_id, selling_status_timestamp, with_plan_ids
-from precon.service.importer import read_file
-from precon.service.store import ListingQuery, SQLiteStore
+from precon.service.stores.derived import plan_id, selling_status_timestamp, with_plan_ids
+from precon.service.stores.importer import read_file
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
 from tests.conftest import Api
 from tests.store_support import every_id
 

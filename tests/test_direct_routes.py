@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
+from precon.service.api.direct import ParameterPlan
+from precon.service.api.operations import OperationRoute
 from precon.service.app import _every_route
-from precon.service.routes.common import OperationRoute
-from precon.service.routes.direct import ParameterPlan
 from precon.service.server import ServerThread
 from tests.conftest import KEY_ALL, KEY_LITE, KEY_ONTARIO, Api
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from precon.service import middleware, responses
+from precon.service.api import middleware, responses
 from precon.service.config import ServiceSettings
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
@@ -194,7 +194,7 @@ def test_hostile_webhook_targets_are_refused_over_http(api: Api, target: str) ->
 
 
 def test_a_slow_name_lookup_does_not_stall_other_requests(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
-    from precon.service import webhook_targets
+    from precon.service.webhooks import targets as webhook_targets
 
     real_lookup = socket.getaddrinfo
 

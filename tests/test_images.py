@@ -18,7 +18,7 @@ from components.images import MAX_DATA_URL_CHARS, MAX_URL_CHARS, safe_image_sour
 from precon.service import catalogue
 from precon.service.config import ServiceSettings
 from precon.service.runtime import load
-from precon.service.store import SQLiteStore
+from precon.service.stores.sqlite.store import SQLiteStore
 from tests.dashboard_support import open_page, reset_caches
 
 PNG = base64.b64encode(

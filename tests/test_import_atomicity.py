@@ -26,8 +26,10 @@ from click.testing import CliRunner
 from precon.cli import main
 from precon.models import PROVINCES, REFERENCE_FIELDS
 from precon.service import catalogue
-from precon.service.loading import BATCH
-from precon.service.store import ProfileQuery, SQLiteStore, decode_document, province_of
+from precon.service.stores.loading import BATCH
+from precon.service.stores.records import decode_document, province_of
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ProfileQuery
 
 PRECON = Path(sys.executable).with_name("precon")
 
@@ -192,7 +194,7 @@ def import_in_progress(conninfo: str) -> bool:
     """Whether a writer holds the catalogue's write lock (an import's transaction is open)."""
     import psycopg
 
-    from precon.service.postgres.store import WRITE_LOCK
+    from precon.service.stores.postgres.store import WRITE_LOCK
 
     with psycopg.connect(conninfo) as db:
         row = db.execute(
@@ -205,7 +207,7 @@ def import_in_progress(conninfo: str) -> bool:
 def test_an_import_into_postgresql_killed_partway_leaves_the_catalogue_as_it_was(
     tmp_path: Path, importer: list[subprocess.Popen[bytes]]
 ) -> None:
-    from precon.service.postgres.store import PostgresCatalogueStore
+    from precon.service.stores.postgres.store import PostgresCatalogueStore
     from tests import pg_support
 
     cluster = pg_support.cluster()

@@ -1,4 +1,4 @@
-"""precon.service.importer: classifying records and reading JSON or NDJSON files with line numbers."""
+"""precon.service.stores.importer: classifying records and reading JSON or NDJSON files with line numbers."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from click.testing import CliRunner
 
 from precon.cli import main
 from precon.models import COLLECTIONS
-from precon.service.catalogue_records import nul_in
-from precon.service.importer import PROFILE_COLLECTIONS, ImportReport, classify, read_file
-from precon.service.mirror import _write_page
 from precon.service.runtime import load
-from precon.service.store import SQLiteStore
+from precon.service.stores.importer import PROFILE_COLLECTIONS, ImportReport, classify, read_file
+from precon.service.stores.mirror import _write_page
+from precon.service.stores.records import nul_in
+from precon.service.stores.sqlite.store import SQLiteStore
 
 NEITHER = "neither a listing (no listingId) nor a profile (no '<Collection>/<id>' path)"
 
@@ -420,7 +420,7 @@ def test_the_import_command_refuses_a_taken_plan_id(tmp_path: Path) -> None:
 
 
 def test_import_file_into_sqlite_writes_what_read_file_reports(tmp_path: Path) -> None:
-    from precon.service.importer import import_file
+    from precon.service.stores.importer import import_file
 
     plans = [{"id": "P-1", "name": "One"}]
     records = [

@@ -13,9 +13,9 @@ from precon import errors
 from precon.client import Client
 from precon.service import embedded
 from precon.service.config import ServiceSettings
-from precon.service.mirror import mirror
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
+from precon.service.stores.mirror import mirror
 
 SOURCE_LISTINGS = 2500
 KEY = "mirror-test-key"

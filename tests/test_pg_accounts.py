@@ -14,8 +14,8 @@ import psycopg
 import pytest
 
 from precon.models import PROVINCES, VERSIONS
-from precon.service.accounts import Accounts, AccountStore, ApiKey, Grant, digest
-from precon.service.postgres.accounts import PostgresAccountStore
+from precon.service.accounts.keys import Accounts, AccountStore, ApiKey, Grant, digest
+from precon.service.accounts.postgres import PostgresAccountStore
 from tests import pg_support
 
 pg_cluster = pg_support.pg_cluster
@@ -200,7 +200,7 @@ def test_replicas_seeding_the_development_key_at_once_make_one_key(pg_database: 
 
 def test_a_replica_remembers_a_valid_key_for_half_a_second_and_never_an_unknown_one(pg_database: str) -> None:
     """What lets a replica check a known key on the event loop: no round trip to PostgreSQL while it remembers."""
-    from precon.service.postgres.accounts import KEY_CACHE_S, PostgresAccountStore
+    from precon.service.accounts.postgres import KEY_CACHE_S, PostgresAccountStore
 
     accounts = PostgresAccountStore(pg_database, migrate=False)
     try:

@@ -19,16 +19,16 @@ import orjson
 import psycopg
 import pytest
 
-from precon.service.delivery import DeliveryWorker
-from precon.service.importer import import_file
-from precon.service.notify import CatalogueNotifier
-from precon.service.postgres.accounts import PostgresAccountStore
-from precon.service.postgres.change_journal import ChangeJournal, Entry
-from precon.service.postgres.store import PostgresCatalogueStore
-from precon.service.postgres.webhooks import PostgresWebhookStore
-from precon.service.store import CatalogueChange
-from precon.service.webhook_targets import TargetPolicy
-from precon.service.webhooks import WebhookStore
+from precon.service.accounts.postgres import PostgresAccountStore
+from precon.service.stores.importer import import_file
+from precon.service.stores.postgres.change_journal import ChangeJournal, Entry
+from precon.service.stores.postgres.store import PostgresCatalogueStore
+from precon.service.stores.types import CatalogueChange
+from precon.service.webhooks.delivery import DeliveryWorker
+from precon.service.webhooks.notify import CatalogueNotifier
+from precon.service.webhooks.postgres import PostgresWebhookStore
+from precon.service.webhooks.store import WebhookStore
+from precon.service.webhooks.targets import TargetPolicy
 from tests import pg_support
 
 pg_cluster = pg_support.pg_cluster
@@ -235,11 +235,11 @@ def test_changes_left_by_a_process_that_died_are_published_once_by_another_repli
 
 KILLED_WRITER = """
 import os, signal, sys
-from precon.service.notify import CatalogueNotifier
-from precon.service.postgres.accounts import PostgresAccountStore
-from precon.service.postgres.change_journal import ChangeJournal
-from precon.service.postgres.store import PostgresCatalogueStore
-from precon.service.postgres.webhooks import PostgresWebhookStore
+from precon.service.webhooks.notify import CatalogueNotifier
+from precon.service.accounts.postgres import PostgresAccountStore
+from precon.service.stores.postgres.change_journal import ChangeJournal
+from precon.service.stores.postgres.store import PostgresCatalogueStore
+from precon.service.webhooks.postgres import PostgresWebhookStore
 
 conninfo = sys.argv[1]
 store = PostgresCatalogueStore(conninfo, migrate=False)

@@ -21,14 +21,15 @@ from precon.cli import main
 from precon.client import Client
 from precon.service import catalogue
 from precon.service.config import ServiceSettings
-from precon.service.importer import import_file
-from precon.service.loading import BATCH
-from precon.service.mirror import mirror
-from precon.service.postgres.replica import CatalogueCopy
-from precon.service.postgres.store import CHANNEL, PostgresCatalogueStore
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
-from precon.service.store import ListingQuery, ProfileQuery, SQLiteStore
+from precon.service.stores.importer import import_file
+from precon.service.stores.loading import BATCH
+from precon.service.stores.mirror import mirror
+from precon.service.stores.postgres.store import CHANNEL, PostgresCatalogueStore
+from precon.service.stores.replica import CatalogueCopy
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery, ProfileQuery
 from tests import pg_support
 
 pg_cluster = pg_support.pg_cluster
@@ -103,8 +104,8 @@ def subscribe_everything(accounts: Any, webhooks: Any) -> int:
 def hooks(tmp_path: Path, database: str) -> Iterator[tuple[Path, Any, int]]:
     """The outbox in the database, with a key subscribed to everything (``precon catalogue --database``
     publishes there, and every replica sends from it): (a data directory, the webhook store, the key's id)."""
-    from precon.service.postgres.accounts import PostgresAccountStore
-    from precon.service.postgres.webhooks import PostgresWebhookStore
+    from precon.service.accounts.postgres import PostgresAccountStore
+    from precon.service.webhooks.postgres import PostgresWebhookStore
 
     accounts = PostgresAccountStore(database)
     webhooks = PostgresWebhookStore(database, migrate=False)
@@ -401,7 +402,7 @@ def test_a_mirror_into_postgresql_cut_short_changes_nothing_and_resumes(
 def test_a_mirror_whose_last_transaction_failed_writes_again_without_fetching_again(
     source: str, database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from precon.service import mirror as mirroring
+    from precon.service.stores import mirror as mirroring
 
     real = mirroring.replace_catalogue
     calls: list[int] = []

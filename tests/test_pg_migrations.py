@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from precon.service.postgres import migrations
+from precon.service.stores.postgres import migrations
 from tests import pg_support
 
 pg_cluster = pg_support.pg_cluster
@@ -75,7 +75,7 @@ def test_without_postgresql_the_tests_skip_locally_and_fail_under_ci(monkeypatch
 
 
 def test_two_catalogues_in_one_database_each_in_its_own_schema(pg_empty_database: str) -> None:
-    from precon.service.postgres.store import PostgresCatalogueStore
+    from precon.service.stores.postgres.store import PostgresCatalogueStore
 
     live = PostgresCatalogueStore(pg_empty_database)
     sandbox = PostgresCatalogueStore(pg_empty_database, schema="sandbox")
@@ -111,7 +111,7 @@ def test_replicas_starting_together_migrate_one_after_the_other(pg_empty_databas
 
 
 def test_replicas_starting_on_an_empty_database_fill_it_once(pg_empty_database: str) -> None:
-    from precon.service.postgres.catalogues import open_catalogues
+    from precon.service.stores.postgres.catalogues import open_catalogues
 
     opened: list[Any] = []
     errors: list[BaseException] = []

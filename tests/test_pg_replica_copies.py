@@ -1,4 +1,4 @@
-"""Replicas' local copies of the catalogue in PostgreSQL (precon/service/postgres/replica.py): built from a snapshot,
+"""Replicas' local copies of the catalogue in PostgreSQL (precon/service/stores/replica.py): built from a snapshot,
 kept current from the replication log, resumed exactly where a killed replica stopped, rebuilt when the log no
 longer reaches back to them; view counts summed across replicas; keys revoked everywhere within a second."""
 
@@ -18,10 +18,11 @@ import orjson
 import pytest
 
 from precon.service import catalogue
-from precon.service.postgres.accounts import PostgresAccountStore
-from precon.service.postgres.replica import CatalogueCopy, Follower, ReplicaCatalogue
-from precon.service.postgres.store import PostgresCatalogueStore
-from precon.service.store import ListingQuery, SQLiteStore
+from precon.service.accounts.postgres import PostgresAccountStore
+from precon.service.stores.postgres.store import PostgresCatalogueStore
+from precon.service.stores.replica import CatalogueCopy, Follower, ReplicaCatalogue
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
 from tests import pg_support
 
 pg_cluster = pg_support.pg_cluster
@@ -86,7 +87,7 @@ def _docs(db: Any) -> Any:
 def _answers(local: SQLiteStore) -> list[Any]:
     """A few searches through the column index: totals, pages and facet counts."""
     from precon.filters import parse
-    from precon.service.search import TextQuery
+    from precon.service.search.text import TextQuery
 
     local.background_index = False
     answers = []
@@ -181,9 +182,9 @@ def test_writes_reach_a_followed_copy_through_the_log(pg_database: str, tmp_path
 KILLED_APPLY = """
 import sys, time
 from pathlib import Path
-from precon.service.postgres.replica import CatalogueCopy
-from precon.service.postgres.store import PostgresCatalogueStore
-from precon.service.store import SQLiteStore
+from precon.service.stores.replica import CatalogueCopy
+from precon.service.stores.postgres.store import PostgresCatalogueStore
+from precon.service.stores.sqlite.store import SQLiteStore
 
 original = SQLiteStore.upsert_listings
 def slow(self, records, as_stored=False):
@@ -238,7 +239,7 @@ def test_a_replica_killed_mid_apply_resumes_to_the_same_copy_as_one_never_stoppe
 WRITER = """
 import random, sys
 import orjson
-from precon.service.postgres.store import PostgresCatalogueStore
+from precon.service.stores.postgres.store import PostgresCatalogueStore
 sys.path.insert(0, sys.argv[4])
 from tests.test_pg_replica_copies import _mutate
 primary = PostgresCatalogueStore(sys.argv[1], migrate=False)
@@ -354,7 +355,7 @@ def test_a_revoked_key_is_refused_by_every_replica_within_a_second(pg_database: 
 def test_a_copy_behind_by_more_than_a_batch_holds_is_rebuilt_from_a_snapshot(
     pg_database: str, tmp_path: Path, generated: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from precon.service.postgres import documents
+    from precon.service.stores.postgres import documents
 
     primary = _loaded(pg_database, generated)
     behind = CatalogueCopy(primary, tmp_path / "behind.sqlite3")

@@ -13,11 +13,11 @@ import pytest
 
 from precon import filters
 from precon.service import catalogue
-from precon.service.postgres.replica import CatalogueCopy, ReplicaCatalogue
-from precon.service.postgres.store import CHANNEL, PostgresCatalogueStore
 from precon.service.runtime import load
-from precon.service.search import TextQuery
-from precon.service.store import ListingQuery
+from precon.service.search.text import TextQuery
+from precon.service.stores.postgres.store import CHANNEL, PostgresCatalogueStore
+from precon.service.stores.replica import CatalogueCopy, ReplicaCatalogue
+from precon.service.stores.types import ListingQuery
 from tests import pg_support
 
 pg_cluster = pg_support.pg_cluster

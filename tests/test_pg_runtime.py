@@ -9,10 +9,10 @@ import httpx
 import pytest
 
 from precon.service.config import DEV_API_KEY, ServiceSettings
-from precon.service.postgres.replica import ReplicaCatalogue
-from precon.service.postgres.store import PostgresCatalogueStore
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
+from precon.service.stores.postgres.store import PostgresCatalogueStore
+from precon.service.stores.replica import ReplicaCatalogue
 from tests import pg_support
 
 pg_cluster = pg_support.pg_cluster

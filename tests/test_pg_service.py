@@ -18,14 +18,14 @@ import orjson
 import pytest
 
 from precon.service import catalogue
-from precon.service.accounts import AccountStore
+from precon.service.accounts.keys import AccountStore
 from precon.service.app import create_app
 from precon.service.config import ServiceSettings
-from precon.service.postgres.replica import open_replicas
-from precon.service.postgres.store import PostgresCatalogueStore
 from precon.service.runtime import load
 from precon.service.server import ServerThread
-from precon.service.store import SQLiteStore
+from precon.service.stores.postgres.store import PostgresCatalogueStore
+from precon.service.stores.replica import open_replicas
+from precon.service.stores.sqlite.store import SQLiteStore
 from tests import pg_support
 
 pg_cluster = pg_support.pg_cluster

@@ -42,9 +42,9 @@ def catalogue_in_postgresql(pg_cluster: pg_support.Cluster, monkeypatch: pytest.
 @pytest.fixture
 def profile_world(pg_cluster: pg_support.Cluster, catalogue_in_postgresql: str) -> Iterator[ProfileWorld]:  # noqa: F405
     """tests/test_webhooks.py's profile world with the catalogue, the keys and the subscriptions in PostgreSQL."""
-    from precon.service.postgres.accounts import PostgresAccountStore
-    from precon.service.postgres.store import PostgresCatalogueStore
-    from precon.service.postgres.webhooks import PostgresWebhookStore
+    from precon.service.accounts.postgres import PostgresAccountStore
+    from precon.service.stores.postgres.store import PostgresCatalogueStore
+    from precon.service.webhooks.postgres import PostgresWebhookStore
 
     conninfo = pg_cluster.conninfo(catalogue_in_postgresql)
     store = PostgresCatalogueStore(conninfo)
@@ -58,8 +58,8 @@ def test_this_module_runs_on_postgresql(
 ) -> None:
     import psycopg
 
-    from precon.service.postgres.accounts import PostgresAccountStore
-    from precon.service.postgres.webhooks import PostgresWebhookStore
+    from precon.service.accounts.postgres import PostgresAccountStore
+    from precon.service.webhooks.postgres import PostgresWebhookStore
 
     directory = service.directory
     assert type(directory.live).__name__ == "ReplicaCatalogue"
@@ -77,7 +77,7 @@ def test_this_module_runs_on_postgresql(
 
 def test_catalogue_changes_in_postgresql_fire_listing_events(service: Running, receiver: Receiver) -> None:  # noqa: F405
     """tests/test_webhooks.py's test of catalogue events, the record taken through the store's interface."""
-    from precon.service.store import ListingQuery
+    from precon.service.stores.types import ListingQuery
 
     store = service.directory.live
     record = store.search_listings(ListingQuery(limit=1)).documents[0]

@@ -15,13 +15,12 @@ from typing import Any
 import orjson
 import pytest
 
-from precon.service import webhooks as webhooks_module
-from precon.service.delivery import DeliveryWorker
-from precon.service.outbox import Outbox
-from precon.service.postgres import webhooks as pg_webhooks_module
-from precon.service.postgres.webhooks import PostgresWebhookStore
-from precon.service.webhook_targets import TargetPolicy
-from precon.service.webhooks import (
+from precon.service.webhooks import postgres as pg_webhooks_module
+from precon.service.webhooks import store as webhooks_module
+from precon.service.webhooks.delivery import DeliveryWorker
+from precon.service.webhooks.outbox import Outbox
+from precon.service.webhooks.postgres import PostgresWebhookStore
+from precon.service.webhooks.store import (
     CLAIMANT,
     Event,
     RetrySchedule,
@@ -29,6 +28,7 @@ from precon.service.webhooks import (
     SubscriptionLimitReached,
     WebhookStore,
 )
+from precon.service.webhooks.targets import TargetPolicy
 from tests import pg_support
 from tests.test_webhooks import Receiver, wait_until
 

@@ -15,15 +15,15 @@ import httpx
 import pytest
 import redis
 
-from precon.service.calls import Service
-from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
-from precon.service.rate_limits import (
+from precon.service.accounts.rate_limits import (
     REDIS_TIMEOUT_S,
     RateLimiter,
     RedisRateLimiter,
     SharedRateLimiter,
     redis_client,
 )
+from precon.service.api.calls import Service
+from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
 from tests import redis_support

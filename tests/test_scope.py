@@ -1,4 +1,4 @@
-"""Version and province scoping (precon/service/scope.py), over real HTTP.
+"""Version and province scoping (precon/service/api/scope.py), over real HTTP.
 
 Under ``v1-lite`` a request may name only lite fields in ``filterQuery``, ``facets``, ``facet`` and
 ``retrieveAttributes``, and no ``unitFilter``; a hidden name is a 400 that names the parameter and the field.
@@ -19,8 +19,8 @@ from precon import filters
 from precon.filters import Compare, Expr, Match, Range
 from precon.models import PROVINCES
 from precon.schema import LISTING_ATTRIBUTES, LITE_FIELDS, LITE_LEFT_OUT, SEARCHABLE_LISTING_FIELDS
-from precon.service.search import within_one_typo
-from precon.service.store import province_of
+from precon.service.search.text import within_one_typo
+from precon.service.stores.records import province_of
 from precon.words import words as search_words
 from tests.conftest import KEY_ALL, KEY_LITE, KEY_ONTARIO, Api
 

@@ -10,7 +10,8 @@ import pytest
 
 from precon.service.app import create_app
 from precon.service.server import ServerThread
-from precon.service.store import ListingQuery, ProfileQuery, SearchHits, SQLiteStore
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery, ProfileQuery, SearchHits
 from tests.conftest import KEY_ALL, KEY_ONTARIO, KEY_PEI, Api
 
 FORBIDDEN = "Forbidden"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from precon import filters
-from precon.service.facet_values import highlight_prefixes
+from precon.service.search.facet_values import highlight_prefixes
 from tests.conftest import KEY_ALL, KEY_LITE, Api
 
 PATH = "/v1/all/search_facet_values"

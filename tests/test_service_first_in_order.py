@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from precon.service.columns import ColumnIndex
-from precon.service.sqlite_reads import _first_in_order
+from precon.service.search.columns import ColumnIndex
+from precon.service.stores.sqlite.reads import _first_in_order
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from precon.service import catalogue
-from precon.service.accounts import AccountStore
-from precon.service.calls import Service
+from precon.service.accounts.keys import AccountStore
+from precon.service.api.calls import Service
 from precon.service.config import ServiceSettings
 from precon.service.runtime import load
-from precon.service.store import ListingQuery, SQLiteStore
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
 
 
 @pytest.fixture

@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 
 from precon.service import catalogue
-from precon.service.calls import SharedRateLimiter
+from precon.service.api.calls import SharedRateLimiter
 from precon.service.runtime import load
-from precon.service.search import TextQuery
-from precon.service.shared import SharedIndexes
-from precon.service.store import ListingQuery, SQLiteStore
+from precon.service.search.shared import SharedIndexes
+from precon.service.search.text import TextQuery
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
 
 
 def test_an_index_is_built_once_and_mapped_read_only(tmp_path: Path) -> None:

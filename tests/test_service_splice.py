@@ -1,4 +1,4 @@
-"""Whole listings answered from their stored bytes (precon.service.splice) are, byte for byte, what decoding,
+"""Whole listings answered from their stored bytes (precon.service.api.splice) are, byte for byte, what decoding,
 shaping and encoding give; a document the splice cannot reproduce is answered the long way."""
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ import orjson
 import pytest
 
 from precon.service import catalogue
-from precon.service.responses import EncodedResults, encode
+from precon.service.api.responses import EncodedResults, encode
+from precon.service.api.shaping import MediaLinks, project_listing
+from precon.service.api.splice import Splicer, make_plan
 from precon.service.runtime import load
-from precon.service.shaping import MediaLinks, project_listing
-from precon.service.splice import Splicer, make_plan
-from precon.service.store import ListingQuery, SQLiteStore, decode_document
+from precon.service.stores.records import decode_document
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
 
 MEDIA = MediaLinks("http://127.0.0.1:8123/")
 

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from precon import filters
 from precon.filters import UNIT_FIELDS
 from precon.service import catalogue
-from precon.service.store import ListingQuery, SQLiteStore
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
 from tests.conftest import KEY_ALL, KEY_LITE, Api
 from tests.store_support import both_engines, every_id
 

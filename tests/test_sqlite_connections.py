@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from precon.service.sqlite import Connections
-from precon.service.store import SQLiteStore
+from precon.service.stores.sqlite.connection import Connections
+from precon.service.stores.sqlite.store import SQLiteStore
 
 BOUND = 2
 """Open connections allowed once a wave's threads have ended: the main thread's, and one to spare."""

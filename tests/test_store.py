@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from precon import filters
 from precon.service import catalogue
 from precon.service.runtime import load
-from precon.service.search import TextQuery
-from precon.service.store import SCHEMA_VERSION, GeoCircle, ListingQuery, SQLiteStore
+from precon.service.search.text import TextQuery
+from precon.service.stores.sqlite.store import SCHEMA_VERSION, SQLiteStore
+from precon.service.stores.types import GeoCircle, ListingQuery
 from tests.store_support import both_engines, every_id
 
 SEED = 5

@@ -14,8 +14,9 @@ import pytest
 
 from precon.service import catalogue
 from precon.service.runtime import load
-from precon.service.search import TextQuery
-from precon.service.store import ListingQuery, SQLiteStore
+from precon.service.search.text import TextQuery
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
 from precon.words import words
 
 SYMBOLS = "²³¹⁴½€™–—‘’“”«»°ﬁﬂⅫⅠǄǅǆẞ"

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from precon.service import webhook_targets
-from precon.service.webhook_targets import (
+from precon.service.webhooks import targets as webhook_targets
+from precon.service.webhooks.targets import (
     MAX_URL_LENGTH,
     RESOLVE_TIMEOUT_S,
     GuardedBackend,

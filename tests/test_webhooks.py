@@ -27,17 +27,17 @@ from standardwebhooks import Webhook
 from precon import errors
 from precon.client import Client
 from precon.models import PROVINCES
-from precon.service import webhook_targets
-from precon.service.accounts import Accounts, AccountStore
+from precon.service.accounts.keys import Accounts, AccountStore
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
-from precon.service.delivery import DeliveryWorker
-from precon.service.notify import CatalogueNotifier
-from precon.service.outbox import Outbox
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
-from precon.service.store import CatalogueChange, SQLiteStore
-from precon.service.webhook_targets import TargetPolicy, TargetRefused
-from precon.service.webhooks import (
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import CatalogueChange
+from precon.service.webhooks import targets as webhook_targets
+from precon.service.webhooks.delivery import DeliveryWorker
+from precon.service.webhooks.notify import CatalogueNotifier
+from precon.service.webhooks.outbox import Outbox
+from precon.service.webhooks.store import (
     MAX_SUBSCRIPTIONS_PER_KEY,
     Event,
     RetrySchedule,
@@ -45,9 +45,10 @@ from precon.service.webhooks import (
     SubscriptionLimitReached,
     WebhookStore,
 )
+from precon.service.webhooks.targets import TargetPolicy, TargetRefused
 
 if TYPE_CHECKING:
-    from precon.service.postgres.store import PostgresCatalogueStore
+    from precon.service.stores.postgres.store import PostgresCatalogueStore
 
 KEY_A = "webhook-key-a"
 KEY_B = "webhook-key-b"

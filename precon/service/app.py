@@ -17,21 +17,21 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
-from precon.service.accounts import AccountStore
-from precon.service.calls import Service
+from precon.service.accounts.keys import AccountStore
+from precon.service.api.calls import Service
+from precon.service.api.media import placeholder_svg
+from precon.service.api.middleware import RequestIdMiddleware
+from precon.service.api.openapi import truthful_openapi
+from precon.service.api.request_errors import request_error
+from precon.service.api.responses import error_response
+from precon.service.api.routes import facets, listings, profiles
+from precon.service.api.routes import webhooks as webhook_routes
 from precon.service.config import ServiceSettings
-from precon.service.delivery import DeliveryWorker
 from precon.service.errors import ApiError
-from precon.service.media import placeholder_svg
-from precon.service.middleware import RequestIdMiddleware
-from precon.service.openapi import truthful_openapi
-from precon.service.request_errors import request_error
-from precon.service.responses import error_response
-from precon.service.routes import facets, listings, profiles
-from precon.service.routes import webhooks as webhook_routes
-from precon.service.store import CatalogueStore
-from precon.service.webhook_targets import TargetPolicy
-from precon.service.webhooks import RetrySchedule, WebhookStore
+from precon.service.stores.types import CatalogueStore
+from precon.service.webhooks.delivery import DeliveryWorker
+from precon.service.webhooks.store import RetrySchedule, WebhookStore
+from precon.service.webhooks.targets import TargetPolicy
 
 log = logging.getLogger("precon.service")
 

@@ -20,17 +20,17 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
-from precon.service.accounts import Accounts, AccountStore
+from precon.service.accounts.keys import Accounts, AccountStore
 from precon.service.app import create_app
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
-from precon.service.loading import Progress, load
-from precon.service.notify import CatalogueNotifier
-from precon.service.outbox import Outbox
-from precon.service.store import SQLiteStore
-from precon.service.webhooks import WebhookStore
+from precon.service.stores.loading import Progress, load
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.webhooks.notify import CatalogueNotifier
+from precon.service.webhooks.outbox import Outbox
+from precon.service.webhooks.store import WebhookStore
 
 if TYPE_CHECKING:
-    from precon.service.postgres.replica import Follower, ReplicaCatalogue
+    from precon.service.stores.replica import Follower, ReplicaCatalogue
 
 log = logging.getLogger("precon.service")
 
@@ -49,7 +49,7 @@ class DataDirectory:
     def open(cls, settings: ServiceSettings, progress: Progress | None = None) -> DataDirectory:
         """The directory's stores, the default catalogue generated and loaded first where there is none
         (``progress`` hears of each batch written). With ``settings.database_url``, the catalogue, the sandbox, the
-        accounts and the webhooks are in that PostgreSQL database (see :mod:`precon.service.postgres`); the
+        accounts and the webhooks are in that PostgreSQL database (see :mod:`precon.service.stores.postgres`); the
         development key is registered there, which replicas starting together do once between them."""
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         if settings.database_url:
@@ -75,10 +75,10 @@ class DataDirectory:
     @classmethod
     def _open_postgres(cls, settings: ServiceSettings, progress: Progress | None) -> DataDirectory:
         """A replica: the catalogues in PostgreSQL (filled with the defaults on first use), each read from a local
-        copy in the data directory that a follower thread keeps current (see :mod:`precon.service.postgres.replica`).
+        copy in the data directory that a follower thread keeps current (see :mod:`precon.service.stores.replica`).
         Webhook events are made from PostgreSQL's records, by whichever process wrote them."""
-        from precon.service.postgres.catalogues import open_catalogues
-        from precon.service.postgres.replica import Follower, open_replicas
+        from precon.service.stores.postgres.catalogues import open_catalogues
+        from precon.service.stores.replica import Follower, open_replicas
 
         assert settings.database_url is not None
         primaries = open_catalogues(settings.database_url, settings.default_listings, settings.default_seed, progress)
@@ -139,7 +139,7 @@ def open_accounts(settings: ServiceSettings, migrate: bool = True) -> Accounts:
     """The keys and products: in the PostgreSQL database of ``settings.database_url`` (migrated first when
     ``migrate``), else in the data directory's SQLite file (what ``precon keys`` should write to as well)."""
     if settings.database_url:
-        from precon.service.postgres.accounts import PostgresAccountStore
+        from precon.service.accounts.postgres import PostgresAccountStore
 
         return PostgresAccountStore(settings.database_url, migrate=migrate)
     return AccountStore(settings.accounts_path)
@@ -149,7 +149,7 @@ def open_webhooks(settings: ServiceSettings, migrate: bool = True) -> Outbox:
     """The webhook subscriptions and outbox: in the PostgreSQL database of ``settings.database_url`` (migrated
     first when ``migrate``), else in the data directory's SQLite file."""
     if settings.database_url:
-        from precon.service.postgres.webhooks import PostgresWebhookStore
+        from precon.service.webhooks.postgres import PostgresWebhookStore
 
         return PostgresWebhookStore(settings.database_url, migrate=migrate)
     return WebhookStore(settings.webhooks_path)

@@ -10,7 +10,7 @@ from random import Random
 from typing import Any
 
 from precon.models import PROFILE_COLLECTIONS, REFERENCE_FIELDS
-from precon.service.canada import PROVINCE_CODES, PROVINCE_SHARES
+from precon.service.catalogue.canada import PROVINCE_CODES, PROVINCE_SHARES
 from precon.service.catalogue.dates import SPAN_MS, iso
 from precon.service.catalogue.developments import DEVELOPMENT_WORDS
 from precon.service.catalogue.draws import Pool, apportion, make_pool, pick, spread, weighted

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
-from precon.service.canada import PROVINCE_SHARES
+from precon.service.catalogue.canada import PROVINCE_SHARES
 from precon.service.catalogue.companies import COMPANY_WORDS, Profiles, choose_references, make_profiles
 from precon.service.catalogue.dates import (
     PublishedDates,

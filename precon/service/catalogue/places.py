@@ -11,7 +11,7 @@ from itertools import accumulate
 from random import Random
 from typing import Any
 
-from precon.service.canada import POSTAL_LDU_LETTERS, PROVINCE_CODES, City, cities_in
+from precon.service.catalogue.canada import POSTAL_LDU_LETTERS, PROVINCE_CODES, City, cities_in
 
 _STREET_PREFIXES = ("Rue ", "Boulevard ", "Avenue ", "Chemin ")
 _STREET_SUFFIXES = frozenset(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
-from precon.service.canada import City
+from precon.service.catalogue.canada import City
 from precon.service.catalogue.draws import distinct_indices, weighted
 from precon.service.catalogue.text import json_number
 

@@ -1,0 +1,71 @@
+"""``unitFilter`` (ours): reading it from a request, and ``_matchedFloorPlans``, what it found in each listing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from precon import filters
+from precon.filters import UNIT_FIELDS, Expr
+from precon.service.api.params import QueryParams
+from precon.service.api.visibility import is_visible
+from precon.service.errors import bad_request
+from precon.service.search.plans import floor_plans
+from precon.service.search.sql_filter import as_number
+
+
+def unit_filter(params: QueryParams, version: str) -> Expr | None:
+    """The request's ``unitFilter``, parsed and checked: a 400 that names what is wrong and where. It filters
+    floor plans, so a version that hides them (``v1-lite``) refuses it: a filter would reveal them."""
+    raw = params.text("unitFilter")
+    try:
+        expr = filters.parse(raw)
+    except filters.FilterSyntaxError as error:
+        raise bad_request(f"unitFilter: {error.message}") from None
+    if expr is None:
+        return None
+    if not is_visible(version, "floorPlans"):
+        raise bad_request(
+            "unitFilter: v1-lite has no floor plans; a filter on them would reveal them (use v1 for unitFilter)"
+        )
+    unknown = sorted(filters.attributes(expr) - set(UNIT_FIELDS))
+    if unknown:
+        raise bad_request(
+            f"unitFilter: {', '.join(repr(name) for name in unknown)} "
+            f"{'is not a floor plan field' if len(unknown) == 1 else 'are not floor plan fields'}; "
+            f"use {', '.join(UNIT_FIELDS)}"
+        )
+    return expr
+
+
+def _price(value: Any) -> int | float | None:
+    """A floor plan's price as a number, when it has one above zero (``""`` is no price)."""
+    number = as_number(value)
+    if number is None or number <= 0:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    return int(number) if number.is_integer() else number
+
+
+def matched_floor_plans(record: dict[str, Any], expr: Expr) -> dict[str, Any]:
+    """``{"count", "of", "minPrice", "names"}``: the listing's floor plans that satisfy ``expr``."""
+    plans = floor_plans(record)
+    matching = [plan for plan in plans if filters.evaluate(expr, plan)]
+    prices = [price for price in (_price(plan.get("startPrice")) for plan in matching) if price is not None]
+    return {
+        "count": len(matching),
+        "of": len(plans),
+        "minPrice": min(prices) if prices else None,
+        "names": [plan["name"] for plan in matching if isinstance(plan.get("name"), str)],
+    }
+
+
+def add_matched_floor_plans(
+    results: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]], expr: Expr | None
+) -> None:
+    """Adds ``_matchedFloorPlans`` to each shaped result, from its stored record (whatever was retrieved)."""
+    if expr is None:
+        return
+    for out, record in zip(results, records, strict=True):
+        out["_matchedFloorPlans"] = matched_floor_plans(record, expr)

@@ -1,0 +1,279 @@
+"""Floor plans as rows of their own: what ``unitFilter`` tests, in SQL and in numpy columns.
+
+A ``unitFilter`` is a filter expression over the fields of one floor plan (:data:`precon.filters.UNIT_FIELDS`);
+a listing matches when at least one of its floor plans satisfies the whole expression. The reference is
+``any(filters.evaluate(expr, plan) for plan in floor_plans(listing))``, and both engines here give its answers:
+
+* ``listing_plans`` holds one row per floor plan (the listing's rowid and the plan's index among its plans), so
+  that ``NOT`` holds for a plan that lacks a field, as the evaluator has it;
+* ``listing_plan_values`` holds one row per value of a unit field of a plan (an array field gives one row per
+  element), typed as the evaluator reads it: text (folded as :func:`precon.filters.fold_text` folds, with its
+  numeric reading, if any, for comparisons), a boolean, or a number.
+
+The SQL engine tests a listing with ``EXISTS`` over its plans; the column engine (:class:`PlanIndex`) tests
+every plan at once in numpy and reduces to the listings that own a matching plan.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from precon.filters import UNIT_FIELDS, And, Compare, Expr, Match, Not, Or, fold_text, numeric_bounds
+from precon.filters.parsing import parse_number
+from precon.service.search.sql_filter import as_number
+
+Fragment = tuple[str, list[Any]]
+Mask = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+FIELD_CODES: dict[str, int] = {name: code for code, name in enumerate(UNIT_FIELDS)}
+TEXT, BOOL, NUMBER = 0, 1, 2
+"""The kinds of a stored value: how the evaluator compares it."""
+
+PLAN_SCHEMA = """
+CREATE TABLE IF NOT EXISTS listing_plans(
+  listing INTEGER NOT NULL, idx INTEGER NOT NULL, PRIMARY KEY(listing, idx)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS listing_plan_values(
+  listing INTEGER NOT NULL, idx INTEGER NOT NULL, field INTEGER NOT NULL, kind INTEGER NOT NULL, term TEXT, num REAL);
+CREATE INDEX IF NOT EXISTS listing_plan_values_by_plan ON listing_plan_values(listing, idx, field);
+"""
+PLAN_TABLES = ("listing_plan_values", "listing_plans")
+
+PlanRow = tuple[int, int]
+ValueRow = tuple[int, int, int, int, str | None, float | None]
+
+
+def floor_plans(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """A listing's floor plans: the objects of its ``floorPlans`` (one object counts as one plan)."""
+    plans = record.get("floorPlans")
+    if isinstance(plans, dict):
+        return [plans]
+    if isinstance(plans, list):
+        return [plan for plan in plans if isinstance(plan, dict)]
+    return []
+
+
+def _value_row(rowid: int, index: int, field: int, value: Any) -> ValueRow | None:
+    if isinstance(value, str):
+        return (rowid, index, field, TEXT, fold_text(value), as_number(value))
+    if isinstance(value, bool):
+        return (rowid, index, field, BOOL, "true" if value else "false", None)
+    if isinstance(value, int | float):
+        return (rowid, index, field, NUMBER, None, as_number(value))
+    return None  # objects, nested arrays: the evaluator matches nothing in them
+
+
+def plan_rows(record: dict[str, Any], rowid: int) -> tuple[list[PlanRow], list[ValueRow]]:
+    """The rows of ``listing_plans`` and ``listing_plan_values`` for one stored listing."""
+    plans: list[PlanRow] = []
+    values: list[ValueRow] = []
+    for index, plan in enumerate(floor_plans(record)):
+        plans.append((rowid, index))
+        for name, field in FIELD_CODES.items():
+            raw = plan.get(name)
+            for value in raw if isinstance(raw, list | tuple) else () if raw is None else (raw,):
+                row = _value_row(rowid, index, field, value)
+                if row is not None:
+                    values.append(row)
+    return plans, values
+
+
+def delete_plan_rows(db: sqlite3.Connection, rowid: int) -> None:
+    db.execute("DELETE FROM listing_plans WHERE listing = ?", (rowid,))
+    db.execute("DELETE FROM listing_plan_values WHERE listing = ?", (rowid,))
+
+
+def field_code(name: str) -> int:
+    code = FIELD_CODES.get(name)
+    if code is None:
+        raise ValueError(f"{name!r} is not a floor plan field; use one of {', '.join(UNIT_FIELDS)}")
+    return code
+
+
+def match_targets(expr: Match) -> tuple[str, str | None, float | None]:
+    """What a Match compares each kind of value with: folded text, ``true``/``false``, a number."""
+    folded = fold_text(expr.value)
+    word = {"true": "true", "1": "true", "false": "false", "0": "false"}.get(folded)
+    number = parse_number(expr.value.strip())
+    return folded, word, None if number is None else float(number)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# SQL
+# ----------------------------------------------------------------------------------------------------------
+
+
+class UnitFilterCompiler:
+    """Turns a unit expression into SQL over one floor plan ``p`` (a row of ``listing_plans``)."""
+
+    def listing_clause(self, expr: Expr) -> Fragment:
+        """The listings ``l`` with at least one floor plan for which ``expr`` holds."""
+        sql, params = self.compile(expr)
+        return f"EXISTS (SELECT 1 FROM listing_plans p WHERE p.listing = l.id AND ({sql}))", params
+
+    def compile(self, expr: Expr) -> Fragment:
+        if isinstance(expr, And | Or):
+            parts, params = [], []
+            for item in expr.items:
+                sql, item_params = self.compile(item)
+                parts.append(f"({sql})")
+                params += item_params
+            return (" AND " if isinstance(expr, And) else " OR ").join(parts), params
+        if isinstance(expr, Not):
+            sql, params = self.compile(expr.expr)
+            return f"NOT ({sql})", params
+        if isinstance(expr, Compare) and expr.op == "!=":
+            return self.compile(Not(Compare(expr.attr, "=", expr.value)))
+        field = field_code(expr.attr)
+        if isinstance(expr, Match):
+            folded, word, number = match_targets(expr)
+            tests, params = [f"v.kind = {TEXT} AND v.term = ?"], [folded]
+            if word is not None:
+                tests.append(f"v.kind = {BOOL} AND v.term = ?")
+                params.append(word)
+            if number is not None:
+                tests.append(f"v.kind = {NUMBER} AND v.num = ?")
+                params.append(number)
+            return self._exists(field, " OR ".join(f"({t})" for t in tests), params)
+        low, high = numeric_bounds(expr)
+        return self._exists(field, "v.num BETWEEN ? AND ?", [low, high])
+
+    @staticmethod
+    def _exists(field: int, test: str, params: list[Any]) -> Fragment:
+        return (
+            "EXISTS (SELECT 1 FROM listing_plan_values v WHERE v.listing = p.listing AND v.idx = p.idx "
+            f"AND v.field = ? AND ({test}))",
+            [field, *params],
+        )
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Columns
+# ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FieldColumns:
+    """One unit field's values over every plan: each value with the plan (position) holding it."""
+
+    text_plans: IntArray
+    text_codes: npt.NDArray[np.int32]
+    """The code of each text value's folded form in :attr:`PlanIndex.terms`."""
+    bool_plans: IntArray
+    bool_values: Mask
+    number_plans: IntArray
+    number_values: FloatArray
+    """Numbers and the numeric readings of text (``"750"``), as the evaluator compares them."""
+    number_typed: Mask
+    """True where the value is a number (what ``field:750`` matches); False where it is numeric text."""
+
+
+def _numbers(text: str | None, dtype: type[np.generic]) -> npt.NDArray[Any]:
+    """A column SQLite joined with commas, parsed in C rather than one Python object per row."""
+    return np.fromstring(text, dtype=dtype, sep=",") if text else np.empty(0, dtype)  # type: ignore[call-overload]
+
+
+class PlanIndex:
+    """Every floor plan of one store generation in columns: plans ordered by listing rowid, then index."""
+
+    def __init__(self, db: sqlite3.Connection, listing_rowids: IntArray, generation: int) -> None:
+        self.generation = generation
+        self.listings = len(listing_rowids)
+        began = not db.in_transaction
+        if began:
+            db.execute("BEGIN")  # both reads from one snapshot, whatever is written meanwhile
+        try:
+            per_listing = db.execute("SELECT listing, count(*) FROM listing_plans GROUP BY listing ORDER BY listing")
+            counted = per_listing.fetchall()
+            # Values come back as comma-joined columns of one scan: millions of rows, parsed in C. quote() writes
+            # a REAL with the digits it takes to read back the same double.
+            values = db.execute(
+                "SELECT group_concat(listing), group_concat(idx), group_concat(field * 4 + kind), "
+                "group_concat(CASE WHEN num IS NULL THEN 'nan' ELSE quote(num) END), "
+                "group_concat(ifnull(term, ''), char(31)) FROM listing_plan_values"
+            ).fetchone()
+        finally:
+            if began:
+                db.execute("COMMIT")
+        plan_listing = np.array([row[0] for row in counted], dtype=np.int64)
+        plan_count = np.array([row[1] for row in counted], dtype=np.int64)
+        self.size = int(plan_count.sum())
+        first_plan = np.cumsum(plan_count) - plan_count
+        position = np.searchsorted(listing_rowids, plan_listing)
+        held = position < self.listings
+        held[held] = listing_rowids[position[held]] == plan_listing[held]
+        self.known: Mask = np.repeat(held, plan_count)
+        """Plans of listings the column index holds (one written after it was built is left out)."""
+        self.owner: IntArray = np.repeat(np.where(held, position, 0), plan_count)
+        """Per plan, the position of its listing in the column index."""
+
+        value_listing = _numbers(values[0], np.int64)
+        value_plan = first_plan[np.searchsorted(plan_listing, value_listing)] + _numbers(values[1], np.int64)
+        field_kind = _numbers(values[2], np.int64)
+        field, kind = field_kind // 4, field_kind % 4
+        num = _numbers(values[3], np.float64)
+        lookup: dict[str, int] = {}
+        terms = (values[4] or "").split("\x1f") if len(value_listing) else []
+        codes = np.fromiter((lookup.setdefault(t, len(lookup)) for t in terms), dtype=np.int32, count=len(terms))
+        self.terms = lookup
+        """Every folded text value (and ``true``/``false``), by code."""
+        true_code = lookup.get("true", -1)
+        self.fields: dict[str, FieldColumns] = {}
+        for name, code in FIELD_CODES.items():
+            mine = field == code
+            text, booleans = mine & (kind == TEXT), mine & (kind == BOOL)
+            numbers = mine & ~np.isnan(num)
+            self.fields[name] = FieldColumns(
+                value_plan[text],
+                codes[text],
+                value_plan[booleans],
+                codes[booleans] == true_code,
+                value_plan[numbers],
+                num[numbers],
+                kind[numbers] == NUMBER,
+            )
+
+    def none(self) -> Mask:
+        return np.zeros(self.size, dtype=np.bool_)
+
+    def listings_matching(self, expr: Expr) -> Mask:
+        """Per listing position, whether one of its plans satisfies ``expr``."""
+        result = np.zeros(self.listings, dtype=np.bool_)
+        result[self.owner[self.plans_matching(expr) & self.known]] = True
+        return result
+
+    def plans_matching(self, expr: Expr) -> Mask:
+        if isinstance(expr, And | Or):
+            combine: Callable[[Mask, Mask], Mask] = np.logical_and if isinstance(expr, And) else np.logical_or
+            result = self.plans_matching(expr.items[0])
+            for item in expr.items[1:]:
+                result = combine(result, self.plans_matching(item))
+            return result
+        if isinstance(expr, Not):
+            return ~self.plans_matching(expr.expr)
+        if isinstance(expr, Compare) and expr.op == "!=":
+            return ~self.plans_matching(Compare(expr.attr, "=", expr.value))
+        columns = self.fields[UNIT_FIELDS[field_code(expr.attr)]]
+        result = self.none()
+        if isinstance(expr, Match):
+            folded, word, number = match_targets(expr)
+            code = self.terms.get(folded)
+            if code is not None:
+                result[columns.text_plans[columns.text_codes == code]] = True
+            if word is not None:
+                result[columns.bool_plans[columns.bool_values == (word == "true")]] = True
+            if number is not None:
+                hit = (columns.number_values == number) & columns.number_typed
+                result[columns.number_plans[hit]] = True
+            return result
+        low, high = numeric_bounds(expr)
+        values = columns.number_values
+        result[columns.number_plans[(values >= low) & (values <= high)]] = True
+        return result

@@ -1,0 +1,52 @@
+"""Loading a whole catalogue into a store, in batches: what a new data directory, an import and a mirror share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from itertools import islice
+from typing import Any, Protocol
+
+from precon.service.stores.types import CatalogueChange
+
+BATCH = 2000
+
+
+def batched(items: Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+class Loadable(Protocol):
+    """What a catalogue is loaded into: a store (SQLite's, PostgreSQL's, or a replica's, which writes to PostgreSQL)."""
+
+    def bulk_load(self) -> AbstractContextManager[None]: ...
+    def counts(self) -> dict[str, int]: ...
+    def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
+    def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
+
+
+Progress = Callable[[str, int], None]
+"""Told ``(what, records)`` after each batch written: ``("profiles", 2000)``, ``("listings", 2000)``."""
+
+
+def load(
+    store: Loadable,
+    listings: Iterable[dict[str, Any]],
+    profiles: Iterable[dict[str, Any]],
+    progress: Progress | None = None,
+) -> list[CatalogueChange]:
+    """Writes profiles, then listings, in batches (one transaction each)."""
+    changes: list[CatalogueChange] = []
+    loading = store.bulk_load() if store.counts()["listings"] == 0 else nullcontext()
+    with loading:
+        for batch in batched(profiles):
+            changes += store.upsert_profiles(batch)
+            if progress is not None:
+                progress("profiles", len(batch))
+        for batch in batched(listings):
+            changes += store.upsert_listings(batch)
+            if progress is not None:
+                progress("listings", len(batch))
+    return changes

@@ -1,0 +1,193 @@
+"""What the PostgreSQL store reads: records by key, for writes, webhook events and the replicas' copies.
+
+PostgreSQL answers no search: every question a client asks is answered by a replica's local SQLite copy
+(:mod:`.replica`). What is read here is what those copies are made of (a consistent snapshot of every document, or
+the documents the log names since a generation) and what a writing process needs without a copy of its own (an
+import checks floor-plan ids; a webhook event carries the record and goes to the keys of its provinces).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from precon.service.stores.postgres.catalogue_base import PostgresCatalogueBase, _document
+
+SNAPSHOT_BATCH = 2000
+"""Documents a snapshot hands over at a time."""
+LOG_BATCH_MOST = 5000
+"""The most records a catch-up reads from the log at once; past that, a copy is rebuilt from a snapshot."""
+
+
+@dataclass
+class LogBatch:
+    """The catalogue at ``generation`` as a change from ``after``: the documents of every key written since (a key
+    absent from ``listings`` or ``profiles`` was deleted), read in one snapshot."""
+
+    after: int
+    generation: int
+    listings: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    profiles: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.listings) + len(self.profiles)
+
+
+class RebuildCopy(Exception):
+    """A copy is better rebuilt from a snapshot than patched from the log."""
+
+
+class LogTrimmed(RebuildCopy):
+    """The log no longer holds every entry after a copy's generation: the copy is rebuilt from a snapshot."""
+
+
+class LogTooLong(RebuildCopy):
+    """More records changed since a copy's generation than a batch holds in memory (a whole catalogue imported
+    again, say): the copy is rebuilt from a snapshot, which streams."""
+
+
+class PostgresDocuments(PostgresCatalogueBase):
+    """Records by key, and the snapshots and log batches that replicas' copies are built and kept from."""
+
+    def get_listings(self, ids: Sequence[str], province: str | None) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        with self.pool.connection() as db:
+            return _listings_by_id(db, ids, province)
+
+    def get_profiles(self, paths: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not paths:
+            return {}
+        with self.pool.connection() as db:
+            return _profiles_by_path(db, paths)
+
+    def find_profile(self, profile_id: str, collection: str | None, province: str | None) -> dict[str, Any] | None:
+        """The profile with this id (in ``collection``), read in ``province`` when given: one of the listings
+        referring to it is there."""
+        sql = "SELECT p.doc::text FROM profiles p WHERE p.profile_id = %s"
+        params: list[Any] = [profile_id]
+        if collection:
+            sql += " AND p.collection = %s"
+            params.append(collection)
+        if province is not None:
+            sql += (
+                " AND EXISTS (SELECT 1 FROM listing_references r JOIN listings l ON l.id = r.listing "
+                "WHERE r.path_key = p.path_key AND l.province = %s)"
+            )
+            params.append(province)
+        with self.pool.connection() as db:
+            row = db.execute(sql + " ORDER BY p.path LIMIT 1", params).fetchone()
+        return _document(row[0]) if row else None
+
+    def listings_holding_plans(self, plan_ids: Iterable[str]) -> dict[str, list[str]]:
+        """For each of ``plan_ids`` that a stored floor plan carries, the ids of the listings holding it."""
+        wanted = sorted(set(plan_ids))
+        holders: dict[str, list[str]] = {}
+        if not wanted:
+            return holders
+        with self.pool.connection() as db:
+            rows = db.execute(
+                "SELECT p.plan_id, l.listing_id FROM plan_ids p JOIN listings l ON l.id = p.listing "
+                "WHERE p.plan_id = ANY(%s) ORDER BY p.plan_id, l.listing_id",
+                (wanted,),
+            )
+            for plan_id, listing_id in rows:
+                holders.setdefault(plan_id, []).append(listing_id)
+        return holders
+
+    def counts(self) -> dict[str, int]:
+        with self.pool.connection() as db:
+            row = db.execute("SELECT (SELECT count(*) FROM listings), (SELECT count(*) FROM profiles)").fetchone()
+        assert row is not None
+        return {"listings": int(row[0]), "profiles": int(row[1])}
+
+    # -- for the replicas' copies ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _meta(db: psycopg.Connection[Any], key: str) -> int:
+        row = db.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def read_log(self, after: int, most: int = LOG_BATCH_MOST) -> LogBatch:
+        """The changes since generation ``after``, as one batch at the newest generation (PostgreSQL holds only the
+        newest documents, so a batch cannot stop short of it without mixing two states). Raises
+        :class:`LogTrimmed` when entries after ``after`` were trimmed, :class:`LogTooLong` when more than ``most``
+        records changed."""
+        with self._read() as db:
+            newest = self._meta(db, "generation")
+            batch = LogBatch(after, newest)
+            if newest <= after:
+                return batch
+            if after < self._meta(db, "log_floor"):
+                raise LogTrimmed(f"the log of {self.schema} starts past generation {after}")
+            entries = db.execute(
+                "SELECT DISTINCT kind, key FROM catalogue_log WHERE generation > %s", (after,)
+            ).fetchall()
+            if len(entries) > most:
+                raise LogTooLong(f"{len(entries)} records of {self.schema} changed since generation {after}")
+            listing_ids = sorted(str(key) for kind, key in entries if kind == "listing")
+            paths = sorted(str(key) for kind, key in entries if kind == "profile")
+            batch.listings = {**dict.fromkeys(listing_ids), **_listings_by_id(db, listing_ids, None)}
+            batch.profiles = {**dict.fromkeys(paths), **_profiles_by_path(db, paths)}
+        return batch
+
+    def trim_log(self, keep_s: float) -> int:
+        """Removes the log's entries older than ``keep_s`` seconds, whole generations at a time, and raises the
+        floor past them (a copy below it rebuilds): how many entries went."""
+        with self._write() as db:
+            row = db.execute(
+                "WITH gone AS (DELETE FROM catalogue_log WHERE logged_at < now() - make_interval(secs => %s) "
+                "RETURNING generation) SELECT count(*), max(generation) FROM gone",
+                (keep_s,),
+            ).fetchone()
+            assert row is not None
+            if row[1] is not None:
+                db.execute(
+                    "UPDATE meta SET value = greatest(value::bigint, %s)::text WHERE key = 'log_floor'", (row[1],)
+                )
+        return int(row[0])
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Snapshot]:
+        """Every document at one generation, read in one repeatable-read transaction held while it is open."""
+        with self._read() as db:
+            yield Snapshot(db, self._meta(db, "generation"))
+
+
+@dataclass
+class Snapshot:
+    """The catalogue at :attr:`generation`: its profiles, then its listings, in batches (a server-side cursor)."""
+
+    db: psycopg.Connection[Any]
+    generation: int
+
+    def profiles(self) -> Iterator[list[dict[str, Any]]]:
+        return self._documents("SELECT doc::text FROM profiles ORDER BY path")
+
+    def listings(self) -> Iterator[list[dict[str, Any]]]:
+        return self._documents("SELECT doc::text FROM listings ORDER BY listing_id")
+
+    def _documents(self, sql: str) -> Iterator[list[dict[str, Any]]]:
+        with self.db.cursor(name="precon_snapshot") as cursor:
+            cursor.itersize = SNAPSHOT_BATCH
+            cursor.execute(sql)  # one of the two above
+            while rows := cursor.fetchmany(SNAPSHOT_BATCH):
+                yield [_document(text) for (text,) in rows]
+
+
+def _listings_by_id(db: psycopg.Connection[Any], ids: Sequence[str], province: str | None) -> dict[str, Any]:
+    sql = "SELECT listing_id, doc::text FROM listings WHERE listing_id = ANY(%s)"
+    params: list[Any] = [list(ids)]
+    if province is not None:
+        sql += " AND province = %s"
+        params.append(province)
+    return {str(listing_id): _document(text) for listing_id, text in db.execute(sql, params)}
+
+
+def _profiles_by_path(db: psycopg.Connection[Any], paths: Sequence[str]) -> dict[str, Any]:
+    rows = db.execute("SELECT path, doc::text FROM profiles WHERE path = ANY(%s)", (list(paths),))
+    return {str(path): _document(text) for path, text in rows}

@@ -1,0 +1,171 @@
+"""The write path of the PostgreSQL store: records in, one transaction a write, each logged for the replicas.
+
+:class:`PostgresWrites` is the part of :class:`~precon.service.stores.postgres.store.PostgresCatalogueStore` that
+changes
+the catalogue: listing upserts (copied in with ``COPY``), profile upserts, deletes (a listing's other rows go with
+it: ``ON DELETE CASCADE``), recorded views. PostgreSQL keeps each record's document and what writes themselves
+need (a listing's province, its floor plans' ids, the profiles it refers to); every question is answered by a
+replica's local copy (:mod:`.replica`), which each write's entries in ``catalogue_log`` keep current. How a
+record is completed and stored is the SQLite store's (:mod:`precon.service.stores.records`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from precon.service.search.plans import floor_plans
+from precon.service.stores.derived import complete_listing
+from precon.service.stores.postgres.catalogue_base import PostgresCatalogueBase, _document, _json
+from precon.service.stores.records import (
+    _last_of_each,
+    as_stored_listing,
+    indexed_reference_keys,
+    listing_key,
+    province_of,
+    stored_profile,
+)
+from precon.service.stores.types import TRENDING_DECAY_PER_S, TRENDING_EPOCH_S, CatalogueChange
+
+_COPY_LISTINGS = "COPY listings(id, listing_id, province, doc) FROM STDIN"
+
+
+class PostgresWrites(PostgresCatalogueBase):
+    """Writes to the catalogue: each in one write transaction that raises the generation and logs its keys;
+    listeners hear after commit (after the :meth:`atomic` block's, in one)."""
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """For loading a whole catalogue: statistics are gathered once at the end (of :meth:`atomic` when in one)."""
+        yield
+        with self._write() as connection:
+            connection.execute("ANALYZE")
+
+    def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
+        changes: list[CatalogueChange] = []
+        batch = [as_stored_listing(record) for record in _last_of_each(records, listing_key)]
+        if not batch:
+            return self._notify(changes)
+        now = time.time()
+        with self._write() as db:
+            existing = {
+                listing_id: (rowid, _document(text))
+                for listing_id, rowid, text in db.execute(
+                    "SELECT listing_id, id, doc::text FROM listings WHERE listing_id = ANY(%s)",
+                    ([listing_id for listing_id, _ in batch],),
+                )
+            }
+            if existing:  # their rows in the other tables go with them (ON DELETE CASCADE)
+                db.execute("DELETE FROM listings WHERE id = ANY(%s)", ([rowid for rowid, _ in existing.values()],))
+            new_ids = [
+                int(r[0])
+                for r in db.execute(
+                    "SELECT nextval(pg_get_serial_sequence('listings', 'id')) FROM generate_series(1, %s)",
+                    (len(batch),),
+                )
+            ]
+            rows: list[tuple[int, str, str | None, str]] = []
+            plan_ids: set[tuple[str, int]] = set()
+            references: set[tuple[str, int]] = set()
+            for (listing_id, record), rowid in zip(batch, new_ids, strict=True):
+                found = existing.get(listing_id)
+                stored = complete_listing(record, None if found is None else found[1], now)
+                rows.append((rowid, listing_id, province_of(stored.get("state")), _json(stored)))
+                plan_ids.update((plan["id"], rowid) for plan in floor_plans(stored) if isinstance(plan.get("id"), str))
+                references.update((key, rowid) for key in indexed_reference_keys(stored))
+                changes.append(CatalogueChange("listing", "created" if found is None else "updated", listing_id))
+            with db.cursor() as cursor:
+                for statement, table_rows in (
+                    (_COPY_LISTINGS, rows),
+                    ("COPY plan_ids(plan_id, listing) FROM STDIN", sorted(plan_ids)),
+                    ("COPY listing_references(path_key, listing) FROM STDIN", sorted(references)),
+                ):
+                    with cursor.copy(statement) as copy:
+                        for row in table_rows:
+                            copy.write_row(row)
+            self._bump_generation(db, changes)
+        return self._notify(changes)
+
+    def delete_listing(self, listing_id: str) -> list[CatalogueChange]:
+        changes = [CatalogueChange("listing", "deleted", listing_id)]
+        with self._write() as db:
+            if db.execute("DELETE FROM listings WHERE listing_id = %s RETURNING id", (listing_id,)).fetchone() is None:
+                return []
+            db.execute("DELETE FROM listing_views WHERE listing_id = %s", (listing_id,))
+            self._bump_generation(db, changes)
+        return self._notify(changes)
+
+    def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
+        changes: list[CatalogueChange] = []
+        latest = _last_of_each(records, lambda r: str(r.get("path") or "").strip())
+        batch = [stored_profile(record) for record in latest]
+        if not batch:
+            return self._notify(changes)
+        with self._write() as db:
+            paths = [profile.path for profile in batch]
+            known = {row[0] for row in db.execute("SELECT path FROM profiles WHERE path = ANY(%s)", (paths,))}
+            with db.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO profiles(profile_id, collection, path, path_key, doc) VALUES (%s, %s, %s, %s, %s) "
+                    "ON CONFLICT (path) DO UPDATE SET profile_id = excluded.profile_id, "
+                    "collection = excluded.collection, path_key = excluded.path_key, doc = excluded.doc",
+                    [(*profile.columns()[:4], _json(profile.record)) for profile in batch],
+                )
+            changes = [
+                CatalogueChange("profile", "updated" if profile.path in known else "created", profile.path)
+                for profile in batch
+            ]
+            self._bump_generation(db, changes)
+        return self._notify(changes)
+
+    def delete_profile(self, path: str) -> list[CatalogueChange]:
+        changes = [CatalogueChange("profile", "deleted", path)]
+        with self._write() as db:
+            if db.execute("DELETE FROM profiles WHERE path = %s RETURNING id", (path,)).fetchone() is None:
+                return []
+            self._bump_generation(db, changes)
+        return self._notify(changes)
+
+    def record_view(self, listing_id: str, at: float | None = None) -> None:
+        """Counts one view of a listing in its trending rank: a sum of views, each decayed by its age."""
+        now = time.time() if at is None else at
+        self.add_views({listing_id: (TRENDING_DECAY_PER_S * (now - TRENDING_EPOCH_S), 1, now)})
+
+    def add_views(self, views: dict[str, tuple[float, int, float]]) -> None:
+        """Adds batches of views to the listings' trending ranks in one statement: per listing id, the batch's
+        rank (the log of its decayed views' sum: :func:`combined_rank`), its number of views and its last one."""
+        if not views:
+            return
+        rows = sorted((listing_id, rank, count, last) for listing_id, (rank, count, last) in views.items())
+        # ln(1 + e^-d) is 0 in doubles long before exp() underflows (which PostgreSQL reports as an error).
+        with self.pool.connection() as db, db.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO listing_views AS v(listing_id, rank, views, last_view, touched_at) "
+                "VALUES (%s, %s, %s, %s, extract(epoch from clock_timestamp())) "
+                "ON CONFLICT(listing_id) DO UPDATE SET "
+                "rank = greatest(v.rank, excluded.rank) + CASE WHEN abs(v.rank - excluded.rank) > 700 THEN 0 "
+                "ELSE ln(1 + exp(-abs(v.rank - excluded.rank))) END, "
+                "views = v.views + excluded.views, last_view = greatest(v.last_view, excluded.last_view), "
+                "touched_at = excluded.touched_at",
+                rows,
+            )
+
+    def views_since(self, since: float) -> tuple[float, list[tuple[str, float, int, float]]]:
+        """The view counts changed at or after ``since`` (the database's clock), with that clock's reading now."""
+        with self.pool.connection() as db:
+            row = db.execute("SELECT extract(epoch from clock_timestamp())::float8").fetchone()
+            assert row is not None
+            found = db.execute(
+                "SELECT listing_id, rank, views, last_view FROM listing_views WHERE touched_at >= %s", (since,)
+            ).fetchall()
+        return float(row[0]), [(str(r[0]), float(r[1]), int(r[2]), float(r[3])) for r in found]
+
+
+def combined_rank(ranks: Iterable[float]) -> float:
+    """The trending rank of several views together: the log of the sum of their decayed weights."""
+    values = list(ranks)
+    top = max(values)
+    return top + math.log(sum(math.exp(value - top) for value in values))

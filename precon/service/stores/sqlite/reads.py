@@ -1,0 +1,637 @@
+"""The read path of the SQLite store: listing and profile searches, facets, lookups and similarity.
+
+:class:`SQLiteReads` is the part of :class:`~precon.service.stores.sqlite.store.SQLiteStore` that answers questions.
+A listing
+search runs on the in-memory column index (``engine="columns"``: :class:`~precon.service.search.columns.ColumnIndex`,
+with the floor plans' :class:`~precon.service.search.plans.PlanIndex`) or on SQL alone (``engine="sql"``, the
+cross-check); both give the same answers. The caches here (text relevance, typo vocabulary, labels, fallback
+filters) follow the catalogue's generation.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from precon import filters
+from precon.filters import Expr
+from precon.schema import LISTING_ATTRIBUTES, SEARCHABLE_LISTING_WEIGHTS, SEARCHABLE_PROFILE_WEIGHTS
+from precon.service.search.columns import EARTH_RADIUS_M, ColumnIndex, FloatArray, IntArray, Mask
+from precon.service.search.plans import PlanIndex, UnitFilterCompiler
+from precon.service.search.sql_filter import ListingFilterCompiler, canonical_path
+from precon.service.search.text import TextQuery, TypoIndex
+from precon.service.stores.records import (
+    BOX_MARGIN_DEG,
+    _bounding_box,
+    add_similarity_terms,
+    count_profile_facets,
+    decode_document,
+    facet_counts,
+    profile_order,
+    similarity_rows,
+    with_typo_retry,
+)
+from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
+from precon.service.stores.types import (
+    MAX_FACET_VALUES,
+    GeoCircle,
+    ListingQuery,
+    ProfileQuery,
+    SearchHits,
+    SimilarityFeatures,
+)
+
+TEXT_CACHE_ENTRIES = 16
+"""Text questions whose relevance arrays are kept: 16 × 8 bytes × listings (6.4 MB at 50,000)."""
+
+
+log = logging.getLogger("precon.store")
+
+
+class SQLiteReads(SQLiteCatalogueBase):
+    """Questions to the catalogue: each answered from one catalogue generation's indexes."""
+
+    # -- cached per generation -----------------------------------------------------------------------------
+
+    def _typo_indexes_to_search(self) -> tuple[TypoIndex, TypoIndex]:
+        """The vocabularies typos are looked up in: with :attr:`background_index`, those of the generation before
+        while the current one's are built on the index's thread (a search is not held up building them)."""
+        if self.background_index and not self._typo_cache.holds(self.generation()):
+            held = self._typo_cache.latest()
+            if held is not None:
+                self._index_to_search()
+                return held
+        return self._typo_indexes()
+
+    def _typo_indexes(self) -> tuple[TypoIndex, TypoIndex]:
+        def read() -> tuple[TypoIndex, TypoIndex]:
+            db = self._db()
+            listing_words = [r[0] for r in db.execute("SELECT term FROM listing_vocab")]
+            profile_words = [r[0] for r in db.execute("SELECT term FROM profile_vocab")]
+            return TypoIndex(listing_words), TypoIndex(profile_words)
+
+        return self._typo_cache.get(self.generation(), read)
+
+    def _labels(self) -> dict[tuple[str, str], str]:
+        def read() -> dict[tuple[str, str], str]:
+            rows = self._db().execute("SELECT attr, term, label FROM labels")
+            return {(a, t): label for a, t, label in rows}
+
+        return self._label_cache.get(self.generation(), read)
+
+    def listing_attribute_names(self) -> frozenset[str]:
+        def read() -> frozenset[str]:
+            return frozenset(r[0] for r in self._db().execute("SELECT name FROM listing_attributes"))
+
+        return self._attribute_cache.get(self.generation(), read)
+
+    def _listing_where(self, query: ListingQuery, text: TextQuery | None) -> tuple[list[str], list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if query.province is not None:
+            clauses.append("l.province = ?")
+            params.append(query.province)
+        if query.filter is not None:
+            sql, filter_params = ListingFilterCompiler().compile(query.filter)
+            clauses.append(f"({sql})")
+            params += filter_params
+        if query.unit_filter is not None:
+            sql, unit_params = UnitFilterCompiler().listing_clause(query.unit_filter)
+            clauses.append(sql)
+            params += unit_params
+        if query.circle is not None:
+            min_lat, max_lat, min_lng, max_lng = _bounding_box(query.circle)
+            clauses.append(
+                "l.id IN (SELECT id FROM listing_geo WHERE max_lat >= ? AND min_lat <= ? "
+                "AND max_lng >= ? AND min_lng <= ?)"
+            )
+            params += [min_lat, max_lat, min_lng, max_lng]
+            sql, distance_params = _distance_sql(query.circle)
+            clauses.append(f"{sql} <= ?")
+            params += [*distance_params, query.circle.radius_m]
+        if text is not None:
+            clauses.append("l.id IN (SELECT rowid FROM listing_fts WHERE listing_fts MATCH ?)")
+            params.append(text.fts_expression())
+        return clauses, params
+
+    def search_listings(self, query: ListingQuery) -> SearchHits:
+        text = query.text
+        # Text matched in some fields only (v1-lite) is FTS5's column filter: the in-memory postings weigh every
+        # field together, so such a question goes to SQL.
+        index = None
+        if self.engine == "columns" and not (text is not None and text.columns):
+            index = self._index_to_search()
+
+        def search(text: TextQuery | None) -> SearchHits:
+            return self._search_sql(query, text) if index is None else self._search_columns(query, text, index)
+
+        return with_typo_retry(search, text, lambda: self._typo_indexes_to_search()[0])
+
+    def answers_from_memory(self, text_in_some_fields: bool, unit_filter: bool) -> bool:
+        """Whether a listing search would be answered from indexes this process already holds for the current
+        generation (with :attr:`background_index`, the one it searches while the current one is built): CPU for a
+        few milliseconds and a read of the page's records, no index to build, no FTS5 query. Such a search may run
+        on the event loop (see :meth:`precon.service.api.calls.Service.run_listing_search`)."""
+        if self.engine != "columns" or text_in_some_fields:
+            return False
+        index = self._column_index
+        if self.background_index:
+            plans = self._plan_index
+            return index is not None and not (unit_filter and (plans is None or plans.generation != index.generation))
+        if self._index_thread is not None:
+            return False
+        generation = self.generation()
+        if index is None or index.generation != generation:
+            return False
+        if unit_filter and (self._plan_index is None or self._plan_index.generation != generation):
+            return False
+        return self._typo_cache.holds(generation) and self._label_cache.holds(generation)
+
+    def warm(self, now: bool = False) -> None:
+        """Builds the in-memory indexes now rather than on the first query. With :attr:`background_index`, the
+        column index is built on its thread (the one before serves meanwhile), unless ``now``: a replica starting,
+        or one that has just written through itself and reads its writes."""
+        if self.engine == "columns":
+            if self.background_index and not now:
+                self._index_to_search()
+            else:
+                self._columns()
+        self._typo_indexes()
+        self._labels()
+
+    # The column engine: the default.
+
+    def _index_to_search(self) -> ColumnIndex | None:
+        """The column index a listing search uses now: the current generation's, built first if need be. With
+        :attr:`background_index` (a replica's copy, which follows every write), a new generation's index is built on
+        a thread instead, and until it is ready searches use the index of the generation before: they answer as the
+        catalogue stood then, whole (a page holding a record written since is answered by SQL, as it stands now).
+        None (SQL answers) before any index was built."""
+        if not self.background_index:
+            return self._columns()
+        index = self._column_index
+        if index is not None and index.generation == self.generation():
+            return index
+        with self._index_lock:
+            if self._index_thread is None:
+                self._index_thread = threading.Thread(target=self._build_behind, name="precon-index", daemon=True)
+                self._index_thread.start()
+        return index
+
+    def _build_behind(self) -> None:
+        """Builds the column index (and the floor plans', if one was in use) of the newest generation, until the
+        index built is of the newest."""
+        try:
+            while True:
+                self._typo_indexes()
+                self._labels()
+                generation = self.generation()
+                index = self._build_columns(generation)
+                plans = None if self._plan_index is None else self._plan_rows(index)
+                with self._index_lock:
+                    self._column_index = index
+                    self._fallback_masks.clear()
+                    if plans is not None:
+                        self._plan_index = plans
+                if self.generation() == index.generation:
+                    return
+        except Exception:  # the next search tries again; until then SQL answers
+            log.exception("building the column index of %s failed", self.path)
+        finally:
+            with self._index_lock:
+                self._index_thread = None
+
+    def _columns(self) -> ColumnIndex:
+        generation = self.generation()
+        index = self._column_index
+        if index is None or index.generation != generation:
+            with self._index_lock:
+                index = self._column_index
+                if index is None or index.generation != generation:
+                    index = self._build_columns(generation)
+                    self._column_index = index
+                    self._fallback_masks.clear()
+        return index
+
+    def _build_columns(self, generation: int) -> ColumnIndex:
+        if self._shared is None:
+            return self._read_columns()[1]
+
+        def build() -> tuple[str, ColumnIndex]:
+            current, index = self._read_columns()
+            return self._index_key(current), index
+
+        index: ColumnIndex = self._shared.get("columns", lambda: self._index_key(self.generation()), build)
+        return index
+
+    def _read_columns(self) -> tuple[int, ColumnIndex]:
+        """The column index of the catalogue as it stands, read in one transaction (a write committed meanwhile is
+        not half in it), and its generation."""
+        db = self._db()
+        db.execute("PRAGMA temp_store=FILE")  # where the text postings sort: it cannot change inside a transaction
+        db.execute("BEGIN")
+        try:
+            generation = self._read_generation()
+            return generation, ColumnIndex(db, generation)
+        finally:
+            db.execute("COMMIT")
+            db.execute("PRAGMA temp_store=MEMORY")
+
+    def _plans(self, index: ColumnIndex) -> PlanIndex:
+        """The floor plans in columns, for ``unitFilter``: built on the first such query of a generation."""
+        plans = self._plan_index
+        if plans is None or plans.generation != index.generation:
+            with self._index_lock:
+                plans = self._plan_index
+                if plans is None or plans.generation != index.generation:
+                    plans = self._plan_rows(index)
+                    self._plan_index = plans
+        return plans
+
+    def _plan_rows(self, index: ColumnIndex) -> PlanIndex:
+        """The floor plans of ``index``'s listings in columns (mapped, when another process built them)."""
+        if self._shared is None:
+            return PlanIndex(self._db(), index.rowids, index.generation)
+        key = self._index_key(index.generation)
+        plans: PlanIndex = self._shared.get(
+            "plans", lambda: key, lambda: (key, PlanIndex(self._db(), index.rowids, index.generation))
+        )
+        return plans
+
+    def _fallback_mask(self, index: ColumnIndex, expr: Expr) -> Mask:
+        """Listings matching a filter on a path the index does not hold: the evaluator over each document."""
+        expression = filters.to_query(expr)
+        cached = self._fallback_masks.get((index.generation, expression))
+        if cached is None:
+            rowids = np.array(
+                [
+                    row[0]
+                    for row in self._db().execute(
+                        "SELECT id FROM listing_docs WHERE precon_match(doc, ?) ORDER BY id", (expression,)
+                    )
+                ],
+                dtype=np.int64,
+            )
+            cached = index.none()
+            cached[index.positions_of_rowids(rowids)] = True
+            if len(self._fallback_masks) >= 64:
+                self._fallback_masks.pop(next(iter(self._fallback_masks)))
+            self._fallback_masks[(index.generation, expression)] = cached
+        return cached.copy()
+
+    def _text_scores(self, index: ColumnIndex, text: TextQuery) -> FloatArray:
+        """Per listing, its relevance to the text (NaN where it does not match), kept for repeated questions:
+        paging through a search, or changing its filters and facets, asks the same again."""
+        expression = text.fts_expression()
+        key = (index.generation, expression)
+        cached = self._text_cache.get(key)
+        if cached is not None:
+            self._text_cache.move_to_end(key)
+            return cached
+        score = index.search_text.scores(text, index.size)
+        with self._index_lock:
+            self._text_cache[key] = score
+            while len(self._text_cache) > TEXT_CACHE_ENTRIES:
+                self._text_cache.popitem(last=False)
+        return score
+
+    def _search_columns(self, query: ListingQuery, text: TextQuery | None, index: ColumnIndex) -> SearchHits:
+        db = self._db()
+        mask = index.everything() if query.province is None else index.in_province(query.province)
+        if query.filter is not None:
+            mask &= index.filter(query.filter, lambda expr: self._fallback_mask(index, expr))
+        if query.unit_filter is not None:
+            mask &= self._plans(index).listings_matching(query.unit_filter)
+        score = None
+        if text is not None:
+            score = self._text_scores(index, text)
+            mask &= ~np.isnan(score)
+        distance = None
+        if query.circle is not None:
+            min_lat, max_lat, min_lng, max_lng = _bounding_box(query.circle)
+            if min_lng >= -180.0 and max_lng <= 180.0:  # a box across the antimeridian would leave some out
+                # Two comparisons a listing instead of the haversine for all: only those in the box are measured.
+                mask &= index.in_box(min_lat - BOX_MARGIN_DEG, max_lat + BOX_MARGIN_DEG, min_lng - BOX_MARGIN_DEG,
+                                     max_lng + BOX_MARGIN_DEG)  # fmt: skip
+            candidates = np.flatnonzero(mask)
+            distance = np.full(index.size, np.inf)
+            distance[candidates] = index.distances(query.circle.lat, query.circle.lng, candidates)
+            mask &= distance <= query.circle.radius_m
+        total = int(np.count_nonzero(mask))
+        facets = {name: index.facet(name, mask, query.max_facet_values) for name in query.facets}
+        documents: list[dict[str, Any]] = []
+        scores: list[float | None] = []
+        if query.limit > 0 and query.offset < total:
+            wanted = query.offset + query.limit
+
+            def first_by(key: FloatArray, descending: bool = False) -> IntArray:
+                """The first ``wanted`` matches by ``key`` (per listing), ties in the default order."""
+                matched = np.flatnonzero(mask)
+                values = key[matched]
+                return _first_in_order(matched, -values if descending else values, index.order_rank[matched], wanted)
+
+            if score is not None:
+                ordered = first_by(score, descending=True)
+            elif query.order == "trending":
+                views = np.full(index.size, -np.inf)
+                viewed = db.execute("SELECT listing_id, rank FROM listing_views").fetchall()
+                if viewed:
+                    positions = index.listing_ids.codes_of([row[0] for row in viewed])
+                    ranks = np.array([row[1] for row in viewed], dtype=np.float64)
+                    held = positions >= 0
+                    views[positions[held]] = ranks[held]
+                ordered = first_by(views, descending=True)
+            elif distance is not None:
+                ordered = first_by(distance)
+            else:
+                ordered = index.in_default_order(mask, wanted)
+            page = ordered[query.offset : query.offset + query.limit]
+            page_rowids = [int(r) for r in index.rowids[page]]
+            marks = ", ".join("?" * len(page_rowids))
+            blobs = dict(db.execute(f"SELECT id, doc FROM listing_docs WHERE id IN ({marks})", page_rowids).fetchall())
+            if len(blobs) < len(page_rowids):  # written since the index was built (a replica's copy follows writes)
+                return self._search_sql(query, text)
+            scores = [None if score is None else float(score[p]) for p in page]
+            if query.raw:
+                source = f"{self.path}:{index.generation}"
+                raw = [(r, blobs[r]) for r in page_rowids]
+                return SearchHits(total, documents, scores, facets, text, blobs=raw, source=source)
+            documents = [decode_document(blobs[r]) for r in page_rowids]
+        return SearchHits(total, documents, scores, facets, text)
+
+    # The SQL engine: the same answers from SQLite alone, slower on broad queries; kept as the cross-check.
+
+    def _search_sql(self, query: ListingQuery, text: TextQuery | None) -> SearchHits:
+        with self._reading():
+            return self._search_sql_now(query, text)
+
+    def _search_sql_now(self, query: ListingQuery, text: TextQuery | None) -> SearchHits:
+        db = self._db()
+        clauses, params = self._listing_where(query, text)
+        where = " AND ".join(clauses) or "1"
+        total = db.execute(f"SELECT count(*) FROM listings l WHERE {where}", params).fetchone()[0]
+        documents: list[dict[str, Any]] = []
+        scores: list[float | None] = []
+        if query.limit > 0 and query.offset < total:
+            rows = self._page(db, query, text, where, params)
+            for blob, score in rows:
+                documents.append(decode_document(blob))
+                scores.append(None if score is None else round(-score, 6))
+        facets = {name: self._facet(db, name, where, params, query.max_facet_values) for name in query.facets}
+        return SearchHits(total, documents, scores, facets, text)
+
+    def _page(
+        self,
+        db: sqlite3.Connection,
+        query: ListingQuery,
+        text: TextQuery | None,
+        where: str,
+        params: list[Any],
+    ) -> list[tuple[bytes, float | None]]:
+        tie_break = "l.featured DESC, l.updated_at DESC, l.listing_id"
+        joins = ""
+        join_params: list[Any] = []
+        score = "NULL"
+        if text is not None:
+            joins = _bm25_join("listing_fts", SEARCHABLE_LISTING_WEIGHTS, "l")
+            join_params = [text.fts_expression()]
+            score = "f.rank"
+            order = f"f.rank, {tie_break}"
+        elif query.order == "trending":
+            joins = "LEFT JOIN listing_views v ON v.listing_id = l.listing_id"
+            order = f"v.rank IS NULL, v.rank DESC, {tie_break}"
+        elif query.circle is not None:
+            distance, distance_params = _distance_sql(query.circle)
+            order = f"{distance}, {tie_break}"
+            join_params = []
+            params = [*params, *distance_params]
+        else:
+            order = tie_break
+        sql = (
+            f"SELECT d.doc, {score} FROM listings l {joins} JOIN listing_docs d ON d.id = l.id "
+            f"WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
+        )
+        return db.execute(sql, [*join_params, *params, query.limit, query.offset]).fetchall()
+
+    def _facet(
+        self, db: sqlite3.Connection, name: str, where: str, params: list[Any], limit: int | None = MAX_FACET_VALUES
+    ) -> list[tuple[str, int]]:
+        attribute = LISTING_ATTRIBUTES[canonical_path(name)]
+        if attribute.multi:
+            table, value = ("listing_numbers", "num") if attribute.kind == "number" else ("listing_terms", "term")
+            sql = (
+                f"SELECT {value}, count(*) FROM {table} WHERE attr = ? "
+                f"AND listing IN (SELECT l.id FROM listings l WHERE {where}) GROUP BY {value}"
+            )
+            rows = db.execute(sql, [attribute.path, *params]).fetchall()
+        else:
+            column = "l." + attribute.column
+            sql = f"SELECT {column}, count(*) FROM listings l WHERE {where} AND {column} IS NOT NULL GROUP BY 1"
+            rows = db.execute(sql, params).fetchall()
+        return facet_counts(attribute, rows, self._labels() if attribute.kind == "text" else {}, limit)
+
+    def get_listings(self, ids: Sequence[str], province: str | None) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        db = self._db()
+        marks = ", ".join("?" * len(ids))
+        sql = (
+            "SELECT l.listing_id, d.doc FROM listings l JOIN listing_docs d ON d.id = l.id "
+            f"WHERE l.listing_id IN ({marks})"
+        )
+        params: list[Any] = list(ids)
+        if province is not None:
+            sql += " AND l.province = ?"
+            params.append(province)
+        return {listing_id: decode_document(blob) for listing_id, blob in db.execute(sql, params)}
+
+    def listings_holding_plans(self, plan_ids: Iterable[str]) -> dict[str, list[str]]:
+        """For each of ``plan_ids`` that a stored floor plan carries, the ids of the listings holding it."""
+        wanted = sorted(set(plan_ids))
+        holders: dict[str, list[str]] = {}
+        db = self._db()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            rows = db.execute(
+                "SELECT p.plan_id, l.listing_id FROM plan_ids p JOIN listings l ON l.id = p.listing "
+                f"WHERE p.plan_id IN ({', '.join('?' * len(chunk))}) ORDER BY p.plan_id, l.listing_id",
+                chunk,
+            )
+            for plan_id, listing_id in rows:
+                holders.setdefault(plan_id, []).append(listing_id)
+        return holders
+
+    def similarity_features(
+        self, listing_id: str, province: str | None, radius_m: float, limit: int
+    ) -> tuple[SimilarityFeatures | None, list[SimilarityFeatures]]:
+        """The listing's features and those of up to ``limit`` others: nearby first, then the province."""
+        db = self._db()
+        columns = "l.id, l.listing_id, l.geo_lat, l.geo_lng, l.c_startPrice, l.c_minBeds, l.c_maxBeds"
+        scope, scope_params = ("AND l.province = ?", [province]) if province else ("", [])
+        target = db.execute(
+            f"SELECT {columns} FROM listings l WHERE l.listing_id = ? {scope}", [listing_id, *scope_params]
+        ).fetchone()
+        if target is None:
+            return None, []
+        rows: list[tuple[Any, ...]] = []
+        if target[2] is not None:
+            circle = GeoCircle(target[2], target[3], radius_m)
+            box = _bounding_box(circle)
+            rows = db.execute(
+                f"SELECT {columns} FROM listings l WHERE l.id IN (SELECT id FROM listing_geo WHERE max_lat >= ? "
+                f"AND min_lat <= ? AND max_lng >= ? AND min_lng <= ?) AND l.id != ? {scope} LIMIT ?",
+                [box[0], box[1], box[2], box[3], target[0], *scope_params, limit],
+            ).fetchall()
+        if len(rows) < limit:
+            seen = [r[0] for r in rows] + [target[0]]
+            marks = ", ".join("?" * len(seen))
+            rows += db.execute(
+                f"SELECT {columns} FROM listings l WHERE l.id NOT IN ({marks}) {scope} "
+                "ORDER BY l.featured DESC, l.updated_at DESC, l.listing_id LIMIT ?",
+                [*seen, *scope_params, limit - len(rows)],
+            ).fetchall()
+        features = similarity_rows([target, *rows])
+        ids = list(features)
+        for start in range(0, len(ids), 900):
+            chunk = ids[start : start + 900]
+            marks = ", ".join("?" * len(chunk))
+            terms = db.execute(
+                f"SELECT listing, attr, term FROM listing_terms WHERE listing IN ({marks}) "
+                "AND attr IN ('type', 'amenities')",
+                chunk,
+            )
+            add_similarity_terms(features, terms)
+        target_features = features.pop(target[0])
+        return target_features, list(features.values())
+
+    # -- reading profiles ----------------------------------------------------------------------------------
+
+    def get_profiles(self, paths: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not paths:
+            return {}
+        db = self._db()
+        found: dict[str, dict[str, Any]] = {}
+        unique = list(dict.fromkeys(paths))
+        for start in range(0, len(unique), 900):
+            chunk = unique[start : start + 900]
+            marks = ", ".join("?" * len(chunk))
+            for path, blob in db.execute(f"SELECT path, doc FROM profiles WHERE path IN ({marks})", chunk):
+                found[path] = decode_document(blob)
+        return found
+
+    def find_profile(self, profile_id: str, collection: str | None, province: str | None) -> dict[str, Any] | None:
+        sql = "SELECT p.doc FROM profiles p WHERE p.profile_id = ?"
+        params: list[Any] = [profile_id]
+        if collection:
+            sql += " AND p.collection = ?"
+            params.append(collection)
+        if province is not None:
+            sql += " AND p.id IN (SELECT profile FROM profile_provinces WHERE province = ?)"
+            params.append(province)
+        row = self._db().execute(sql + " ORDER BY p.path LIMIT 1", params).fetchone()
+        return decode_document(row[0]) if row else None
+
+    def search_profiles(self, query: ProfileQuery) -> SearchHits:
+        def search(text: TextQuery | None) -> SearchHits:
+            with self._reading():
+                return self._search_profiles(query, text)
+
+        return with_typo_retry(search, query.text, lambda: self._typo_indexes_to_search()[1])
+
+    def _search_profiles(self, query: ProfileQuery, text: TextQuery | None) -> SearchHits:
+        db = self._db()
+        clauses: list[str] = []
+        params: list[Any] = []
+        if query.province is not None:
+            clauses.append("p.id IN (SELECT profile FROM profile_provinces WHERE province = ?)")
+            params.append(query.province)
+        if query.collection:
+            clauses.append("p.collection = ?")
+            params.append(query.collection)
+        if query.filter is not None:
+            clauses.append("precon_match(p.doc, ?)")
+            params.append(filters.to_query(query.filter))
+        if text is not None:
+            clauses.append("p.id IN (SELECT rowid FROM profile_fts WHERE profile_fts MATCH ?)")
+            params.append(text.fts_expression())
+        where = " AND ".join(clauses) or "1"
+        total = db.execute(f"SELECT count(*) FROM profiles p WHERE {where}", params).fetchone()[0]
+        documents: list[dict[str, Any]] = []
+        scores: list[float | None] = []
+        if query.limit > 0 and query.offset < total:
+            joins, join_params, score = "", [], "NULL"
+            order, order_params = profile_order(query)
+            if text is not None:
+                joins = _bm25_join("profile_fts", SEARCHABLE_PROFILE_WEIGHTS, "p")
+                join_params = [text.fts_expression()]
+                score = "f.rank"
+                if not query.sort_by_name and not query.sort_by_listings:
+                    order = f"f.rank, {order}"
+            rows = db.execute(
+                f"SELECT p.doc, {score} FROM profiles p {joins} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
+                [*join_params, *params, *order_params, query.limit, query.offset],
+            ).fetchall()
+            for blob, rank in rows:
+                documents.append(decode_document(blob))
+                scores.append(None if rank is None else round(-rank, 6))
+        facets: dict[str, list[tuple[str, int]]] = {}
+        if query.facets:
+            facets = self._profile_facets(db, where, params, query.facets)
+        return SearchHits(total, documents, scores, facets, text)
+
+    @staticmethod
+    def _profile_facets(
+        db: sqlite3.Connection, where: str, params: list[Any], names: Sequence[str]
+    ) -> dict[str, list[tuple[str, int]]]:
+        rows = db.execute(f"SELECT p.collection, p.doc FROM profiles p WHERE {where}", params)
+        return count_profile_facets(((collection, decode_document(blob)) for collection, blob in rows), names)
+
+    def health(self) -> dict[str, Any]:
+        """What ``/healthz`` says of the catalogue: its counts."""
+        return dict(self.counts())
+
+    def counts(self) -> dict[str, int]:
+        db = self._db()
+        return {
+            "listings": db.execute("SELECT count(*) FROM listings").fetchone()[0],
+            "profiles": db.execute("SELECT count(*) FROM profiles").fetchone()[0],
+        }
+
+
+def _first_in_order(matched: IntArray, primary: FloatArray, rank: IntArray, count: int) -> IntArray:
+    """``matched`` ordered by ``primary``, ties by ``rank`` (distinct), as far as its first ``count`` at least: what
+    a whole sort gives for those, at the cost of a partition and a sort of the few that can be among them (a whole
+    sort of 50,000 costs more than the rest of a search)."""
+    if count < len(matched):
+        threshold = np.partition(primary, count - 1)[count - 1]
+        if not np.isnan(threshold):
+            kept = primary <= threshold
+            matched, primary, rank = matched[kept], primary[kept], rank[kept]
+    ordered: IntArray = matched[np.lexsort((rank, primary))]
+    return ordered
+
+
+def _distance_sql(circle: GeoCircle) -> tuple[str, list[float]]:
+    """Great-circle distance in metres from the circle's centre to a listing's ``_geoloc`` (haversine)."""
+    lat, lng = math.radians(circle.lat), math.radians(circle.lng)
+    sql = (
+        f"({2 * EARTH_RADIUS_M} * asin(min(1.0, sqrt("
+        "pow(sin((radians(l.geo_lat) - ?) / 2), 2) + "
+        "? * cos(radians(l.geo_lat)) * pow(sin((radians(l.geo_lng) - ?) / 2), 2)))))"
+    )
+    return sql, [lat, math.cos(lat), lng]
+
+
+def _bm25_join(table: str, weights: Sequence[float], alias: str) -> str:
+    """Joins the rows of ``alias`` to their matches in the FTS5 ``table`` (one ``?``: the match expression), each
+    with its field-weighted BM25 rank as ``f.rank`` (lower is better)."""
+    return (
+        f"JOIN (SELECT rowid AS fts_id, bm25({table}, {', '.join(str(w) for w in weights)}) AS rank FROM {table} "
+        f"WHERE {table} MATCH ?) f ON f.fts_id = {alias}.id"
+    )

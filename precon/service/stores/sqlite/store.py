@@ -1,0 +1,160 @@
+"""The catalogue store: listings and profiles in one SQLite file, behind a narrow interface.
+
+What the service needs of a store is :class:`CatalogueStore`; :class:`SQLiteStore` is the implementation.
+The file holds each record whole (a compressed JSON document) next to what makes it fast to find: typed
+columns and term/number tables for filters and facets, FTS5 tables for text, an R*Tree for distance.
+
+This module opens the file (and rebuilds an older layout's indexes); the rest lives by what it does, and the
+store's public types are re-exported from here:
+
+* :mod:`precon.service.stores.types`: the query and result types and :class:`CatalogueStore`;
+* :mod:`precon.service.stores.records`: what every store does with records (documents, columns, terms,
+  facet counting, the geometry of a circle), shared with the PostgreSQL store;
+* :mod:`precon.service.stores.sqlite.catalogue`: the SQLite layout, connections and generation;
+* :mod:`precon.service.stores.sqlite.writes`: upserts, deletes, profile provinces, views;
+* :mod:`precon.service.stores.sqlite.reads`: searches (column index and SQL), facets, profiles, similarity.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Literal
+
+from precon.service.search.shared import GenerationSignal, SharedIndexes
+from precon.service.stores.records import (
+    PerGeneration,
+    decode_document,
+    province_of,
+)
+from precon.service.stores.sqlite.catalogue import (
+    _DERIVED_TABLES,
+    SCHEMA_VERSION,
+    _prepare_connection,
+    _schema,
+)
+from precon.service.stores.sqlite.connection import Connections
+from precon.service.stores.sqlite.reads import SQLiteReads
+from precon.service.stores.sqlite.writes import SQLiteWrites
+from precon.service.stores.types import (
+    MAX_FACET_VALUES,
+    CatalogueChange,
+    CatalogueStore,
+    GeoCircle,
+    ListingQuery,
+    ProfileQuery,
+    SearchHits,
+)
+
+__all__ = [
+    "MAX_FACET_VALUES",
+    "SCHEMA_VERSION",
+    "CatalogueChange",
+    "CatalogueStore",
+    "GeoCircle",
+    "ListingQuery",
+    "ProfileQuery",
+    "SQLiteStore",
+    "SearchHits",
+    "decode_document",
+    "province_of",
+]
+
+log = logging.getLogger("precon.store")
+
+
+class SQLiteStore(SQLiteWrites, SQLiteReads):
+    """A catalogue in one SQLite file (WAL): one connection per thread, writes serialised by SQLite.
+
+    Listing searches run on the in-memory column index (``engine="columns"``, the default) or on SQL alone
+    (``engine="sql"``); both give the same answers.
+    """
+
+    def __init__(
+        self, path: str | Path, engine: Literal["columns", "sql"] = "columns", shared_indexes: bool = False
+    ) -> None:
+        """``shared_indexes``: the in-memory indexes are files beside the catalogue, built by one process and mapped
+        by every process that serves it (see :class:`SharedIndexes`), instead of a copy built in each."""
+        self.engine = engine
+        self._column_index = None
+        self._plan_index = None
+        self._index_lock = threading.Lock()
+        self._fallback_masks = {}
+        self._text_cache = OrderedDict()
+        self.path = Path(path)
+        self._shared = SharedIndexes(self.path) if shared_indexes else None
+        self._signal = GenerationSignal(self.path)
+        self._known_generation = None
+        """(the signal file's stamp, the generation read, when): see :meth:`generation`."""
+        self._bumped = False
+        self._connections = Connections(self.path, _prepare_connection)
+        self._write_lock = self._connections.write_lock
+        self._typo_cache = PerGeneration()
+        self._label_cache = PerGeneration()
+        self._attribute_cache = PerGeneration()
+        self._bulk = False
+        self.listeners = []
+        """Called with the changes of every write, after it is committed (webhook events hang here)."""
+        with self._write_lock:
+            db = self._db()
+            try:
+                db.executescript(
+                    "BEGIN IMMEDIATE;" + _schema() + "INSERT OR IGNORE INTO meta VALUES ('generation', '0');COMMIT;"
+                )
+            except sqlite3.OperationalError:
+                # A file of an older layout, whose tables lack a column a new index names: _upgrade rebuilds them.
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                if not self._older_layout(db):
+                    raise
+        self._upgrade()
+
+    @staticmethod
+    def _older_layout(db: sqlite3.Connection) -> bool:
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except sqlite3.OperationalError:
+            return False
+        return row is not None and int(row[0]) < SCHEMA_VERSION
+
+    def _upgrade(self) -> None:
+        """Rebuilds what finds records (indexes, text, columns) when the file was written by an older layout.
+
+        The records themselves, and the recorded views, are kept as they are; they are read back in batches.
+        """
+        db = self._db()
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is not None and int(row[0]) == SCHEMA_VERSION:
+            return
+        count = db.execute("SELECT (SELECT count(*) FROM listing_docs) + (SELECT count(*) FROM profiles)").fetchone()
+        if count[0]:
+            log.warning("rebuilding the indexes of %s for layout %d", self.path, SCHEMA_VERSION)
+            with self._write_lock:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("DROP TABLE IF EXISTS upgrade_listings")
+                db.execute("DROP TABLE IF EXISTS upgrade_profiles")
+                db.execute("CREATE TABLE upgrade_listings AS SELECT id, doc FROM listing_docs")
+                db.execute("CREATE TABLE upgrade_profiles AS SELECT id, doc FROM profiles")
+                for table in _DERIVED_TABLES:
+                    db.execute(f"DROP TABLE IF EXISTS {table}")
+                db.execute("COMMIT")
+                db.executescript("BEGIN IMMEDIATE;" + _schema() + "COMMIT;")
+            with self.bulk_load():
+                for table, upsert in (
+                    ("upgrade_profiles", self.upsert_profiles),
+                    ("upgrade_listings", self.upsert_listings),
+                ):
+                    last = 0
+                    while batch := db.execute(
+                        f"SELECT id, doc FROM {table} WHERE id > ? ORDER BY id LIMIT 2000", (last,)
+                    ).fetchall():
+                        upsert([decode_document(blob) for _, blob in batch])
+                        last = batch[-1][0]
+            with self._write_lock:
+                db.execute("DROP TABLE upgrade_listings")
+                db.execute("DROP TABLE upgrade_profiles")
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))

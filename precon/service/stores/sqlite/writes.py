@@ -1,0 +1,371 @@
+"""The write path of the SQLite store: records in, with everything that finds them, in one transaction each.
+
+:class:`SQLiteWrites` is the part of :class:`~precon.service.stores.sqlite.store.SQLiteStore` that changes the
+catalogue:
+listing and profile upserts and deletes (each record's document, typed columns, term/number/plan rows, text and
+place, and the provinces of the profiles it refers to), bulk loads, recorded views. How a record becomes those
+rows is shared with the PostgreSQL store (:mod:`precon.service.stores.records`); what is SQLite's is here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from precon.filters import fold_text
+from precon.schema import (
+    LISTING_REFERENCE_FIELDS,
+    SCALAR_ATTRIBUTES,
+    SEARCHABLE_LISTING_FIELDS,
+    SEARCHABLE_PROFILE_FIELDS,
+)
+from precon.service.search.plans import delete_plan_rows
+from precon.service.search.text import searchable_text
+from precon.service.stores.derived import complete_listing
+from precon.service.stores.records import (
+    ListingIndexRows,
+    _geo_point,
+    _last_of_each,
+    as_stored_listing,
+    decode_document,
+    encode_document,
+    listing_columns,
+    listing_key,
+    province_pairs,
+    reference_keys,
+    stored_profile,
+)
+from precon.service.stores.sqlite.catalogue import (
+    _LISTING_SECONDARY_INDEXES,
+    _SELECT_LISTING_DOC,
+    SQLiteCatalogueBase,
+    _schema,
+)
+from precon.service.stores.types import (
+    TRENDING_DECAY_PER_S,
+    TRENDING_EPOCH_S,
+    CatalogueChange,
+    notify_listeners,
+)
+
+_SCALAR_COLUMNS = [a.column for a in SCALAR_ATTRIBUTES]
+ONE_BY_ONE_MOST = 200
+"""The most profiles whose provinces a write recounts one by one (each a lookup in the terms index); more, as a
+set (a bulk load's thousands)."""
+_INSERT_LISTING = (
+    "INSERT INTO listings(listing_id, province, featured, updated_at, geo_lat, geo_lng, "
+    + ", ".join(_SCALAR_COLUMNS)
+    + ") VALUES ("
+    + ", ".join("?" * (6 + len(_SCALAR_COLUMNS)))
+    + ")"
+)
+_INSERT_LISTING_FTS = (
+    f"INSERT INTO listing_fts(rowid, {', '.join(SEARCHABLE_LISTING_FIELDS)}) "
+    f"VALUES (?{', ?' * len(SEARCHABLE_LISTING_FIELDS)})"
+)
+_INSERT_PROFILE_FTS = (
+    f"INSERT INTO profile_fts(rowid, {', '.join(SEARCHABLE_PROFILE_FIELDS)}) "
+    f"VALUES (?{', ?' * len(SEARCHABLE_PROFILE_FIELDS)})"
+)
+
+
+@dataclass
+class _ListingBatch(ListingIndexRows):
+    """A batch of listings' rows, with SQLite's own tables: the documents, the text, the places."""
+
+    docs: list[tuple[int, bytes]] = field(default_factory=list)
+    fts_rows: list[tuple[Any, ...]] = field(default_factory=list)
+    geo_rows: list[tuple[int, float, float, float, float]] = field(default_factory=list)
+    province_pairs: set[tuple[str, str]] = field(default_factory=set)
+    replaced: bool = False
+    """Whether a listing already stored was rewritten (else the batch only added listings)."""
+    existing: dict[str, Any] = field(default_factory=dict)
+    """The stored (rowid, document) of each listing id met, as this batch leaves it."""
+
+
+class SQLiteWrites(SQLiteCatalogueBase):
+    """Writes to the catalogue: each in one transaction that raises the generation; listeners hear after commit."""
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """For loading a whole catalogue: the listing indexes are built once at the end, not row by row."""
+        db = self._db()
+        with self._write_lock:
+            for name in _LISTING_SECONDARY_INDEXES:
+                db.execute(f"DROP INDEX IF EXISTS {name}")
+        db.execute("PRAGMA synchronous=OFF")
+        self._bulk = True
+        try:
+            yield
+        finally:
+            self._bulk = False
+            db.execute("PRAGMA synchronous=NORMAL")
+            with self._write_lock:
+                db.executescript("BEGIN IMMEDIATE;" + _schema() + "COMMIT;")
+            with self._transaction() as db:
+                keys = {row[0] for row in db.execute("SELECT path_key FROM profiles")}
+                self._refresh_profile_provinces(db, keys)
+                self._bump_generation(db)
+            db.execute("ANALYZE")
+
+    def upsert_listings(self, records: Iterable[dict[str, Any]], as_stored: bool = False) -> list[CatalogueChange]:
+        """``as_stored``: the records are documents another store completed (a replica's copy of PostgreSQL's),
+        stored as they are."""
+        changes: list[CatalogueChange] = []
+        records = _last_of_each(records, listing_key)
+        now = None if as_stored else time.time()
+        with self._transaction() as db:
+            batch = _ListingBatch()
+            for record in records:
+                changes.append(self._add_listing(db, record, batch, now))
+            self._insert_listing_rows(db, batch)
+            if self._bulk and not batch.replaced:
+                # Only listings added: their provinces are added to their profiles' without the dropped indexes.
+                db.executemany(
+                    "INSERT OR IGNORE INTO profile_provinces(province, profile) SELECT ?, id FROM profiles "
+                    "WHERE path_key = ?",
+                    sorted(batch.province_pairs),
+                )
+            else:
+                self._refresh_profile_provinces(db, batch.touched_profiles)
+            self._bump_generation(db)
+        self._notify(changes)
+        return changes
+
+    def _add_listing(
+        self, db: sqlite3.Connection, record: dict[str, Any], batch: _ListingBatch, now: float | None
+    ) -> CatalogueChange:
+        """Writes one listing's row (replacing the stored one's rows) and gathers the rest of its rows in ``batch``;
+        completed as of ``now`` (None: stored as it is)."""
+        listing_id, record = as_stored_listing(record)
+        if listing_id not in batch.existing:
+            row = db.execute(_SELECT_LISTING_DOC, (listing_id,)).fetchone()
+            batch.existing[listing_id] = row
+        else:
+            row = batch.existing[listing_id]
+        old = None
+        if row is not None:
+            old = decode_document(row[1])
+            batch.touched_profiles.update(reference_keys(old))
+            self._delete_listing_rows(db, row[0])
+            batch.replaced = True
+        if now is not None:
+            record = complete_listing(record, old, now)
+        lat, lng = _geo_point(record)
+        rowid = db.execute(_INSERT_LISTING, [listing_id, *listing_columns(record, lat, lng, batch.labels)]).lastrowid
+        assert rowid is not None
+        document = encode_document(record)
+        batch.docs.append((rowid, document))
+        batch.existing[listing_id] = (rowid, document)
+        batch.add(record, rowid)
+        batch.fts_rows.append((rowid, *searchable_text(record, SEARCHABLE_LISTING_FIELDS)))
+        if lat is not None and lng is not None:
+            batch.geo_rows.append((rowid, lat, lat, lng, lng))
+        batch.province_pairs.update(province_pairs(record))
+        return CatalogueChange("listing", "updated" if row else "created", listing_id)
+
+    @staticmethod
+    def _insert_listing_rows(db: sqlite3.Connection, batch: _ListingBatch) -> None:
+        db.executemany("INSERT INTO listing_docs VALUES (?, ?)", batch.docs)
+        db.executemany("INSERT INTO listing_terms VALUES (?, ?, ?)", sorted(batch.terms))
+        db.executemany("INSERT INTO listing_numbers VALUES (?, ?, ?)", sorted(batch.numbers))
+        db.executemany(_INSERT_LISTING_FTS, batch.fts_rows)
+        db.executemany("INSERT INTO listing_geo VALUES (?, ?, ?, ?, ?)", batch.geo_rows)
+        db.executemany("INSERT INTO listing_plans VALUES (?, ?)", batch.plans)
+        db.executemany("INSERT INTO listing_plan_values VALUES (?, ?, ?, ?, ?, ?)", batch.plan_values)
+        db.executemany("INSERT INTO plan_ids VALUES (?, ?)", sorted(batch.plan_ids))
+        db.executemany(
+            "INSERT OR IGNORE INTO labels VALUES (?, ?, ?)",
+            [(a, t, lbl) for (a, t), lbl in batch.labels.items()],
+        )
+        db.executemany("INSERT OR IGNORE INTO listing_attributes VALUES (?)", [(n,) for n in batch.attribute_names])
+
+    @staticmethod
+    def _delete_listing_rows(db: sqlite3.Connection, rowid: int) -> None:
+        db.execute("DELETE FROM listings WHERE id = ?", (rowid,))
+        db.execute("DELETE FROM listing_docs WHERE id = ?", (rowid,))
+        db.execute("DELETE FROM listing_terms WHERE listing = ?", (rowid,))
+        db.execute("DELETE FROM listing_numbers WHERE listing = ?", (rowid,))
+        db.execute("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
+        db.execute("DELETE FROM listing_geo WHERE id = ?", (rowid,))
+        db.execute("DELETE FROM plan_ids WHERE listing = ?", (rowid,))
+        delete_plan_rows(db, rowid)
+
+    def _notify(self, changes: list[CatalogueChange]) -> list[CatalogueChange]:
+        return notify_listeners(self.listeners, changes)
+
+    def delete_listing(self, listing_id: str) -> list[CatalogueChange]:
+        with self._transaction() as db:
+            row = db.execute(_SELECT_LISTING_DOC, (listing_id,)).fetchone()
+            if row is None:
+                return []
+            touched = reference_keys(decode_document(row[1]))
+            self._delete_listing_rows(db, row[0])
+            db.execute("DELETE FROM listing_views WHERE listing_id = ?", (listing_id,))
+            self._refresh_profile_provinces(db, touched)
+            self._bump_generation(db)
+        return self._notify([CatalogueChange("listing", "deleted", listing_id)])
+
+    def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
+        changes = []
+        touched: set[str] = set()
+        added: set[str] = set()
+        records = _last_of_each(records, lambda r: str(r.get("path") or "").strip())
+        with self._transaction() as db:
+            fts_rows = []
+            for record in records:
+                profile = stored_profile(record)
+                path = profile.path
+                row = db.execute("SELECT id FROM profiles WHERE path = ?", (path,)).fetchone()
+                if row is not None:
+                    db.execute("DELETE FROM profiles WHERE id = ?", (row[0],))
+                    db.execute("DELETE FROM profile_fts WHERE rowid = ?", (row[0],))
+                else:
+                    added.add(fold_text(path))
+                # A rewrite keeps the profile's rowid: its profile_provinces rows stay its own (and are replaced
+                # below), never orphans beside a new row.
+                rowid = db.execute(
+                    "INSERT INTO profiles(id, profile_id, collection, path, path_key, name_key, listing_count, doc) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (row[0] if row is not None else None, *profile.columns(), encode_document(profile.record)),
+                ).lastrowid
+                fts_rows.append((rowid, *searchable_text(profile.record, SEARCHABLE_PROFILE_FIELDS)))
+                touched.add(fold_text(path))
+                changes.append(CatalogueChange("profile", "updated" if row else "created", path))
+            db.executemany(_INSERT_PROFILE_FTS, fts_rows)
+            if not self._bulk:
+                self._refresh_profile_provinces(db, touched)
+            elif added and db.execute("SELECT 1 FROM listings LIMIT 1").fetchone():
+                # A bulk load keeps a rewritten profile's rows (its listings did not change); a new profile gets
+                # the provinces of listings loaded before it, in this same transaction.
+                self._refresh_profile_provinces(db, added)
+            self._bump_generation(db)
+        self._notify(changes)
+        return changes
+
+    def delete_profile(self, path: str) -> list[CatalogueChange]:
+        with self._transaction() as db:
+            row = db.execute("SELECT id FROM profiles WHERE path = ?", (path,)).fetchone()
+            if row is None:
+                return []
+            db.execute("DELETE FROM profiles WHERE id = ?", (row[0],))
+            db.execute("DELETE FROM profile_fts WHERE rowid = ?", (row[0],))
+            db.execute("DELETE FROM profile_provinces WHERE profile = ?", (row[0],))
+            self._bump_generation(db)
+        return self._notify([CatalogueChange("profile", "deleted", path)])
+
+    def _refresh_profile_provinces(self, db: sqlite3.Connection, path_keys: set[str]) -> None:
+        """A profile is in a province when one of the listings referring to it is: its rows, recomputed.
+
+        Called inside the transaction that writes the listings or profiles, so a profile is never committed
+        without its provinces. A few profiles (a write of some listings) are counted one by one, each through the
+        terms index; many (a bulk load) in one statement over a table of them."""
+        if not path_keys:
+            return
+        reference_attrs = sorted(set(LISTING_REFERENCE_FIELDS.values()))
+        attr_marks = ", ".join("?" * len(reference_attrs))
+        if len(path_keys) <= ONE_BY_ONE_MOST:
+            for key in sorted(path_keys):
+                mine = "SELECT id FROM profiles WHERE path_key = ?"
+                db.execute(f"DELETE FROM profile_provinces WHERE profile IN ({mine})", (key,))
+                counts = db.execute(
+                    "SELECT l.province, count(DISTINCT l.id) FROM listing_terms lt "
+                    f"JOIN listings l ON l.id = lt.listing WHERE lt.attr IN ({attr_marks}) AND lt.term = ? "
+                    "AND l.province IS NOT NULL GROUP BY l.province",
+                    [*reference_attrs, key],
+                ).fetchall()
+                db.executemany(
+                    "INSERT OR IGNORE INTO profile_provinces(province, profile, listings) "
+                    "SELECT ?, id, ? FROM profiles WHERE path_key = ?",
+                    [(province, count, key) for province, count in counts],
+                )
+            return
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS touched_profiles(path_key TEXT PRIMARY KEY)")
+        db.execute("DELETE FROM touched_profiles")
+        db.executemany("INSERT OR IGNORE INTO touched_profiles VALUES (?)", [(k,) for k in path_keys])
+        # CROSS JOIN keeps the order written: the touched profiles first (the planner has no statistics of them).
+        db.execute(
+            "DELETE FROM profile_provinces WHERE profile IN "
+            "(SELECT p.id FROM touched_profiles t CROSS JOIN profiles p ON t.path_key = p.path_key)"
+        )
+        db.execute(
+            "INSERT OR IGNORE INTO profile_provinces(province, profile, listings) "
+            "SELECT l.province, p.id, count(DISTINCT l.id) FROM touched_profiles t "
+            "JOIN profiles p ON p.path_key = t.path_key "
+            f"JOIN listing_terms lt ON lt.term = t.path_key AND lt.attr IN ({attr_marks}) "
+            "JOIN listings l ON l.id = lt.listing WHERE l.province IS NOT NULL GROUP BY l.province, p.id",
+            reference_attrs,
+        )
+
+    def copy_position(self) -> tuple[str, int] | None:
+        """Where this file, a replica's copy, stands: (the source it copies, the source's generation it holds), or
+        None when it copies nothing yet."""
+        rows = dict(self._db().execute("SELECT key, value FROM meta WHERE key IN ('copy_source', 'copy_generation')"))
+        if "copy_source" not in rows:
+            return None
+        return rows["copy_source"], int(rows.get("copy_generation", 0))
+
+    def apply_copy(
+        self,
+        source: str,
+        generation: int,
+        listings: dict[str, dict[str, Any] | None],
+        profiles: dict[str, dict[str, Any] | None],
+    ) -> bool:
+        """Makes this copy of ``source`` hold its catalogue at ``generation``, given what changed since the
+        generation it holds (the documents by key, None for a record deleted), in one transaction that records the
+        position reached: a process killed meanwhile leaves the copy as it was. Answers False when the copy already
+        stood there (another process applied it)."""
+        with self._transaction():
+            position = self.copy_position()  # read in the transaction: another process may have applied it
+            if position is None or position[0] != source:
+                raise ValueError(f"{self.path} copies {position and position[0]!r}, not {source!r}")
+            if position[1] >= generation:
+                return False
+            for listing_id, document in listings.items():
+                if document is None:
+                    self.delete_listing(listing_id)
+            for path, document in profiles.items():
+                if document is None:
+                    self.delete_profile(path)
+            if written_profiles := [document for document in profiles.values() if document is not None]:
+                self.upsert_profiles(written_profiles)
+            if written_listings := [document for document in listings.values() if document is not None]:
+                self.upsert_listings(written_listings, as_stored=True)
+            self.mark_copy(source, generation)
+        return True
+
+    def mark_copy(self, source: str, generation: int) -> None:
+        """Records that this file holds ``source``'s catalogue at ``generation`` (in the current transaction)."""
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [("copy_source", source), ("copy_generation", str(generation))],
+            )
+            self._bump_generation(db)
+
+    def set_views(self, views: Iterable[tuple[str, float, int, float]]) -> None:
+        """Sets the trending ranks of listings as the source's counts give them: (id, rank, views, last view)."""
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO listing_views(listing_id, rank, views, last_view) VALUES (?, ?, ?, ?)",
+                list(views),
+            )
+
+    def record_view(self, listing_id: str, at: float | None = None) -> None:
+        """Counts one view of a listing in its trending rank: a sum of views, each decayed by its age."""
+        now = time.time() if at is None else at
+        # ln(sum of e^(-λ(now - t_i))) + λ(now - epoch) does not depend on now: rank by it, forever.
+        weight = TRENDING_DECAY_PER_S * (now - TRENDING_EPOCH_S)
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO listing_views(listing_id, rank, views, last_view) VALUES (?, ?, 1, ?) "
+                "ON CONFLICT(listing_id) DO UPDATE SET "
+                "rank = max(rank, excluded.rank) + ln(1 + exp(-abs(rank - excluded.rank))), "
+                "views = views + 1, last_view = excluded.last_view",
+                (listing_id, weight, now),
+            )
