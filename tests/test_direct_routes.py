@@ -1,5 +1,5 @@
-"""Operations answered through a parameter plan (``routes/direct.py``) answer exactly as FastAPI's own solver
-would: the same status, headers and body for good and bad requests alike.
+"""Operations answered through their call's plan (``precon/service/api/pipeline.py``) answer exactly as FastAPI's
+own solver would: the same status, headers and body for good and bad requests alike.
 
 Two servers over the same data directory: the one every test uses, and one whose app holds a dependency
 override, which makes every route fall back to FastAPI's solver. Each request goes to both; the answers must
@@ -14,8 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from precon.service.api.direct import ParameterPlan
-from precon.service.api.operations import OperationRoute
+from precon.service.api.pipeline import CallPlan, OperationRoute, operation_call
 from precon.service.app import _every_route
 from precon.service.server import ServerThread
 from tests.conftest import KEY_ALL, KEY_LITE, KEY_ONTARIO, Api
@@ -159,13 +158,12 @@ def test_seeded_random_requests_answer_as_the_solver(api: Api, solver_url: str) 
 
 def test_every_read_operation_has_a_plan(api: Api) -> None:
     """Every GET and HEAD of the catalogue has a plan. The webhook operations keep the solver (their store,
-    policy and worker are dependencies the plan does not resolve; an admin's calls, not a hot path)."""
+    policy, worker and bodies are dependencies the plan does not resolve; an admin's calls, not a hot path)."""
     app = api.directory.app()
     planned: dict[str, bool] = {}
     for route in _every_route(app.router.routes):
         if isinstance(route, OperationRoute):
-            plan = ParameterPlan.of(route.dependant, OperationRoute.direct_dependencies)
-            planned[f"{sorted(route.methods)} {route.path}"] = plan is not None
+            planned[f"{sorted(route.methods)} {route.path}"] = operation_call(route.endpoint) is not None
     reads = {name: has for name, has in planned.items() if "webhook" not in name}
     assert len(reads) > 30 and all(reads.values()), [name for name, has in reads.items() if not has]
     assert not any(has for name, has in planned.items() if "webhook" in name)
@@ -174,10 +172,10 @@ def test_every_read_operation_has_a_plan(api: Api) -> None:
 def test_the_two_servers_take_the_two_paths(api: Api, solver_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """What makes the comparisons above mean something: the plan answers one server, the solver the other."""
 
-    async def broken(self: ParameterPlan, request: Any) -> Any:
+    async def broken(self: CallPlan, request: Any) -> Any:
         raise RuntimeError("the plan answered")
 
-    monkeypatch.setattr(ParameterPlan, "answer", broken)
+    monkeypatch.setattr(CallPlan, "resolve", broken)
     headers = {"x-api-key": KEY_ALL}
     assert api.http.get(api.url + "/v1/all/search_listings", headers=headers).status_code == 500
     assert api.http.get(solver_url + "/v1/all/search_listings", headers=headers).status_code == 200

@@ -5,21 +5,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from precon.models import PROVINCES, VERSIONS
-from precon.service.accounts.keys import AccountStore, ApiKey, digest
+from precon.models import PROVINCES
+from precon.service.accounts.model import ApiKey, digest
 from precon.service.accounts.rate_limits import Limiter, RateLimiter, RedisRateLimiter, SharedRateLimiter, redis_client
-from precon.service.api.params import QueryParams
+from precon.service.accounts.sqlite import AccountStore
 from precon.service.api.shaping import MediaLinks
 from precon.service.config import ServiceSettings
-from precon.service.errors import ApiError, bad_request, forbidden, no_data_product
+from precon.service.errors import ApiError, forbidden, no_data_product
 from precon.service.stores.types import CatalogueStore
 
 T = TypeVar("T")
+P = TypeVar("P")
 
 PROVINCE_SEGMENTS = ("all", *PROVINCES)
 
@@ -29,9 +30,13 @@ def too_many(message: str, wait: float) -> ApiError:
 
 
 @dataclass
-class Call:
+class Call(Generic[P]):
+    """One request to an operation, resolved once: who is calling (the key, its rate checked), what it may read
+    (version, province, product) and the operation's parameters, validated (``params``, its family's object)."""
+
     request: Request
-    params: QueryParams
+    service: Service
+    params: P
     version: str
     province: str | None
     """The province code the data is scoped to, or None for ``all``."""
@@ -130,9 +135,6 @@ class Service:
     def authenticate(self, request: Request) -> ApiKey:
         """The caller's key, or 403; then 429 when the key is over its rate. Runs before any parameter is read,
         so that a caller without a key learns nothing from the service, and bad requests count against the rate."""
-        cached: ApiKey | None = getattr(request.state, "api_key", None)
-        if cached is not None:
-            return cached
         raw = request.headers.get("x-api-key")
         key = self.accounts.authenticate(raw)
         if key is None:
@@ -145,7 +147,6 @@ class Service:
         wait = self.limiter.retry_after(digest(raw or ""))
         if wait > 0:
             raise too_many(f"Too many requests: this key may make {self.settings.rate_limit:g} requests a second", wait)
-        request.state.api_key = key
         return key
 
     @staticmethod
@@ -158,19 +159,16 @@ class Service:
         granted = frozenset(code for code in PROVINCES if key.allows(version, code))
         return None if granted == frozenset(PROVINCES) else granted
 
-    def call(self, request: Request, version: str, province: str) -> Call:
-        """Authenticates and authorises a call; ``product_id`` is optional on every operation."""
-        key = self.authenticate(request)
-        if version not in VERSIONS:
-            raise bad_request(f"unknown API version {version!r}; use one of {', '.join(VERSIONS)}")
-        if province not in PROVINCE_SEGMENTS:
-            raise bad_request(f"unknown province {province!r}; use one of {', '.join(PROVINCE_SEGMENTS)}")
-        params = QueryParams(request.query_params)
+    def call(self, request: Request, key: ApiKey, version: str, province: str, params: P) -> Call[P]:
+        """An authenticated call of ``version`` and ``province`` (both as declared), authorised: the product it
+        reads through (``product_id``, optional on every operation) grants them, or 403."""
         product_id: str | None = None
         if version != "v1-sandbox":
-            product_id = self.product(key, (params.text("product_id") or "").strip(), version, province)
+            asked = getattr(params, "product_id", None) or ""
+            product_id = self.product(key, asked.strip(), version, province)
         return Call(
             request=request,
+            service=self,
             params=params,
             version=version,
             province=None if province == "all" else province,

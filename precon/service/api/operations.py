@@ -1,57 +1,19 @@
-"""What every router shares: operation registration, the service dependency, shaping and facet names."""
+"""Registering an operation: its paths (every version and province, with and without a trailing slash, GET with
+HEAD), its route class and the answers the OpenAPI document lists for it."""
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Security
-from fastapi.security import APIKeyHeader
+from fastapi import APIRouter
 from pydantic import BaseModel
-from starlette.concurrency import run_in_threadpool
 
-from precon.service.accounts.keys import ApiKey
 from precon.service.api import wire
-from precon.service.api.calls import Service
-from precon.service.api.direct import DirectRoute, Resolver
+from precon.service.api.pipeline import OperationRoute
 
 API = "/{version}/{province}/"
-
-api_key_header = APIKeyHeader(name="x-api-key", auto_error=False, description="The API key of an account")
-
-
-async def get_service(request: Request) -> Service:
-    """The application's service (async, so that resolving it costs no trip to a worker thread)."""
-    service: Service = request.app.state.service
-    return service
-
-
-ServiceDep = Annotated[Service, Depends(get_service)]
-
-
-async def authenticated(
-    request: Request, service: ServiceDep, api_key: Annotated[str | None, Security(api_key_header)]
-) -> ApiKey:
-    """The caller's key (403 without one, 429 over its rate): checked before any parameter is. On the event loop
-    when the checks are local; a key or a rate kept in PostgreSQL or Redis is a round trip, made in a thread."""
-    if service.checks_locally(request.headers.get("x-api-key")):
-        return service.authenticate(request)
-    return await run_in_threadpool(service.authenticate, request)
-
-
-async def _key_of(request: Request) -> ApiKey:
-    """:func:`authenticated`, from the request alone (it reads the key from the request's headers itself)."""
-    return await authenticated(request, await get_service(request), None)
-
-
-class OperationRoute(DirectRoute):
-    """An operation's route: its parameters read by a plan made once (see :mod:`.direct`), its key checked and
-    its service found as :func:`authenticated` and :func:`get_service` would."""
-
-    direct_dependencies: ClassVar[dict[Callable[..., Any], Resolver]] = {
-        get_service: get_service,
-        authenticated: _key_of,
-    }
 
 
 def _error(description: str, model: type[BaseModel] | object = wire.Error) -> dict[str, Any]:
@@ -92,13 +54,14 @@ def operation(
         responses[408] = _error("The request body did not arrive within 15 s")
     route_name = route_name or name
     common: dict[str, Any] = {
-        "dependencies": [Depends(authenticated)],
         "response_model": None,
         "route_class_override": OperationRoute,
         "responses": responses,
     }
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if not _takes_a_call(fn):
+            raise TypeError(f"{fn.__name__} must take its Call (a dependency of calls_of): it is how keys are checked")
         router.add_api_route(
             API + name, fn, methods=[method], name=route_name, summary=summary, openapi_extra=openapi_extra, **common
         )
@@ -115,3 +78,13 @@ def operation(
         return fn
 
     return register
+
+
+def _takes_a_call(fn: Callable[..., Any]) -> bool:
+    """Whether an endpoint has its :class:`~.calls.Call` injected (and so its key checked)."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    return any(
+        getattr(getattr(meta, "dependency", None), "plan", None) is not None
+        for hint in hints.values()
+        for meta in typing.get_args(hint)[1:]
+    )

@@ -13,14 +13,27 @@ from enum import Enum, StrEnum
 from typing import Annotated, Any
 
 from fastapi import Path, Query
-from pydantic import BeforeValidator, Field
+from pydantic import AliasChoices, BeforeValidator, Field
 
 from precon import filters
 from precon.models import PROFILE_COLLECTIONS, PROVINCES, VERSIONS
-from precon.service.api.params import MAX_IDS, MAX_PAGE, MAX_PER_PAGE, MAX_RADIUS_M, MAX_SEARCH_LENGTH, TRUE_WORDS
+from precon.schema import LISTING_REFERENCE_FIELDS
 from precon.service.search.facet_values import MAX_FACET_HITS, MAX_FACET_QUERY_LENGTH
 
 MAX_FILTER_LENGTH = filters.MAX_LENGTH
+MAX_PER_PAGE = 1000
+MAX_PER_PAGE_EXPANDED = 100
+DEFAULT_PER_PAGE = 20
+MAX_SEARCH_LENGTH = 512
+MAX_IDS = 100
+DEFAULT_RADIUS_M = 10_000
+MAX_RADIUS_M = 1_000_000
+MAX_PAGE = 1_000_000
+
+EXPANDABLE_REFERENCES = frozenset({*LISTING_REFERENCE_FIELDS, "listings"})
+"""``referrences`` names that replace paths by records: a listing's companies, a profile's listings."""
+
+TRUE_WORDS = {"true": True, "1": True, "false": False, "0": False}
 
 ApiVersion = Enum("ApiVersion", {name.replace("-", "_"): name for name in VERSIONS}, type=str)  # type: ignore[misc]
 ApiProvince = Enum("ApiProvince", {code: code for code in ("all", *PROVINCES)}, type=str)  # type: ignore[misc]
@@ -71,7 +84,13 @@ class Bounded:
 Version = Annotated[ApiVersion, Path(description="`v1` (everything), `v1-lite` (the lite fields), `v1-sandbox`")]
 Province = Annotated[ApiProvince, Path(description="A province code, or `all`")]
 
-ProductId = Annotated[str | None, Query(description="The data product to read through; the key's own if left out")]
+# ``product_Id`` and ``perpage``: misspellings the production service accepts, so real clients send them.
+PRODUCT_ID_NAMES = AliasChoices("product_id", "product_Id")
+ProductId = Annotated[
+    str | None,
+    Query(validation_alias=PRODUCT_ID_NAMES, description="The data product to read through; the key's own if left out"),
+]
+
 Search = Annotated[
     str | None,
     Query(max_length=MAX_SEARCH_LENGTH, description="Words to match; the last one also as a prefix"),
@@ -80,7 +99,10 @@ Page = Annotated[Bounded[int, 0, MAX_PAGE] | None, Blank, Query(description="Zer
 PerPage = Annotated[
     Bounded[int, 0, MAX_PER_PAGE] | None,
     Blank,
-    Query(description="Results per page (default 20; at most 100 with `referrences`)"),
+    Query(
+        validation_alias=AliasChoices("perPage", "perpage"),
+        description="Results per page (default 20; at most 100 with `referrences`)",
+    ),
 ]
 Facets = Annotated[str | None, Query(description="Comma-separated attributes to count, or `*` for the usual set")]
 RequiredFacets = Annotated[str, Query(description="Comma-separated attributes to count, or `*` (required)")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import zlib
 from typing import Any
 
@@ -9,7 +10,6 @@ import orjson
 from fastapi import Request
 from starlette.responses import Response
 
-from precon.service.api.params import pages
 from precon.service.errors import ApiError
 
 CACHE_CONTROL = "private, max-age=60"
@@ -89,3 +89,7 @@ def facets_payload(facets: dict[str, list[tuple[str, int]]], as_list: bool = Fal
     if as_list:
         return {name: [{"value": v, "count": c} for v, c in values] for name, values in facets.items()}
     return {name: dict(values) for name, values in facets.items()}
+
+
+def pages(total: int, per_page: int) -> int:
+    return math.ceil(total / per_page) if per_page > 0 else 0

@@ -17,9 +17,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from precon import filters
 from precon.filters import Expr
 from precon.schema import ATTRIBUTE_ALIASES, DEFAULT_FACETS, LISTING_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS
-from precon.service.api.shaping import ListingShaper
 from precon.service.api.visibility import check_expression, is_visible, visible_attribute
 from precon.service.errors import bad_request
 from precon.service.search.text import TextQuery
@@ -27,14 +27,24 @@ from precon.service.search.text import TextQuery
 if TYPE_CHECKING:
     from precon.service.api.calls import Call
 
+
+def names(raw: str | None) -> list[str]:
+    """A comma-separated list, blanks dropped, order kept, duplicates once."""
+    return list(dict.fromkeys(part.strip() for part in (raw or "").split(",") if part.strip()))
+
+
 LISTING_PREFIX = "Listings/"
 LOOKUP_CHUNK = 900
 """Listing ids per look-up (SQLite's historical limit on bound parameters is 999)."""
 
 
-def listing_filter(call: Call) -> Expr | None:
-    """The call's ``filterQuery`` over listings, parsed and scoped."""
-    return check_expression(call.version, call.params.filter_query(), "filterQuery")
+def listing_filter(version: str, raw: str | None) -> Expr | None:
+    """A ``filterQuery`` over listings, parsed and scoped to what ``version`` may name."""
+    try:
+        expression = filters.parse(raw)
+    except filters.FilterSyntaxError as error:
+        raise bad_request(str(error)) from None
+    return check_expression(version, expression, "filterQuery")
 
 
 def text_in_some_fields(version: str) -> bool:
@@ -42,34 +52,24 @@ def text_in_some_fields(version: str) -> bool:
     return not all(is_visible(version, name) for name in SEARCHABLE_LISTING_FIELDS)
 
 
-def listing_text(call: Call) -> TextQuery | None:
-    """The call's ``search``, matched only in the searchable fields its version shows: under ``v1-lite`` a word
-    of a hidden ``summary`` or ``amenities`` finds nothing, as the field itself is not there to see."""
-    text = call.params.search()
-    if text is None or not text_in_some_fields(call.version):
+def listing_text(version: str, raw: str | None) -> TextQuery | None:
+    """A ``search``, matched only in the searchable fields ``version`` shows: under ``v1-lite`` a word of a hidden
+    ``summary`` or ``amenities`` finds nothing, as the field itself is not there to see."""
+    text = TextQuery.parse(raw or "")
+    if text is None or not text_in_some_fields(version):
         return text
-    return replace(text, columns=tuple(name for name in SEARCHABLE_LISTING_FIELDS if is_visible(call.version, name)))
+    return replace(text, columns=tuple(name for name in SEARCHABLE_LISTING_FIELDS if is_visible(version, name)))
 
 
-def listing_facets(call: Call, names: Sequence[str], where: str = "facets") -> tuple[str, ...]:
+def listing_facets(version: str, names: Sequence[str], where: str = "facets") -> tuple[str, ...]:
     """The facets asked for, validated and scoped: a hidden name is a 400; ``*`` is every default facet the
     version shows."""
 
     for name in names:
         if name != "*":
-            visible_attribute(call.version, name, where)
-    chosen = facet_names(call, list(names))
-    return tuple(name for name in chosen if is_visible(call.version, name))
-
-
-def listing_shaper(call: Call) -> ListingShaper:
-    """How this call's listings are shaped (its version, ``retrieveAttributes`` and ``referrences``), with
-    ``retrieveAttributes`` scoped (by the shaper, through :func:`visible_attribute`) and the profiles that
-    references expand trimmed to the call's listings."""
-
-    shaper = requested_shape(call)
-    shaper.trim_profiles = lambda records: trim_profile_listings(call, records)
-    return shaper
+            visible_attribute(version, name, where)
+    chosen = facet_names(list(names))
+    return tuple(name for name in chosen if is_visible(version, name))
 
 
 def listing_id_of(path: Any) -> str | None:
@@ -113,18 +113,7 @@ def trim_listing_facet(call: Call, counts: list[tuple[str, int]]) -> list[tuple[
     return [(value, count) for value, count in counts if listing_id_of(value) in kept]
 
 
-def requested_shape(call: Call) -> ListingShaper:
-    """How this call's listings are to be shaped: its version, ``retrieveAttributes`` and ``referrences``."""
-    return ListingShaper(
-        version=call.version,
-        store=call.store,
-        media=call.media,
-        retrieve=call.params.names("retrieveAttributes"),
-        references=call.params.names("referrences"),
-    )
-
-
-def facet_names(call: Call, names: list[str]) -> tuple[str, ...]:
+def facet_names(names: list[str]) -> tuple[str, ...]:
     """The facets asked for, validated; ``*`` is every facetable attribute."""
     chosen: list[str] = []
     for name in names:

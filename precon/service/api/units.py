@@ -7,17 +7,15 @@ from typing import Any
 
 from precon import filters
 from precon.filters import UNIT_FIELDS, Expr
-from precon.service.api.params import QueryParams
 from precon.service.api.visibility import is_visible
 from precon.service.errors import bad_request
 from precon.service.search.plans import floor_plans
 from precon.service.search.sql_filter import as_number
 
 
-def unit_filter(params: QueryParams, version: str) -> Expr | None:
-    """The request's ``unitFilter``, parsed and checked: a 400 that names what is wrong and where. It filters
-    floor plans, so a version that hides them (``v1-lite``) refuses it: a filter would reveal them."""
-    raw = params.text("unitFilter")
+def unit_filter(raw: str | None, version: str) -> Expr | None:
+    """A ``unitFilter``, parsed and checked: a 400 that names what is wrong and where. It filters floor plans, so
+    a version that hides them (``v1-lite``) refuses it: a filter would reveal them."""
     try:
         expr = filters.parse(raw)
     except filters.FilterSyntaxError as error:

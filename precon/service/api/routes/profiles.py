@@ -3,37 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends
 from starlette.responses import Response
 
-from precon.models import PROFILE_COLLECTIONS
 from precon.schema import LISTING_REFERENCE_FIELDS, PROFILES_OF_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
 from precon.service.api import wire
 from precon.service.api.calls import Call
-from precon.service.api.operations import ERRORS, NOT_FOUND, ServiceDep, operation
-from precon.service.api.parameters import (
-    CollectionParam,
-    Facets,
-    FilterQuery,
-    HighlightResults,
-    ListingId,
-    Page,
-    PerPage,
-    ProductId,
-    ProfileId,
-    Province,
-    Referrences,
-    RetrieveAttributes,
-    Search,
-    SortByListings,
-    SortByName,
-    Version,
-)
-from precon.service.api.params import QueryParams
+from precon.service.api.operations import ERRORS, NOT_FOUND, operation
+from precon.service.api.parameters import ListingId
+from precon.service.api.pipeline import calls_of
+from precon.service.api.requests import ProfileRequest, profile_query
 from precon.service.api.responses import answer, envelope, facets_payload
-from precon.service.api.scope import listing_id_of, trim_listing_facet, trim_profile_listings, visible_listings
+from precon.service.api.scope import listing_id_of, names, trim_listing_facet, trim_profile_listings, visible_listings
 from precon.service.api.shaping import (
     ListingShaper,
     expand_references,
@@ -43,9 +26,21 @@ from precon.service.api.shaping import (
     reference_fields,
     retrieved_names,
 )
-from precon.service.errors import bad_request, blank_profile_id, not_found
+from precon.service.errors import blank_profile_id, not_found
 from precon.service.search.text import highlight_record
-from precon.service.stores.types import ProfileQuery
+
+Profiles = ProfileRequest
+SEARCH = Profiles.accepting(
+    "search_profiles",
+    *("product_id", "collection", "search", "page", "perPage", "facets", "filterQuery", "retrieveAttributes"),
+    *("referrences", "sortByName", "sortByListings", "highlightResults"),
+)
+PROFILE = Profiles.accepting("profile", "id", "product_id", "collection", "referrences")
+OF_LISTING = Profiles.accepting("profiles_of_listing", "id", "product_id", "referrences", id=ListingId)
+
+SearchCall = Annotated[Call[ProfileRequest], Depends(calls_of(SEARCH, Profiles))]
+ProfileCall = Annotated[Call[ProfileRequest], Depends(calls_of(PROFILE, Profiles))]
+OfListingCall = Annotated[Call[ProfileRequest], Depends(calls_of(OF_LISTING, Profiles))]
 
 PROFILE_ERRORS = {
     **NOT_FOUND,
@@ -64,11 +59,7 @@ def route(
     return operation(router, name, "GET", answer_model, summary=summary, **options)
 
 
-def collection_param(p: QueryParams) -> str | None:
-    return p.choice("collection", PROFILE_COLLECTIONS)
-
-
-def scoped_profile_listings(call: Call, records: list[dict[str, Any]], expand: bool) -> None:
+def scoped_profile_listings(call: Call[ProfileRequest], records: list[dict[str, Any]], expand: bool) -> None:
     """Trims each profile's ``listings`` to the listings the call may see and, with ``expand``
     (``referrences=listings``), replaces each path with the listing, shaped for the version."""
     found = trim_profile_listings(call, records)
@@ -88,113 +79,55 @@ def scoped_profile_listings(call: Call, records: list[dict[str, Any]], expand: b
 
 
 @route("search_profiles", wire.ProfilesPage, "Search profiles")
-def search_profiles(
-    request: Request,
-    version: Version,
-    province: Province,
-    service: ServiceDep,
-    product_id: ProductId = None,
-    collection: CollectionParam = None,
-    search: Search = None,
-    page: Page = None,
-    perPage: PerPage = None,
-    facets: Facets = None,
-    filterQuery: FilterQuery = None,
-    retrieveAttributes: RetrieveAttributes = None,
-    referrences: Referrences = None,
-    sortByName: SortByName = None,
-    sortByListings: SortByListings = None,
-    highlightResults: HighlightResults = None,
-) -> Response:
-    call = service.call(request, version.value, province.value)
-    p = call.params
-    page_number, per_page = p.page()
-    collection = collection_param(p)
-    sort = p.choice("sortByName", ("asc", "dsc"))
-    by_listings = p.choice("sortByListings", ("desc", "asc"))
-    references = reference_fields(p.names("referrences"), {"listings": "listings"})
-    retrieve = retrieved_names(p.names("retrieveAttributes"))
-    facets = tuple(p.names("facets"))
-    for name in facets:
-        if not all(part.isidentifier() for part in name.split(".")):
-            raise bad_request(f"facets: {name!r} is not an attribute name")
-    text = p.search()
-    highlight = p.boolean("highlightResults")
-    hits = call.store.search_profiles(
-        ProfileQuery(
-            province=call.province,
-            collection=collection,
-            text=text,
-            filter=p.filter_query(),
-            facets=facets,
-            offset=page_number * per_page,
-            limit=per_page,
-            sort_by_name=sort,  # type: ignore[arg-type]
-            sort_by_listings=by_listings,  # type: ignore[arg-type]
-        )
-    )
+def search_profiles(call: SearchCall) -> Response:
+    asked = call.params
+    query = profile_query(call)
+    references = reference_fields(names(asked.referrences), {"listings": "listings"})
+    retrieve = retrieved_names(names(asked.retrieveAttributes))
+    hits = call.store.search_profiles(query)
     results = []
     for record, score in zip(hits.documents, hits.scores, strict=True):
         out = profile_search_object(record, call.media)
         if retrieve:
             out = {k: v for k, v in out.items() if k == "objectID" or k in retrieve}
-        if text is not None and score is not None:
+        if query.text is not None and score is not None:
             out["_score"] = score
-        if highlight:
+        if asked.highlightResults:
             out["_highlightResult"] = highlight_record(out, SEARCHABLE_PROFILE_FIELDS, hits.text)
         results.append(out)
     scoped_profile_listings(call, results, bool(references))
-    body = envelope(results, hits.total, page_number, per_page)
-    if p.text("facets") is not None:
+    page, per_page = asked.page_and_size()
+    body = envelope(results, hits.total, page, per_page)
+    if asked.facets is not None:
         body["facets"] = facets_payload({name: trim_listing_facet(call, c) for name, c in hits.facets.items()})
-    return answer(request, body)
+    return answer(call.request, body)
 
 
 @route("profile", wire.Profile, "Get a profile", errors=PROFILE_ERRORS)
-def get_profile(
-    request: Request,
-    version: Version,
-    province: Province,
-    service: ServiceDep,
-    id: ProfileId,
-    product_id: ProductId = None,
-    collection: CollectionParam = None,
-    referrences: Referrences = None,
-) -> Response:
-    call = service.call(request, version.value, province.value)
-    p = call.params
-    profile_id = (p.text("id") or "").strip()
+def get_profile(call: ProfileCall) -> Response:
+    asked = call.params
+    profile_id = asked.id.strip()
     if not profile_id:
         raise blank_profile_id()
-    collection_name = collection_param(p)
-    references = reference_fields(p.names("referrences"), {"listings": "listings"})
+    collection_name = asked.collection_name()
+    references = reference_fields(names(asked.referrences), {"listings": "listings"})
     record = call.store.find_profile(profile_id, collection_name, call.province)
     if record is None:
         where = f" in {collection_name}" if collection_name else ""
         raise not_found(f"Profile {profile_id!r} not found{where}")
     out = profile_object(record, call.media)
     scoped_profile_listings(call, [out], bool(references))
-    return answer(request, out)
+    return answer(call.request, out)
 
 
 @route("profiles_of_listing", wire.ProfilesOfListing, "The companies of a listing", errors=NOT_FOUND)
-def get_profiles_of_listing(
-    request: Request,
-    version: Version,
-    province: Province,
-    service: ServiceDep,
-    id: ListingId,
-    product_id: ProductId = None,
-    referrences: Referrences = None,
-) -> Response:
-    call = service.call(request, version.value, province.value)
-    p = call.params
-    listing_id = p.required("id")
+def get_profiles_of_listing(call: OfListingCall) -> Response:
+    listing_id = call.params.id.strip()
     allowed = {k: v for k, v in LISTING_REFERENCE_FIELDS.items() if v in PROFILES_OF_LISTING_FIELDS}
-    references = reference_fields(p.names("referrences"), allowed)
+    references = reference_fields(names(call.params.referrences), allowed)
     record = call.store.get_listings([listing_id], call.province).get(listing_id)
     if record is None:
         raise not_found(f"Listing {listing_id!r} not found")
     out = profiles_of_listing(record)
     expand_references([out], references, call.store, call.media, lambda profiles: trim_profile_listings(call, profiles))
-    return answer(request, out)
+    return answer(call.request, out)

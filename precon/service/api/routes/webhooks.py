@@ -14,21 +14,17 @@ from starlette.responses import Response
 
 from precon.models import WEBHOOK_EVENTS
 from precon.service.api import wire
-from precon.service.api.operations import NOT_FOUND, ServiceDep, operation
-from precon.service.api.parameters import (
-    Collection,
-    DeliveriesOf,
-    Page,
-    PerPage,
-    Province,
-    SubscriptionId,
-    Version,
-)
+from precon.service.api.calls import Call
+from precon.service.api.operations import NOT_FOUND, operation
+from precon.service.api.parameters import Collection
+from precon.service.api.pipeline import calls_of
+from precon.service.api.requests import WebhookRequest
 from precon.service.api.responses import answer, encode, envelope
 from precon.service.api.shaping import profile_object
 from precon.service.errors import bad_request, not_found
 from precon.service.webhooks.delivery import DeliveryWorker
-from precon.service.webhooks.store import Event, IdempotencyKey, StoredAnswer, WebhookStore
+from precon.service.webhooks.model import Event, IdempotencyKey, StoredAnswer
+from precon.service.webhooks.sqlite import WebhookStore
 from precon.service.webhooks.targets import TargetPolicy, TargetRefused
 
 WebhookEvent = Enum("WebhookEvent", {name.replace(".", "_"): name for name in WEBHOOK_EVENTS}, type=str)  # type: ignore[misc]
@@ -58,6 +54,17 @@ async def get_worker(request: Request) -> DeliveryWorker | None:
     worker: DeliveryWorker | None = request.app.state.webhook_worker
     return worker
 
+
+Webhooks = WebhookRequest
+KeyCall = Annotated[Call[WebhookRequest], Depends(calls_of(Webhooks.accepting("webhooks", "product_id"), Webhooks))]
+"""A webhook operation's call: the key (its subscriptions are the key's), and the product it names."""
+DeleteCall = Annotated[
+    Call[WebhookRequest], Depends(calls_of(Webhooks.accepting("delete_webhook", "product_id", "id"), Webhooks))
+]
+DeliveriesCall = Annotated[
+    Call[WebhookRequest],
+    Depends(calls_of(Webhooks.accepting("deliveries", "product_id", "subscription", "page", "perPage"), Webhooks)),
+]
 
 WebhooksDep = Annotated[WebhookStore, Depends(get_webhooks)]
 PolicyDep = Annotated[TargetPolicy, Depends(get_policy)]
@@ -169,63 +176,47 @@ def route(
 
 @route("webhooks", "POST", wire.NewSubscription, "Subscribe a URL to an event")
 async def create_subscription(
-    request: Request,
-    version: Version,
-    province: Province,
+    call: KeyCall,
     body: NewSubscriptionBody,
-    service: ServiceDep,
     webhooks: WebhooksDep,
     policy: PolicyDep,
 ) -> Response:
-    call = service.call(request, version.value, province.value)
     try:
         target = await policy.check_url_async(body.targetUrl)
     except TargetRefused as refused:
         raise bad_request(target_refusal(body.targetUrl, refused, policy)) from None
     subscription = webhooks.subscribe(call.key.key_id, body.env, body.event.value, target)
-    return answer(request, subscription.public(with_secret=True), NO_STORE)
+    return answer(call.request, subscription.public(with_secret=True), NO_STORE)
 
 
 @route("webhooks", "GET", wire.Subscriptions, "The key's subscriptions")
-def list_subscriptions(
-    request: Request, version: Version, province: Province, service: ServiceDep, webhooks: WebhooksDep
-) -> Response:
-    call = service.call(request, version.value, province.value)
+def list_subscriptions(call: KeyCall, webhooks: WebhooksDep) -> Response:
     subscriptions = webhooks.subscriptions(key_id=call.key.key_id)
-    return answer(request, {"results": [s.public() for s in subscriptions]}, NO_STORE)
+    return answer(call.request, {"results": [s.public() for s in subscriptions]}, NO_STORE)
 
 
 @route("webhooks", "DELETE", wire.Deleted, "Delete a subscription", NOT_FOUND)
 def delete_subscription(
-    request: Request,
-    version: Version,
-    province: Province,
-    service: ServiceDep,
+    call: DeleteCall,
     webhooks: WebhooksDep,
-    id: SubscriptionId,
 ) -> Response:
-    call = service.call(request, version.value, province.value)
-    subscription_id = id.strip()
+    subscription_id = call.params.id.strip()
     if not webhooks.unsubscribe(call.key.key_id, subscription_id):
         raise not_found(f"Subscription {subscription_id!r} not found")
-    return answer(request, {"id": subscription_id, "deleted": True}, NO_STORE)
+    return answer(call.request, {"id": subscription_id, "deleted": True}, NO_STORE)
 
 
 @route("trigger_profile_webhook", "POST", wire.Triggered, "Send profile.updated for a profile", NOT_FOUND)
 async def trigger_profile_webhook(
-    request: Request,
-    version: Version,
-    province: Province,
+    call: KeyCall,
     body: TriggerBody,
-    service: ServiceDep,
     webhooks: WebhooksDep,
     worker: WorkerDep,
     idempotency_key: IdempotencyHeader = None,
 ) -> Response:
-    call = service.call(request, version.value, province.value)
-    idempotency = idempotency_of(request, idempotency_key, call.key.key_id, body)
+    idempotency = idempotency_of(call.request, idempotency_key, call.key.key_id, body)
     if idempotency is not None and (stored := webhooks.stored_answer(idempotency)) is not None:
-        return replayed(request, stored, idempotency)
+        return replayed(call.request, stored, idempotency)
     profile_id, collection = body.id.strip(), body.collection.value
     record = call.store.find_profile(profile_id, collection, call.province)
     if record is None:
@@ -235,41 +226,32 @@ async def trigger_profile_webhook(
     data = {"collection": collection, "profile": profile_object(record, call.media)}
     events = [Event("profile.updated", env, data, subscribers)]
     if idempotency is None:
-        [(event_id, count)] = webhooks.publish(events, service.settings.webhook_first_delay)
+        [(event_id, count)] = webhooks.publish(events, call.service.settings.webhook_first_delay)
         stored = None
     else:
         stored = webhooks.publish_once(
             events,
-            service.settings.webhook_first_delay,
+            call.service.settings.webhook_first_delay,
             idempotency,
             lambda published: encode({"eventId": published[0][0], "deliveries": published[0][1]}),
         )
         if stored.replayed:
-            return replayed(request, stored, idempotency)
+            return replayed(call.request, stored, idempotency)
     if worker is not None:
         worker.wake()
     if stored is not None:
-        return answer(request, orjson.loads(stored.body), NO_STORE)
-    return answer(request, {"eventId": event_id, "deliveries": count}, NO_STORE)
+        return answer(call.request, orjson.loads(stored.body), NO_STORE)
+    return answer(call.request, {"eventId": event_id, "deliveries": count}, NO_STORE)
 
 
 @route("webhooks/deliveries", "GET", wire.Deliveries, "(ours) The delivery log, newest first")
 def delivery_log(
-    request: Request,
-    version: Version,
-    province: Province,
-    service: ServiceDep,
+    call: DeliveriesCall,
     webhooks: WebhooksDep,
-    subscription: DeliveriesOf = None,
-    page: Page = None,
-    perPage: PerPage = None,
 ) -> Response:
-    call = service.call(request, version.value, province.value)
-    page_number, per_page = call.params.page()
-    total, results = webhooks.deliveries(
-        call.key.key_id, call.params.text("subscription"), page_number * per_page, per_page
-    )
-    return answer(request, envelope(results, total, page_number, per_page), NO_STORE)
+    page_number, per_page = call.params.page_and_size()
+    total, results = webhooks.deliveries(call.key.key_id, call.params.subscription, page_number * per_page, per_page)
+    return answer(call.request, envelope(results, total, page_number, per_page), NO_STORE)
 
 
 def queued_delivery(
@@ -285,21 +267,17 @@ def queued_delivery(
 
 @route("webhooks/deliveries/replay", "POST", wire.Delivery, "(ours) Send a delivery again, at once", NOT_FOUND)
 async def replay_delivery(
-    request: Request,
-    version: Version,
-    province: Province,
+    call: KeyCall,
     body: ReplayBody,
-    service: ServiceDep,
     webhooks: WebhooksDep,
     worker: WorkerDep,
 ) -> Response:
     """Any delivery (delivered, failed or pending) is sent again at once; a pending one is attempted now instead of
     at its next retry, as send_now does."""
-    call = service.call(request, version.value, province.value)
     delivery_id = body.id.strip()
     if not webhooks.replay(call.key.key_id, delivery_id):
         raise not_found(f"Delivery {delivery_id!r} not found, or its subscription was deleted")
-    return queued_delivery(request, call.key.key_id, delivery_id, webhooks, worker)
+    return queued_delivery(call.request, call.key.key_id, delivery_id, webhooks, worker)
 
 
 @route(
@@ -310,17 +288,13 @@ async def replay_delivery(
     NOT_FOUND,
 )
 async def send_delivery_now(
-    request: Request,
-    version: Version,
-    province: Province,
+    call: KeyCall,
     body: ReplayBody,
-    service: ServiceDep,
     webhooks: WebhooksDep,
     worker: WorkerDep,
 ) -> Response:
     """Only a pending delivery: one delivered, failed or cancelled in the meantime is not sent (a 404 says which),
     so a page that showed it pending a moment ago cannot send a delivered one twice."""
-    call = service.call(request, version.value, province.value)
     delivery_id = body.id.strip()
     outcome = webhooks.send_now(call.key.key_id, delivery_id)
     if outcome is None:
@@ -330,4 +304,4 @@ async def send_delivery_now(
             f"Delivery {delivery_id!r} is not waiting to be sent: it is {outcome}"
             + ("; replay it to send it again" if outcome != "cancelled" else "")
         )
-    return queued_delivery(request, call.key.key_id, delivery_id, webhooks, worker)
+    return queued_delivery(call.request, call.key.key_id, delivery_id, webhooks, worker)

@@ -1,0 +1,253 @@
+"""What each operation takes, and the store query a listing or profile request becomes.
+
+A family of operations (listings, profiles, webhooks) has one model that declares every parameter its operations
+may take, with the types, bounds and help of :mod:`.parameters`. Each operation accepts some of them, named in
+order by :meth:`Family.accepting`: that subset is what the OpenAPI document lists for it, what a request is
+validated against (once, by :mod:`.pipeline`), and the family's typed object is what the operation reads.
+:func:`listing_query` and :func:`profile_query` turn a request of their family into the store's query.
+
+To add a query parameter: declare it on its family here, name it in the operations that take it, and read it in
+the family's query function (the store's query type and the store, if it is a new question; docs/api.md).
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any, ClassVar, Literal, Self, cast
+
+from pydantic import BaseModel, ConfigDict, create_model
+
+from precon import filters
+from precon.filters import Expr
+from precon.service.api.parameters import (
+    DEFAULT_PER_PAGE,
+    DEFAULT_RADIUS_M,
+    EXPANDABLE_REFERENCES,
+    MAX_PER_PAGE_EXPANDED,
+    CollectionParam,
+    DeliveriesOf,
+    Facet,
+    FacetQuery,
+    Facets,
+    FilterQuery,
+    Format,
+    HighlightResults,
+    Ids,
+    ListingId,
+    MaxFacetHits,
+    MaxRecommendations,
+    MinScore,
+    Nearby,
+    Page,
+    PerPage,
+    ProductId,
+    ProfileId,
+    Radius,
+    Referrences,
+    RetrieveAttributes,
+    Search,
+    SortByListings,
+    SortByName,
+    SubscriptionId,
+    UnitFilter,
+)
+from precon.service.api.scope import listing_facets, listing_filter, listing_text, names, trim_profile_listings
+from precon.service.api.shaping import ListingShaper
+from precon.service.api.units import unit_filter
+from precon.service.errors import bad_request
+from precon.service.search.text import TextQuery
+from precon.service.stores.types import MAX_FACET_VALUES, GeoCircle, ListingQuery, ProfileQuery
+
+if typing.TYPE_CHECKING:
+    from precon.service.api.calls import Call
+
+
+class Family(BaseModel):
+    """The parameters of a family of operations. Never validated itself: an operation's own model (made by
+    :meth:`accepting`) validates what the request sent, and the family's object carries it, every parameter the
+    operation does not take left at its default."""
+
+    model_config = ConfigDict(frozen=True)
+
+    OPERATION_SUFFIX: ClassVar[str] = "Parameters"
+
+    @classmethod
+    def accepting(cls, operation: str, *fields: str, **required: Any) -> type[BaseModel]:
+        """The model of one operation's query: these of the family's parameters, in this order (the OpenAPI
+        document's). A family parameter whose default is ``""`` is required wherever it is taken; ``required``
+        declares another parameter as this operation requires it (``facets`` for ``facet_counts``)."""
+        hints = typing.get_type_hints(cls, include_extras=True)
+        definitions: dict[str, Any] = {}
+        for name in fields:
+            if name in required:
+                definitions[name] = (required[name], ...)
+            else:
+                definitions[name] = (hints[name], ... if cls.model_fields[name].default == "" else None)
+        model_name = "".join(part[:1].upper() + part[1:] for part in operation.split("_")) + cls.OPERATION_SUFFIX
+        return create_model(model_name, **definitions)
+
+    @classmethod
+    def carrying(cls, asked: BaseModel) -> Self:
+        """The family's object for an operation's validated parameters."""
+        return cls.model_construct(**dict(asked))
+
+    def page_and_size(self) -> tuple[int, int]:
+        """The page and its size. With objects expanded, a size over 100 is reduced to 100 (the answer's
+        ``perPage`` and ``pages`` say so): real clients ask for 1000 with ``referrences`` and page on."""
+        page = cast("int | None", getattr(self, "page", None)) or 0
+        per_page = cast("int | None", getattr(self, "perPage", None))
+        size = DEFAULT_PER_PAGE if per_page is None else per_page
+        if any(name in EXPANDABLE_REFERENCES for name in names(getattr(self, "referrences", None))):
+            size = min(size, MAX_PER_PAGE_EXPANDED)
+        return page, size
+
+
+class ListingRequest(Family):
+    """Every parameter of the listing operations (searches, look-ups, facets)."""
+
+    product_id: ProductId = None
+    id: ListingId = ""
+    ids: Ids = ""
+    facet: Facet = ""
+    search: Search = None
+    page: Page = None
+    perPage: PerPage = None
+    facets: Facets = None
+    retrieveAttributes: RetrieveAttributes = None
+    highlightResults: HighlightResults = None
+    nearby: Nearby = None
+    radius: Radius = None
+    referrences: Referrences = None
+    filterQuery: FilterQuery = None
+    unitFilter: UnitFilter = None
+    minScore: MinScore = None
+    maxRecommendations: MaxRecommendations = None
+    format: Format = None
+    facetQuery: FacetQuery = None
+    maxFacetHits: MaxFacetHits = None
+
+    def circle(self) -> GeoCircle | None:
+        """``nearby`` and ``radius``: the circle a search is limited to and ordered from."""
+        raw = (self.nearby or "").strip()
+        if not raw:
+            if self.radius is not None:
+                raise bad_request("radius needs nearby: give the centre as nearby=latitude,longitude")
+            return None
+        lat, lng = (float(part) for part in raw.split(","))  # the declared pattern holds: two decimals
+        if not (-90 <= lat <= 90 and -180 <= lng <= 180):
+            raise bad_request(
+                f"nearby is out of range: latitude must be in [-90, 90] and longitude in [-180, 180], got {raw!r}"
+            )
+        return GeoCircle(lat, lng, DEFAULT_RADIUS_M if self.radius is None else self.radius)
+
+
+class ProfileRequest(Family):
+    """Every parameter of the profile operations."""
+
+    product_id: ProductId = None
+    id: ProfileId = ""
+    collection: CollectionParam = None
+    search: Search = None
+    page: Page = None
+    perPage: PerPage = None
+    facets: Facets = None
+    filterQuery: FilterQuery = None
+    retrieveAttributes: RetrieveAttributes = None
+    referrences: Referrences = None
+    sortByName: SortByName = None
+    sortByListings: SortByListings = None
+    highlightResults: HighlightResults = None
+
+    def collection_name(self) -> str | None:
+        return self.collection.value if self.collection is not None else None
+
+
+class WebhookRequest(Family):
+    """Every query parameter of the webhook operations (their bodies are their own)."""
+
+    product_id: ProductId = None
+    id: SubscriptionId = ""
+    subscription: DeliveriesOf = None
+    page: Page = None
+    perPage: PerPage = None
+
+
+def listing_query(
+    call: Call[ListingRequest],
+    *,
+    order: Literal["relevance", "trending"] = "relevance",
+    facets: tuple[str, ...] | None = None,
+    limit: int | None = None,
+    all_facet_values: bool = False,
+    whole: bool = False,
+) -> ListingQuery:
+    """The store query of a listing request, each parameter read once and checked against what the call's version
+    may name (the order of the checks is the order of the 400s a request with several faults gets).
+    ``facets``, ``limit`` and ``all_facet_values`` are the facet operations' (which count, and return no
+    listings); ``whole`` asks for the stored documents' bytes, when the answer shows them whole."""
+    asked = call.params
+    page, per_page = asked.page_and_size()
+    relevance = order == "relevance"
+    text = listing_text(call.version, asked.search) if relevance else None
+    if facets is None:
+        facets = listing_facets(call.version, names(asked.facets)) if relevance else ()
+    units = unit_filter(asked.unitFilter, call.version)
+    return ListingQuery(
+        province=call.province,
+        text=text,
+        filter=listing_filter(call.version, asked.filterQuery),
+        unit_filter=units,
+        circle=asked.circle() if relevance and limit is None else None,
+        facets=facets,
+        offset=page * per_page if limit is None else 0,
+        limit=per_page if limit is None else limit,
+        order=order,
+        max_facet_values=None if all_facet_values else MAX_FACET_VALUES,
+        raw=whole and units is None,
+    )
+
+
+def profile_query(call: Call[ProfileRequest]) -> ProfileQuery:
+    """The store query of a profile search."""
+    asked = call.params
+    page, per_page = asked.page_and_size()
+    facets = tuple(names(asked.facets))
+    for name in facets:
+        if not all(part.isidentifier() for part in name.split(".")):
+            raise bad_request(f"facets: {name!r} is not an attribute name")
+    try:
+        expression: Expr | None = filters.parse(asked.filterQuery)
+    except filters.FilterSyntaxError as error:
+        raise bad_request(str(error)) from None
+    return ProfileQuery(
+        province=call.province,
+        collection=asked.collection_name(),
+        text=TextQuery.parse(asked.search or ""),
+        filter=expression,
+        facets=facets,
+        offset=page * per_page,
+        limit=per_page,
+        sort_by_name=asked.sortByName.value if asked.sortByName else None,
+        sort_by_listings=asked.sortByListings.value if asked.sortByListings else None,
+    )
+
+
+def listing_shaper(call: Call[ListingRequest]) -> ListingShaper:
+    """How this call's listings are shaped (its version, ``retrieveAttributes`` and ``referrences``), with
+    ``retrieveAttributes`` scoped (by the shaper, through :func:`visible_attribute`) and the profiles that
+    references expand trimmed to the call's listings."""
+
+    shaper = requested_shape(call)
+    shaper.trim_profiles = lambda records: trim_profile_listings(call, records)
+    return shaper
+
+
+def requested_shape(call: Call[ListingRequest]) -> ListingShaper:
+    """How this call's listings are to be shaped: its version, ``retrieveAttributes`` and ``referrences``."""
+    return ListingShaper(
+        version=call.version,
+        store=call.store,
+        media=call.media,
+        retrieve=names(call.params.retrieveAttributes),
+        references=names(call.params.referrences),
+    )
