@@ -81,8 +81,7 @@ class CallPlan:
 
     def call(self, request: Request, key: ApiKey, path: PathParameters, query: BaseModel) -> Call[Any]:
         service: Service = request.app.state.service
-        params = self.family.carrying(query)
-        return service.call(request, key, path.version.value, path.province.value, params)
+        return service.call(request, key, path.version.value, path.province.value, query)
 
     async def resolve(self, request: Request) -> Call[Any]:
         """The dependency resolved without FastAPI: what :func:`calls_of`'s dependency returns."""

@@ -13,7 +13,8 @@ the family's query function (the store's query type and the store, if it is a ne
 from __future__ import annotations
 
 import typing
-from typing import Any, ClassVar, Literal, Self, cast
+from enum import Enum
+from typing import Any, ClassVar, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, create_model
 
@@ -63,9 +64,10 @@ if typing.TYPE_CHECKING:
 
 
 class Family(BaseModel):
-    """The parameters of a family of operations. Never validated itself: an operation's own model (made by
-    :meth:`accepting`) validates what the request sent, and the family's object carries it, every parameter the
-    operation does not take left at its default."""
+    """What every family's parameters share. A family's class declares its parameters; the class it derives from
+    (fieldless, as this one is) reads them. An operation's model (:meth:`accepting`) derives from that reader too,
+    with the family's other parameters at their defaults as class attributes: what an operation reads is its own
+    validated object, with every attribute and method of its family."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -84,12 +86,11 @@ class Family(BaseModel):
             else:
                 definitions[name] = (hints[name], ... if cls.model_fields[name].default == "" else None)
         model_name = "".join(part[:1].upper() + part[1:] for part in operation.split("_")) + cls.OPERATION_SUFFIX
-        return create_model(model_name, **definitions)
-
-    @classmethod
-    def carrying(cls, asked: BaseModel) -> Self:
-        """The family's object for an operation's validated parameters."""
-        return cls.model_construct(**dict(asked))
+        model = create_model(model_name, __base__=cls.__base__, **definitions)
+        for name, field in cls.model_fields.items():
+            if name not in definitions:
+                setattr(model, name, field.default)
+        return model
 
     def page_and_size(self) -> tuple[int, int]:
         """The page and its size. With objects expanded, a size over 100 is reduced to 100 (the answer's
@@ -102,7 +103,28 @@ class Family(BaseModel):
         return page, size
 
 
-class ListingRequest(Family):
+class ListingReader(Family):
+    """Reads a listing request (see :class:`ListingRequest`)."""
+
+    nearby: ClassVar[str | None]
+    radius: ClassVar[float | None]
+
+    def circle(self) -> GeoCircle | None:
+        """``nearby`` and ``radius``: the circle a search is limited to and ordered from."""
+        raw = (self.nearby or "").strip()
+        if not raw:
+            if self.radius is not None:
+                raise bad_request("radius needs nearby: give the centre as nearby=latitude,longitude")
+            return None
+        lat, lng = (float(part) for part in raw.split(","))  # the declared pattern holds: two decimals
+        if not (-90 <= lat <= 90 and -180 <= lng <= 180):
+            raise bad_request(
+                f"nearby is out of range: latitude must be in [-90, 90] and longitude in [-180, 180], got {raw!r}"
+            )
+        return GeoCircle(lat, lng, DEFAULT_RADIUS_M if self.radius is None else self.radius)
+
+
+class ListingRequest(ListingReader):
     """Every parameter of the listing operations (searches, look-ups, facets)."""
 
     product_id: ProductId = None
@@ -126,22 +148,17 @@ class ListingRequest(Family):
     facetQuery: FacetQuery = None
     maxFacetHits: MaxFacetHits = None
 
-    def circle(self) -> GeoCircle | None:
-        """``nearby`` and ``radius``: the circle a search is limited to and ordered from."""
-        raw = (self.nearby or "").strip()
-        if not raw:
-            if self.radius is not None:
-                raise bad_request("radius needs nearby: give the centre as nearby=latitude,longitude")
-            return None
-        lat, lng = (float(part) for part in raw.split(","))  # the declared pattern holds: two decimals
-        if not (-90 <= lat <= 90 and -180 <= lng <= 180):
-            raise bad_request(
-                f"nearby is out of range: latitude must be in [-90, 90] and longitude in [-180, 180], got {raw!r}"
-            )
-        return GeoCircle(lat, lng, DEFAULT_RADIUS_M if self.radius is None else self.radius)
+
+class ProfileReader(Family):
+    """Reads a profile request (see :class:`ProfileRequest`)."""
+
+    collection: ClassVar[Enum | None]
+
+    def collection_name(self) -> str | None:
+        return self.collection.value if self.collection is not None else None
 
 
-class ProfileRequest(Family):
+class ProfileRequest(ProfileReader):
     """Every parameter of the profile operations."""
 
     product_id: ProductId = None
@@ -157,9 +174,6 @@ class ProfileRequest(Family):
     sortByName: SortByName = None
     sortByListings: SortByListings = None
     highlightResults: HighlightResults = None
-
-    def collection_name(self) -> str | None:
-        return self.collection.value if self.collection is not None else None
 
 
 class WebhookRequest(Family):
