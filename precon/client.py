@@ -20,12 +20,12 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 import httpx
-from pydantic import BaseModel, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from precon import filters
 from precon.cache import ResponseCache
+from precon.client_settings import PRODUCTION_URL, ClientSettings
 from precon.errors import (
     APIStatusError,
     PreconError,
@@ -53,8 +53,6 @@ from precon.models import (
     WebhookTrigger,
 )
 
-PRODUCTION_URL = "https://api.getbuildify.com"
-DEFAULT_TIMEOUT_S = 30.0
 USER_AGENT = "precon-explorer/0.1"
 
 # Retry policy: 0.5 s doubling to 8 s, with full jitter; Retry-After honoured up to a cap.
@@ -69,28 +67,6 @@ IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "DELETE"})
 
 Filter = filters.Expr | str | None
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-
-class ClientSettings(BaseSettings):
-    """Where the client connects, read from ``PRECON_*`` environment variables when not given."""
-
-    model_config = SettingsConfigDict(env_prefix="PRECON_", extra="ignore")
-
-    api_url: str | None = None
-    api_key: SecretStr | None = None
-    product_id: str | None = None
-    version: str = "v1"
-    province: str = "all"
-    cache_url: str | None = None
-    timeout: float = DEFAULT_TIMEOUT_S
-
-    @model_validator(mode="before")
-    @classmethod
-    def _blank_is_unset(cls, values: Any) -> Any:
-        """An empty (or blank) ``PRECON_*`` setting means "not set": the default applies."""
-        if isinstance(values, dict):
-            return {k: v for k, v in values.items() if not (isinstance(v, str) and not v.strip())}
-        return values
 
 
 def _csv(values: str | Iterable[str] | None) -> str | None:
