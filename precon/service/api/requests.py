@@ -65,7 +65,7 @@ if typing.TYPE_CHECKING:
 
 class Family(BaseModel):
     """What every family's parameters share. A family's class declares its parameters; the class it derives from
-    (fieldless, as this one is) reads them. An operation's model (:meth:`accepting`) derives from that reader too,
+    first (fieldless, as this one is) reads them. An operation's model (:meth:`accepting`) derives from that reader too,
     with the family's other parameters at their defaults as class attributes: what an operation reads is its own
     validated object, with every attribute and method of its family."""
 
@@ -86,7 +86,7 @@ class Family(BaseModel):
             else:
                 definitions[name] = (hints[name], ... if cls.model_fields[name].default == "" else None)
         model_name = "".join(part[:1].upper() + part[1:] for part in operation.split("_")) + cls.OPERATION_SUFFIX
-        model = create_model(model_name, __base__=cls.__base__, **definitions)
+        model = create_model(model_name, __base__=cls.__bases__[0], **definitions)
         for name, field in cls.model_fields.items():
             if name not in definitions:
                 setattr(model, name, field.default)
@@ -103,17 +103,31 @@ class Family(BaseModel):
         return page, size
 
 
+class Searching(Family):
+    """The parameters the listing and profile families declare alike."""
+
+    product_id: ProductId = None
+    search: Search = None
+    page: Page = None
+    perPage: PerPage = None
+    facets: Facets = None
+    filterQuery: FilterQuery = None
+    retrieveAttributes: RetrieveAttributes = None
+    referrences: Referrences = None
+    highlightResults: HighlightResults = None
+
+
 class ListingReader(Family):
     """Reads a listing request (see :class:`ListingRequest`)."""
 
-    nearby: ClassVar[str | None]
-    radius: ClassVar[float | None]
+    # The readers declare nothing: a field an operation's model declares again would move to its base's place.
 
     def circle(self) -> GeoCircle | None:
         """``nearby`` and ``radius``: the circle a search is limited to and ordered from."""
-        raw = (self.nearby or "").strip()
+        raw = (cast("str | None", getattr(self, "nearby", None)) or "").strip()
+        radius = cast("float | None", getattr(self, "radius", None))
         if not raw:
-            if self.radius is not None:
+            if radius is not None:
                 raise bad_request("radius needs nearby: give the centre as nearby=latitude,longitude")
             return None
         lat, lng = (float(part) for part in raw.split(","))  # the declared pattern holds: two decimals
@@ -121,26 +135,17 @@ class ListingReader(Family):
             raise bad_request(
                 f"nearby is out of range: latitude must be in [-90, 90] and longitude in [-180, 180], got {raw!r}"
             )
-        return GeoCircle(lat, lng, DEFAULT_RADIUS_M if self.radius is None else self.radius)
+        return GeoCircle(lat, lng, DEFAULT_RADIUS_M if radius is None else radius)
 
 
-class ListingRequest(ListingReader):
+class ListingRequest(ListingReader, Searching):
     """Every parameter of the listing operations (searches, look-ups, facets)."""
 
-    product_id: ProductId = None
     id: ListingId = ""
     ids: Ids = ""
     facet: Facet = ""
-    search: Search = None
-    page: Page = None
-    perPage: PerPage = None
-    facets: Facets = None
-    retrieveAttributes: RetrieveAttributes = None
-    highlightResults: HighlightResults = None
     nearby: Nearby = None
     radius: Radius = None
-    referrences: Referrences = None
-    filterQuery: FilterQuery = None
     unitFilter: UnitFilter = None
     minScore: MinScore = None
     maxRecommendations: MaxRecommendations = None
@@ -152,28 +157,18 @@ class ListingRequest(ListingReader):
 class ProfileReader(Family):
     """Reads a profile request (see :class:`ProfileRequest`)."""
 
-    collection: ClassVar[Enum | None]
-
     def collection_name(self) -> str | None:
-        return self.collection.value if self.collection is not None else None
+        collection = cast("Enum | None", getattr(self, "collection", None))
+        return collection.value if collection is not None else None
 
 
-class ProfileRequest(ProfileReader):
+class ProfileRequest(ProfileReader, Searching):
     """Every parameter of the profile operations."""
 
-    product_id: ProductId = None
     id: ProfileId = ""
     collection: CollectionParam = None
-    search: Search = None
-    page: Page = None
-    perPage: PerPage = None
-    facets: Facets = None
-    filterQuery: FilterQuery = None
-    retrieveAttributes: RetrieveAttributes = None
-    referrences: Referrences = None
     sortByName: SortByName = None
     sortByListings: SortByListings = None
-    highlightResults: HighlightResults = None
 
 
 class WebhookRequest(Family):
