@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from precon.service.stores.sqlite.connection import Connections
+from precon.service.sqlite_files import Connections
 from precon.service.stores.sqlite.store import SQLiteStore
 
 BOUND = 2

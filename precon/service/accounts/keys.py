@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from precon.models import PROVINCES, VERSIONS
-from precon.service.stores.sqlite.connection import Connections
+from precon.service.sqlite_files import Connections
 
 ALL_PROVINCES = frozenset([*PROVINCES, "all"])
 KEY_PREFIX = "pk_"

@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from precon.service.errors import ApiError
-from precon.service.stores.sqlite.connection import Connections
+from precon.service.sqlite_files import Connections
 
 log = logging.getLogger("precon.webhooks")
 

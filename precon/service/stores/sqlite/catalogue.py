@@ -27,8 +27,8 @@ from precon.service.search.columns import ColumnIndex, FloatArray, Mask
 from precon.service.search.plans import PLAN_SCHEMA, PLAN_TABLES, PlanIndex
 from precon.service.search.shared import GenerationSignal, SharedIndexes
 from precon.service.search.text import TypoIndex
+from precon.service.sqlite_files import Connections
 from precon.service.stores.records import PerGeneration, decode_document
-from precon.service.stores.sqlite.connection import Connections
 from precon.service.stores.types import CatalogueChange
 
 GENERATION_RECHECK_S = 1.0

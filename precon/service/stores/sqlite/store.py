@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from precon.service.search.shared import GenerationSignal, SharedIndexes
+from precon.service.sqlite_files import Connections
 from precon.service.stores.records import (
     PerGeneration,
     decode_document,
@@ -36,7 +37,6 @@ from precon.service.stores.sqlite.catalogue import (
     _prepare_connection,
     _schema,
 )
-from precon.service.stores.sqlite.connection import Connections
 from precon.service.stores.sqlite.reads import SQLiteReads
 from precon.service.stores.sqlite.writes import SQLiteWrites
 from precon.service.stores.types import (
