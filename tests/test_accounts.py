@@ -1,4 +1,4 @@
-"""precon.service.accounts.keys: keys, products and the grants that tie them, stored hashed."""
+"""precon.service.accounts (model, sql, sqlite): keys, products and the grants that tie them, stored hashed."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from precon.models import PROVINCES, VERSIONS
-from precon.service.accounts.keys import ALL_PROVINCES, KEY_PREFIX, AccountStore, ApiKey, Grant, digest
+from precon.service.accounts.model import ALL_PROVINCES, KEY_PREFIX, ApiKey, Grant, digest
+from precon.service.accounts.sqlite import AccountStore
 
 EVERY_PROVINCE = frozenset([*PROVINCES, "all"])
 EVERY_VERSION = frozenset(VERSIONS)

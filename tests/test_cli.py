@@ -21,7 +21,8 @@ from click.testing import CliRunner, Result
 from precon.cli import main, redact, scrub
 from precon.models import PROVINCES, VERSIONS
 from precon.service import catalogue
-from precon.service.accounts.keys import AccountStore, Grant, digest
+from precon.service.accounts.model import Grant, digest
+from precon.service.accounts.sqlite import AccountStore
 from precon.service.search.text import TextQuery
 from precon.service.stores.postgres.store import PostgresCatalogueStore
 from precon.service.stores.sqlite.store import SQLiteStore

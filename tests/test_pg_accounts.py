@@ -14,8 +14,9 @@ import psycopg
 import pytest
 
 from precon.models import PROVINCES, VERSIONS
-from precon.service.accounts.keys import Accounts, AccountStore, ApiKey, Grant, digest
+from precon.service.accounts.model import Accounts, ApiKey, Grant, digest
 from precon.service.accounts.postgres import PostgresAccountStore
+from precon.service.accounts.sqlite import AccountStore
 from tests import pg_support
 
 pg_cluster = pg_support.pg_cluster

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from precon.service import catalogue
-from precon.service.accounts.keys import AccountStore
+from precon.service.accounts.sqlite import AccountStore
 from precon.service.app import create_app
 from precon.service.config import ServiceSettings
 from precon.service.runtime import load

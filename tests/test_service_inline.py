@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from precon.service import catalogue
-from precon.service.accounts.keys import AccountStore
+from precon.service.accounts.sqlite import AccountStore
 from precon.service.api.calls import Service
 from precon.service.config import ServiceSettings
 from precon.service.runtime import load

@@ -27,7 +27,8 @@ from standardwebhooks import Webhook
 from precon import errors
 from precon.client import Client
 from precon.models import PROVINCES
-from precon.service.accounts.keys import Accounts, AccountStore
+from precon.service.accounts.model import Accounts
+from precon.service.accounts.sqlite import AccountStore
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread

@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
-from precon.service.accounts.keys import AccountStore
+from precon.service.accounts.sqlite import AccountStore
 from precon.service.api.calls import Service
 from precon.service.api.media import placeholder_svg
 from precon.service.api.middleware import RequestIdMiddleware

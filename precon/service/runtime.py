@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
-from precon.service.accounts.keys import Accounts, AccountStore
+from precon.service.accounts.model import Accounts
+from precon.service.accounts.sqlite import AccountStore
 from precon.service.app import create_app
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
 from precon.service.stores.loading import Progress, load

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from precon.models import PROVINCES
-from precon.service.accounts.keys import Accounts
+from precon.service.accounts.model import Accounts
 from precon.service.stores.records import province_of
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import CatalogueChange
