@@ -142,7 +142,8 @@ def test_concurrent_requests_with_the_same_key_have_one_effect(service: Running,
 
 
 def test_a_key_older_than_a_day_is_purged_and_free_again(tmp_path: Any) -> None:
-    from precon.service.webhooks.store import IdempotencyKey, WebhookStore
+    from precon.service.webhooks.model import IdempotencyKey
+    from precon.service.webhooks.sqlite import WebhookStore
 
     store = WebhookStore(tmp_path / "webhooks.sqlite3")
     key = IdempotencyKey(1, "k", "f")

@@ -21,13 +21,14 @@ import pytest
 
 from precon.service.accounts.postgres import PostgresAccountStore
 from precon.service.stores.importer import import_file
-from precon.service.stores.postgres.change_journal import ChangeJournal, Entry
+from precon.service.stores.postgres.catalogue_base import Entry
 from precon.service.stores.postgres.store import PostgresCatalogueStore
 from precon.service.stores.types import CatalogueChange
 from precon.service.webhooks.delivery import DeliveryWorker
+from precon.service.webhooks.journal import ChangeJournal
 from precon.service.webhooks.notify import CatalogueNotifier
 from precon.service.webhooks.postgres import PostgresWebhookStore
-from precon.service.webhooks.store import WebhookStore
+from precon.service.webhooks.sqlite import WebhookStore
 from precon.service.webhooks.targets import TargetPolicy
 from tests import pg_support
 
@@ -237,7 +238,7 @@ KILLED_WRITER = """
 import os, signal, sys
 from precon.service.webhooks.notify import CatalogueNotifier
 from precon.service.accounts.postgres import PostgresAccountStore
-from precon.service.stores.postgres.change_journal import ChangeJournal
+from precon.service.webhooks.journal import ChangeJournal
 from precon.service.stores.postgres.store import PostgresCatalogueStore
 from precon.service.webhooks.postgres import PostgresWebhookStore
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
+from precon.service.webhooks.model import IdempotencyKey
 from precon.service.webhooks.postgres import PostgresWebhookStore
-from precon.service.webhooks.store import IdempotencyKey
 from tests import pg_support
 from tests.test_idempotency import *  # noqa: F403 - the module's tests, run here on the other store
 

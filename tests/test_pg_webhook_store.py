@@ -15,19 +15,20 @@ from typing import Any
 import orjson
 import pytest
 
+from precon.service.webhooks import model as webhooks_model
 from precon.service.webhooks import postgres as pg_webhooks_module
-from precon.service.webhooks import store as webhooks_module
+from precon.service.webhooks import sqlite as sqlite_webhooks_module
 from precon.service.webhooks.delivery import DeliveryWorker
-from precon.service.webhooks.outbox import Outbox
-from precon.service.webhooks.postgres import PostgresWebhookStore
-from precon.service.webhooks.store import (
+from precon.service.webhooks.model import (
     CLAIMANT,
     Event,
+    Outbox,
     RetrySchedule,
     Subscription,
     SubscriptionLimitReached,
-    WebhookStore,
 )
+from precon.service.webhooks.postgres import PostgresWebhookStore
+from precon.service.webhooks.sqlite import WebhookStore
 from precon.service.webhooks.targets import TargetPolicy
 from tests import pg_support
 from tests.test_webhooks import Receiver, wait_until
@@ -189,7 +190,7 @@ def test_a_claim_of_a_process_that_died_is_released_at_once(store: Outbox, monke
     claimant = CLAIMANT.rsplit(":", 1)[0] + ":" + dead.stdout.strip()
     subscription = store.subscribe(7, "live", "profile.created", "https://1.1.1.1/h")
     publish_one(store, subscription)
-    for module in (webhooks_module, pg_webhooks_module):
+    for module in (sqlite_webhooks_module, pg_webhooks_module):
         monkeypatch.setattr(module, "CLAIMANT", claimant)
     [due] = store.claim_due(10)
     monkeypatch.undo()
@@ -280,7 +281,7 @@ def test_a_sender_killed_mid_send_loses_nothing_another_sends_it_once(pg_databas
         finally:
             worker.stop()
         assert headers["webhook-id"] == due.id == delivery_id
-        assert 0.8 <= waited < 1.0 + webhooks_module.POLL_S + 2, "taken when the lease ran out, within a poll"
+        assert 0.8 <= waited < 1.0 + webhooks_model.POLL_S + 2, "taken when the lease ran out, within a poll"
         assert len(receiver.received) == 1, "sent once"
         assert len(survivor.deliveries(7, None, 0, 1)[1][0]["attempts"]) == 1
     finally:

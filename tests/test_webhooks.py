@@ -36,16 +36,16 @@ from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import CatalogueChange
 from precon.service.webhooks import targets as webhook_targets
 from precon.service.webhooks.delivery import DeliveryWorker
-from precon.service.webhooks.notify import CatalogueNotifier
-from precon.service.webhooks.outbox import Outbox
-from precon.service.webhooks.store import (
+from precon.service.webhooks.model import (
     MAX_SUBSCRIPTIONS_PER_KEY,
     Event,
+    Outbox,
     RetrySchedule,
     Subscription,
     SubscriptionLimitReached,
-    WebhookStore,
 )
+from precon.service.webhooks.notify import CatalogueNotifier
+from precon.service.webhooks.sqlite import WebhookStore
 from precon.service.webhooks.targets import TargetPolicy, TargetRefused
 
 if TYPE_CHECKING:

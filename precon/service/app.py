@@ -30,7 +30,8 @@ from precon.service.config import ServiceSettings
 from precon.service.errors import ApiError
 from precon.service.stores.types import CatalogueStore
 from precon.service.webhooks.delivery import DeliveryWorker
-from precon.service.webhooks.store import RetrySchedule, WebhookStore
+from precon.service.webhooks.model import RetrySchedule
+from precon.service.webhooks.sqlite import WebhookStore
 from precon.service.webhooks.targets import TargetPolicy
 
 log = logging.getLogger("precon.service")

@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from precon.service.webhooks.store import PRODUCTION_SCHEDULE_S
+from precon.service.webhooks.model import PRODUCTION_SCHEDULE_S
 
 DEV_API_KEY = "precon-dev-key"
 DEV_PRODUCT_ID = "precon-dev"

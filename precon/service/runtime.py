@@ -26,9 +26,9 @@ from precon.service.app import create_app
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
 from precon.service.stores.loading import Progress, load
 from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.webhooks.model import Outbox
 from precon.service.webhooks.notify import CatalogueNotifier
-from precon.service.webhooks.outbox import Outbox
-from precon.service.webhooks.store import WebhookStore
+from precon.service.webhooks.sqlite import WebhookStore
 
 if TYPE_CHECKING:
     from precon.service.stores.replica import Follower, ReplicaCatalogue

@@ -288,7 +288,7 @@ def import_file(store: SQLiteStore | PostgresCatalogueStore, path: str | Path) -
     event, and the store's listeners hear of every change once, after the commit (with the outbox in the same
     database, the changes are recorded in the store's journal in that transaction and their events published
     from it once, by this process or, if it dies first, by a replica:
-    :mod:`precon.service.stores.postgres.change_journal`).
+    :mod:`precon.service.webhooks.journal`).
     SQLite: a transaction a batch.
     """
     from precon.service.stores.loading import load

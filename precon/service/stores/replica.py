@@ -228,9 +228,6 @@ class ReplicaCatalogue:
     def journal(self) -> Any:
         return self.primary.journal
 
-    def journal_changes(self, reader: Any, outbox: object) -> bool:
-        return self.primary.journal_changes(reader, outbox)
-
     @contextmanager
     def atomic(self) -> Iterator[None]:
         with self.primary.atomic():

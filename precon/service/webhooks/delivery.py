@@ -1,6 +1,6 @@
 """Sending webhook deliveries: the worker that claims due deliveries from the outbox
-(:mod:`precon.service.webhooks.store`)
-and posts them signed per the Standard Webhooks scheme, recording every attempt.
+(:class:`precon.service.webhooks.model.Outbox`) and posts them signed per the Standard Webhooks scheme, recording
+every attempt.
 
 Of the processes serving one data directory one sends at a time (a file lock); with a shared outbox (PostgreSQL)
 every process of every replica sends, each delivery claimed by one of them for a lease.
@@ -21,14 +21,14 @@ from pathlib import Path
 import httpcore
 from standardwebhooks import Webhook
 
-from precon.service.webhooks.outbox import Outbox
-from precon.service.webhooks.store import (
+from precon.service.webhooks.model import (
     DELIVERY_TIMEOUT_S,
     ELECTION_S,
     POLL_S,
     RESPONSE_EXCERPT_CHARS,
     SENDERS,
     Due,
+    Outbox,
     RetrySchedule,
 )
 from precon.service.webhooks.targets import GuardedBackend, TargetPolicy
@@ -110,7 +110,7 @@ class DeliveryWorker:
 
     def _sweep(self, sweep: Callable[[], int]) -> None:
         """Publishes the catalogue changes a process that died left in the journals (see
-        :mod:`precon.service.stores.postgres.change_journal`), at start and every :data:`JOURNAL_SWEEP_S`."""
+        :mod:`precon.service.webhooks.journal`), at start and every :data:`JOURNAL_SWEEP_S`."""
         while not self._stop.is_set():
             try:
                 if sweep():

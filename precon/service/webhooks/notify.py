@@ -12,8 +12,7 @@ from precon.service.accounts.model import Accounts
 from precon.service.stores.records import province_of
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import CatalogueChange
-from precon.service.webhooks.outbox import Outbox
-from precon.service.webhooks.store import Event, Subscription
+from precon.service.webhooks.model import Event, Outbox, Subscription
 
 if TYPE_CHECKING:
     from precon.service.stores.postgres.store import PostgresCatalogueStore
@@ -49,12 +48,20 @@ class CatalogueNotifier:
     def attach(self) -> CatalogueNotifier:
         """Listens to the store. A PostgreSQL store with the outbox in its own database records each write's
         changes in its journal instead, in the write's transaction, and this notifier's events are published from
-        there: none is lost if the process dies after the commit (see
-        :mod:`precon.service.stores.postgres.change_journal`). Otherwise it hears of each write after the commit."""
-        journal_changes = getattr(self.store, "journal_changes", None)
-        if journal_changes is None or not journal_changes(self, self.webhooks):
+        there: none is lost if the process dies after the commit (see :mod:`precon.service.webhooks.journal`).
+        Otherwise it hears of each write after the commit."""
+        if not self._journaled():
             self.store.listeners.append(self)
         return self
+
+    def _journaled(self) -> bool:
+        """Whether the store's journal takes this notifier's changes. Only a shared outbox (PostgreSQL's) may
+        take them, and only then are PostgreSQL's modules loaded: a service on SQLite files never needs them."""
+        if not self.webhooks.shared:
+            return False
+        from precon.service.webhooks.journal import journal_changes
+
+        return journal_changes(self.store, self, self.webhooks)
 
     def __call__(self, changes: Sequence[CatalogueChange]) -> None:
         events = [event for events in self.events_of(changes) for event in events]

@@ -11,8 +11,9 @@
   for half a second.
 * :mod:`.webhooks`: subscriptions, events, the delivery outbox and attempts, claimed ``FOR UPDATE SKIP LOCKED``
   with a lease, and ``Idempotency-Key`` answers (:class:`~.webhooks.PostgresWebhookStore`).
-* :mod:`.change_journal`: each catalogue write's changes, recorded in its own transaction and turned into webhook
-  events once after the commit, or by any replica's sweep when the writer died first.
+* :mod:`.catalogue_base` records each catalogue write's changes in a journal, in its own transaction, to be turned
+  into webhook events once after the commit, or by any replica's sweep when the writer died first
+  (:mod:`precon.service.webhooks.journal`).
 * :mod:`.pools`: the connection pools, opened alike.
 * :mod:`.migrations`: the schema, made and upgraded by Alembic from Python (``upgrade(conninfo, schema=...)``);
   replicas starting together migrate one after the other (an advisory lock).

@@ -8,9 +8,9 @@ see one catalogue), the write transaction (an advisory lock: one writer at a tim
 (``NOTIFY`` on :data:`CHANNEL`). The write path is :mod:`.writes`, the read path :mod:`.reads`.
 
 Each write (:data:`JOURNALED_WRITES`) runs in an :meth:`~PostgresCatalogueBase.atomic` block, its own or its
-caller's: with a :attr:`~PostgresCatalogueBase.journal` (a notifier whose outbox is in this database), the block's
-changes are recorded in the catalogue's journal in its transaction and their events published from there after
-the commit, so that a process dying in between loses none (:mod:`.change_journal`).
+caller's: with a :attr:`~PostgresCatalogueBase.journal` (a :class:`Journal`, set by the webhooks when a notifier's
+outbox is in this database: :mod:`precon.service.webhooks.journal`), the block's changes are recorded in the journal
+in its transaction and published from there after the commit, so that a process dying in between loses none.
 """
 
 from __future__ import annotations
@@ -18,18 +18,16 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 import psycopg
 
-from precon.service.stores.postgres.change_journal import ChangeJournal, ChangeReader, Entry, same_database
 from precon.service.stores.postgres.migrations import schema_options, upgrade
 from precon.service.stores.postgres.pools import open_pool
 from precon.service.stores.types import CatalogueChange, notify_listeners
-from precon.service.webhooks.postgres import PostgresWebhookStore
 
 log = logging.getLogger("precon.store.postgres")
 
@@ -40,6 +38,22 @@ WRITE_LOCK = 0x70726563
 JOURNALED_WRITES = ("upsert_listings", "upsert_profiles", "delete_listing", "delete_profile")
 """The writes that each run in an :meth:`~PostgresCatalogueBase.atomic` block of their own when not in one: their
 changes are then recorded in the journal in their transaction."""
+
+Entry = tuple[int, CatalogueChange]
+"""A change recorded in a journal, and its row's id there."""
+
+
+class Journal(Protocol):
+    """Where the changes of every write are recorded, in the write's transaction, and published from after its
+    commit (by this process, or by whoever sweeps the journal if this one dies first)."""
+
+    def record(self, db: psycopg.Connection[Any], changes: Sequence[CatalogueChange]) -> list[Entry]:
+        """Records ``changes`` in the write transaction of ``db``: their entries, to publish after the commit."""
+        ...
+
+    def publish(self, entries: Sequence[Entry]) -> int:
+        """Publishes what the entries recorded (those nobody published first): how many were."""
+        ...
 
 
 def _document(text: str) -> dict[str, Any]:
@@ -89,9 +103,9 @@ class PostgresCatalogueBase:
         self.pool = open_pool(conninfo, f"precon-{schema}", min_size, max_size, **schema_options(schema))
         self.listeners: list[Callable[[list[CatalogueChange]], None]] = []
         """Called with the changes of every write, after it is committed."""
-        self.journal: ChangeJournal | None = None
-        """Where each write's changes are recorded in its transaction, for their webhook events (see
-        :meth:`journal_changes`)."""
+        self.journal: Journal | None = None
+        """Where each write's changes are recorded in its transaction (see
+        :func:`precon.service.webhooks.journal.journal_changes`, which sets it)."""
         self._local = threading.local()
         """``connection`` and ``pending`` (changes) of this thread's :meth:`atomic` block, when in one."""
 
@@ -151,7 +165,7 @@ class PostgresCatalogueBase:
         if pending:
             self._committed(pending, journal, entries)
 
-    def _committed(self, changes: list[CatalogueChange], journal: ChangeJournal | None, entries: list[Entry]) -> None:
+    def _committed(self, changes: list[CatalogueChange], journal: Journal | None, entries: list[Entry]) -> None:
         """After a commit: the journal's entries published (a failure leaves them to a sweep), the listeners told."""
         if journal is not None:
             try:
@@ -159,18 +173,6 @@ class PostgresCatalogueBase:
             except Exception:  # the rows stay in the journal: a sweep publishes them once the lease runs out
                 log.exception("the events of %d catalogue changes are left to the journal's sweep", len(entries))
         notify_listeners(self.listeners, changes, log)
-
-    def journal_changes(self, reader: ChangeReader, outbox: object) -> bool:
-        """Records every write's changes in this catalogue's journal, for ``reader`` to turn into events that
-        ``outbox`` publishes, if ``outbox`` is the PostgreSQL one in this database (which then sweeps the journal);
-        answers whether it is so. One reader per store: False for another."""
-        if self.journal is not None or not isinstance(outbox, PostgresWebhookStore):
-            return False
-        if not same_database(self.pool, outbox.pool):
-            return False
-        self.journal = ChangeJournal(self.schema, reader, outbox)
-        outbox.journals.append(self.journal)
-        return True
 
     def _bump_generation(self, connection: psycopg.Connection[Any], changes: list[CatalogueChange]) -> None:
         """Raises the generation and logs the keys ``changes`` wrote under it (``catalogue_log``, which the

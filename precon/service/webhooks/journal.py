@@ -17,7 +17,9 @@ of the moment they are published, the records as they are then (a deleted record
 path, as always).
 
 Only for an outbox in the catalogue's own database (:func:`same_database`): the rows and the events are then in
-one transaction. Otherwise the store's listeners hear of the changes after the commit, as before.
+one transaction. Otherwise the store's listeners hear of the changes after the commit, as before. Which it is
+:func:`journal_changes` decides, when a notifier attaches to a store: the catalogue itself knows nothing of webhooks,
+only of a journal it records into and publishes from (:class:`~precon.service.stores.postgres.catalogue_base.Journal`).
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ from typing import Any, Protocol
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from precon.service.sql_stores import Connection
+from precon.service.stores.postgres.catalogue_base import Entry, PostgresCatalogueBase
+from precon.service.stores.replica import ReplicaCatalogue
 from precon.service.stores.types import CatalogueChange
+from precon.service.webhooks.model import CLAIM_LEASE_S, Event, claims_of_host, process_alive
 from precon.service.webhooks.postgres import NOW, PostgresWebhookStore
-from precon.service.webhooks.store import CLAIM_LEASE_S, Event, _process_alive
 
 log = logging.getLogger("precon.store.postgres")
 
@@ -54,10 +59,6 @@ class ChangeReader(Protocol):
     def events_of(self, changes: Sequence[CatalogueChange]) -> list[list[Event]]:
         """Each change's events, in the order of the changes."""
         ...
-
-
-Entry = tuple[int, CatalogueChange]
-"""A change and its row's id in the journal."""
 
 
 def claimant() -> str:
@@ -125,7 +126,7 @@ class ChangeJournal:
         by_id = {entry_id: events for (entry_id, _), events in zip(entries, groups, strict=True)}
         taken: set[int] = set()
 
-        def take(db: psycopg.Connection[Any]) -> list[Event]:
+        def take(db: Connection) -> list[Event]:
             rows = db.execute(  # locked in id order: two takers of the same rows wait, not deadlock
                 f"DELETE FROM {self.table} WHERE id IN (SELECT id FROM {self.table} WHERE id = ANY(%s) ORDER BY id "
                 "FOR UPDATE) RETURNING id",
@@ -173,17 +174,15 @@ class ChangeJournal:
     def release_abandoned(self) -> int:
         """Rows claimed by a process of this host that no longer runs may be taken at once, not after the lease.
         (A claim of another machine's process runs out with its lease.)"""
-        host = claimant().rsplit(":", 1)[0]
-        pattern = host.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%"
         with self.outbox.pool.connection() as db:
             claims = db.execute(
                 f"SELECT DISTINCT claimed_by FROM {self.table} WHERE claimed_until > {NOW} AND claimed_by LIKE %s",
-                (pattern,),
+                (claims_of_host(claimant()),),
             ).fetchall()
             dead = [
                 who
                 for (who,) in claims
-                if (pid := int(who.rsplit(":", 1)[1])) != os.getpid() and not _process_alive(pid)
+                if (pid := int(who.rsplit(":", 1)[1])) != os.getpid() and not process_alive(pid)
             ]
             if not dead:
                 return 0
@@ -193,3 +192,19 @@ class ChangeJournal:
                 (dead,),
             ).rowcount
         return released
+
+
+def journal_changes(store: object, reader: ChangeReader, outbox: object) -> bool:
+    """Records every write's changes of ``store`` in its catalogue's journal, for ``reader`` to turn into events that
+    ``outbox`` publishes, if ``store`` is a PostgreSQL catalogue (a replica's, whose writes are its primary's) and
+    ``outbox`` the PostgreSQL one in the same database (which then sweeps the journal); answers whether it is so.
+    One reader per catalogue: False for another."""
+    catalogue = store.primary if isinstance(store, ReplicaCatalogue) else store
+    if not isinstance(catalogue, PostgresCatalogueBase) or not isinstance(outbox, PostgresWebhookStore):
+        return False
+    if catalogue.journal is not None or not same_database(catalogue.pool, outbox.pool):
+        return False
+    journal = ChangeJournal(catalogue.schema, reader, outbox)
+    catalogue.journal = journal
+    outbox.journals.append(journal)
+    return True
