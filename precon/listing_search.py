@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from precon import filters
 from precon.errors import BadRequest
+from precon.facet_keys import MAX_FACET_VALUES, facet_key, top
 from precon.filter_state import necessary_listing_filter
 from precon.filters import Expr
 from precon.models import FloorPlan, Listing, MatchedFloorPlans
@@ -31,8 +32,6 @@ from precon.ordering import NUMERIC_SORTS, WINDOW, ListingBackend, ServiceOrderi
 
 UnitMode = Literal["none", "service", "local"]
 SORTS = ("relevance", "newest", "price_asc", "price_desc", "completion")
-MAX_FACET_VALUES = 100
-"""As the service: at most this many values per facet, the most frequent first, ties by value."""
 MAX_IDS_PER_CALL = 100
 LOCAL_ATTRIBUTES = ("listingId", "floorPlans", "updatedAt", "startPrice", "completionYear", "isFeatured")
 Progress = Callable[[int, int], None]
@@ -145,22 +144,11 @@ def local_matches(
 
 
 def _facet_keys(value: Any) -> list[str]:
+    """The keys an attribute's value counts under, each once (a listing counts once per value it holds, as in the
+    service); empty text counts under none."""
     values = value if isinstance(value, list | tuple) else [value]
-    keys = []
-    for item in values:
-        if item is None or item == "":
-            continue
-        if isinstance(item, bool):
-            keys.append("true" if item else "false")
-        elif isinstance(item, float) and item.is_integer():
-            keys.append(str(int(item)))
-        elif isinstance(item, str | int | float):
-            keys.append(str(item))
-        else:
-            path = getattr(item, "path", None)
-            if isinstance(path, str):
-                keys.append(path)
-    return list(dict.fromkeys(keys))
+    keys = (facet_key(item) for item in values if item is not None and item != "")
+    return list(dict.fromkeys(key for key in keys if key is not None))
 
 
 def count_facets(listings: Sequence[Listing], names: Iterable[str]) -> dict[str, dict[str, int]]:
@@ -170,8 +158,7 @@ def count_facets(listings: Sequence[Listing], names: Iterable[str]) -> dict[str,
         counter: Counter[str] = Counter()
         for listing in listings:
             counter.update(_facet_keys(getattr(listing, name, None)))
-        top = sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:MAX_FACET_VALUES]
-        counted[name] = dict(top)
+        counted[name] = dict(top(counter.items(), MAX_FACET_VALUES))
     return counted
 
 
