@@ -9,11 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from precon.facet_keys import MAX_FACET_VALUES
 from precon.filters import parse
 from precon.schema import LISTING_ATTRIBUTES
 from precon.service import catalogue
 from precon.service.runtime import load
 from precon.service.search.columns import ColumnIndex
+from precon.service.search.facets import facet_for
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
 from tests.store_support import both_engines
@@ -55,16 +57,17 @@ def test_bitmap_counts_equal_the_postings_counts_for_any_filter(index: ColumnInd
         np.arange(index.size) == index.size - 1,  # the last listing alone: the partly filled last word
     ]
     paths = ("amenities", "type", "builders", "sellingStatus", "cityOrDistrict")
-    assert index._value_bitmaps("amenities") is not None and index._value_bitmaps("sellingStatus") is not None
+    assert index.value_bitmaps("amenities") is not None and index.value_bitmaps("sellingStatus") is not None
     for path in paths:
         for mask in masks:
             expected = counted_from_postings(index, path, mask)
-            assert Counter(dict(index.facet(path, mask, limit=None))) == expected
+            assert Counter(dict(facet_for(path).count_columns(index, mask, None))) == expected
     try:  # and without bitmaps, as a large catalogue counts builders and cities
         index.__dict__["_bitmaps"] = dict.fromkeys(paths)
         for path in paths:
             for mask in masks:
-                assert Counter(dict(index.facet(path, mask, limit=None))) == counted_from_postings(index, path, mask)
+                counted = facet_for(path).count_columns(index, mask, None)
+                assert Counter(dict(counted)) == counted_from_postings(index, path, mask)
     finally:
         index.__dict__.pop("_bitmaps")
 
@@ -72,11 +75,12 @@ def test_bitmap_counts_equal_the_postings_counts_for_any_filter(index: ColumnInd
 def test_an_index_is_pickled_without_its_bitmaps(index: ColumnIndex) -> None:
     import pickle
 
-    index._value_bitmaps("amenities")
+    index.value_bitmaps("amenities")
     again = pickle.loads(pickle.dumps(index))
     assert "_bitmaps" not in again.__dict__ and "_bitmaps" in index.__dict__
     mask = np.ones(index.size, dtype=bool)
-    assert again.facet("amenities", mask) == index.facet("amenities", mask)
+    count = facet_for("amenities").count_columns
+    assert count(again, mask, MAX_FACET_VALUES) == count(index, mask, MAX_FACET_VALUES)
 
 
 def test_every_facetable_attribute_counts_alike_in_both_engines(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""An in-memory, columnar copy of the listing index: filters, facets, distance and order in numpy.
+"""An in-memory, columnar copy of the listing index: filters, distance and order in numpy, and what facets count
+(counted by :mod:`precon.service.search.facets`).
 
 SQLite keeps every record and every index; scanning tens of thousands of rows per query in it costs
 hundreds of milliseconds when a filter or facet touches most of the catalogue. This copy holds only what
@@ -35,7 +36,6 @@ Mask = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 EARTH_RADIUS_M = 6_371_000.0
-MAX_FACET_VALUES = 100
 
 
 class Vocabulary:
@@ -214,11 +214,6 @@ class TextPostings:
             idf = math.log(1 + (size - holders + 0.5) / (holders + 0.5))
             total += idf * frequency * (TEXT_K1 + 1) / (frequency + normaliser)
         return np.where(matched, np.round(total, 6), np.nan)
-
-
-def format_number(value: float) -> str:
-    """A numeric facet value as its key: integral numbers without a decimal point (``450000``)."""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 class ColumnIndex:
@@ -431,50 +426,16 @@ class ColumnIndex:
             run *= 4
         return np.concatenate(found)[:count] if found else np.empty(0, dtype=np.int64)
 
-    # -- facets --------------------------------------------------------------------------------------------
+    # -- for facets (counted in precon.service.search.facets) ----------------------------------------------
 
-    def facet(self, name: str, mask: Mask, limit: int | None = MAX_FACET_VALUES) -> list[tuple[str, int]]:
-        """The values of a facet counted over the listings in ``mask``: the ``limit`` most frequent (None: all)."""
-        attribute = LISTING_ATTRIBUTES[canonical_path(name)]
-        path = attribute.path
-        if attribute.kind == "text" or path in self.terms:  # text, or booleans of floor plans (held as terms)
-            bitmaps = self._value_bitmaps(path)
-            if bitmaps is not None:
-                counts = np.bitwise_count(bitmaps & _packed(mask, bitmaps.shape[1])).sum(axis=1, dtype=np.int64)
-            elif not attribute.multi:
-                codes = self.text[path].codes[mask]
-                counts = np.bincount(codes[codes >= 0], minlength=len(self.text[path].vocabulary))
-            else:
-                postings = self.terms[path]
-                counts = np.bincount(postings.codes[mask[postings.owners]], minlength=len(postings.vocabulary))
-            terms = self.terms[path].vocabulary if attribute.multi else self.text[path].vocabulary
-            if attribute.kind != "text":
-                return _top(terms.__getitem__, counts, limit)
-            return _top(lambda code: self._label(path, terms[code]), counts, limit)
-        if attribute.multi:
-            number_postings = self.number_postings[path]
-            values = number_postings.values[mask[number_postings.owners]]
-        else:
-            values = self.numbers[path][mask]
-            values = values[~np.isnan(values)]
-        unique, counts = np.unique(values, return_counts=True)
-        if attribute.kind == "bool":
-            keys = ["true" if v else "false" for v in unique]
-        else:
-            keys = [format_number(v) for v in unique]
-        return _top(keys.__getitem__, counts, limit)
-
-    def _label(self, path: str, term: str) -> str:
-        return self.labels.get((path, term), term)
-
-    def _value_bitmaps(self, path: str) -> npt.NDArray[np.uint64] | None:
-        """Per value of a text attribute, the listings holding it as a bitmap (a row of 64-bit words), where the
-        bitmaps hold fewer words than the attribute has postings (listings with a value, for a single-valued one),
-        else None. Amenities hold some fifteen values a listing: counting them over a filter by gathering every
-        posting took a millisecond or two at 50,000 listings; ANDing each value's bitmap with the filter's and
-        counting bits takes a twentieth of that. An attribute of many values and few postings each (builders,
-        cities) is counted faster from its postings. Made on first use, in each process (at most twice the size of
-        the postings' owners), never written with the index."""
+    def value_bitmaps(self, path: str) -> npt.NDArray[np.uint64] | None:
+        """Per value of a text attribute, the listings holding it as a bitmap (a row of 64-bit words: bit *i* is listing
+        *i*, the last word padded with zeros), where the bitmaps hold fewer words than the attribute has postings
+        (listings with a value, for a single-valued one), else None. Amenities hold some fifteen values a listing:
+        counting them over a filter by gathering every posting took a millisecond or two at 50,000 listings; ANDing each
+        value's bitmap with the filter's and counting bits takes a twentieth of that. An attribute of many values and
+        few postings each (builders, cities) is counted faster from its postings. Made on first use, in each process (at
+        most twice the size of the postings' owners), never written with the index."""
         cache: dict[str, npt.NDArray[np.uint64] | None] = self.__dict__.setdefault("_bitmaps", {})
         if path not in cache:
             words = (self.size + 63) // 64
@@ -502,22 +463,3 @@ def _bitmaps(values: int, holders: Callable[[int], npt.NDArray[np.integer]], wor
         row[holders(code)] = True
         bitmaps[code] = np.packbits(row, bitorder="little").view(np.uint64)
     return bitmaps
-
-
-def _packed(mask: Mask, words: int) -> npt.NDArray[np.uint64]:
-    """A mask as a bitmap of ``words`` 64-bit words (bit *i* of the row: listing *i*), as :meth:`ColumnIndex.
-    _value_bitmaps` lays them out."""
-    padded = np.zeros(words * 64, dtype=bool)
-    padded[: len(mask)] = mask
-    return np.packbits(padded, bitorder="little").view(np.uint64)
-
-
-def _top(key_of: Callable[[int], str], counts: npt.NDArray[np.int64], limit: int | None) -> list[tuple[str, int]]:
-    """The values counted at least once, highest count first, ties by value; at most ``limit`` (None: all).
-    ``key_of(code)`` names a value: asked only of the values counted."""
-    present = np.flatnonzero(counts)
-    if limit is not None and len(present) > limit > 0:
-        threshold = np.partition(counts[present], -limit)[-limit]
-        present = present[counts[present] >= threshold]
-    ranked = sorted(((key_of(int(i)), int(counts[i])) for i in present), key=lambda item: (-item[1], item[0]))
-    return ranked if limit is None else ranked[:limit]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from precon.facet_keys import by_count
 from precon.schema import LISTING_REFERENCE_FIELDS
 from precon.words import WORD, fold, words
 
@@ -84,5 +85,5 @@ def facet_hits(
         highlighted = highlight_prefixes(text, query)
         if highlighted is not None:
             hits.append(FacetHit(value, count, label, highlighted))
-    hits.sort(key=lambda hit: (-hit.count, hit.value))
+    hits.sort(key=lambda hit: by_count((hit.value, hit.count)))
     return hits

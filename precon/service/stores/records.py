@@ -1,7 +1,7 @@
 """The catalogue's records as every store writes and reads them, whatever the engine.
 
 How a listing or profile record becomes what a store keeps (its document, its typed columns, its terms, numbers
-and floor plans, the profiles it refers to), the geometry of a distance search, facet counting, the profile
+and floor plans, the profiles it refers to), the geometry of a distance search, profile facet counting, the profile
 order, similarity features, the typo retry of a text search and the per-generation cache: one copy, used by the
 SQLite store (:mod:`precon.service.stores.sqlite.store`) and the PostgreSQL store
 (:mod:`precon.service.stores.postgres.store`)
@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from precon.facet_keys import facet_key, top
 from precon.filters import fold_text
 from precon.models import PROVINCES
 from precon.schema import (
@@ -25,17 +26,11 @@ from precon.schema import (
     SCALAR_ATTRIBUTES,
     IndexedAttribute,
 )
-from precon.service.search.columns import EARTH_RADIUS_M, format_number
+from precon.service.search.columns import EARTH_RADIUS_M
 from precon.service.search.plans import floor_plans, plan_rows
 from precon.service.search.sql_filter import as_number
 from precon.service.search.text import TextQuery, TypoIndex
-from precon.service.stores.types import (
-    MAX_FACET_VALUES,
-    GeoCircle,
-    ProfileQuery,
-    SearchHits,
-    SimilarityFeatures,
-)
+from precon.service.stores.types import GeoCircle, ProfileQuery, SearchHits, SimilarityFeatures
 from precon.words import fold
 
 _PROVINCE_BY_NAME = {name.casefold(): code for code, name in PROVINCES.items()} | {code: code for code in PROVINCES}
@@ -137,38 +132,21 @@ def _bounding_box(circle: GeoCircle) -> tuple[float, float, float, float]:
     return min_lat, max_lat, circle.lng - lng_span, circle.lng + lng_span
 
 
-def _facet_key(kind: str, value: Any) -> str:
-    if kind == "bool":
-        return "true" if value else "false"
-    if kind == "number":
-        return format_number(value)
-    return str(value)
-
-
 def count_profile_facets(
     documents: Iterable[tuple[str, dict[str, Any]]], names: Sequence[str]
 ) -> dict[str, list[tuple[str, int]]]:
-    """Facet counts over profiles given as (collection, document): the most frequent values first, ties by value,
-    at most :data:`MAX_FACET_VALUES` a facet (each store reads its documents its own way, and counts them here)."""
+    """Facet counts over profiles given as (collection, document), keyed and ranked as the client counts listings
+    (:mod:`precon.facet_keys`): each store reads its documents its own way, and counts them here."""
     counters: dict[str, dict[str, int]] = {name: {} for name in names}
     for collection, document in documents:
         document["collection"] = collection
         for name in names:
             counter = counters[name]
             for value in _collect(document, name):
-                if isinstance(value, bool):
-                    key = "true" if value else "false"
-                elif isinstance(value, int | float):
-                    key = _facet_key("number", value)
-                elif isinstance(value, str):
-                    key = value
-                else:
-                    continue
-                counter[key] = counter.get(key, 0) + 1
-    return {
-        name: sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:MAX_FACET_VALUES]
-        for name, counter in counters.items()
-    }
+                key = facet_key(value)
+                if key is not None:
+                    counter[key] = counter.get(key, 0) + 1
+    return {name: top(counter.items()) for name, counter in counters.items()}
 
 
 _TOP_LEVEL_MULTI = [a for a in MULTI_ATTRIBUTES if "." not in a.path]
@@ -395,27 +373,6 @@ def profile_order(
             order = f"{count} {direction}, {order}"
             order_params.append(query.province)
     return order, order_params
-
-
-def facet_counts(
-    attribute: IndexedAttribute,
-    rows: Iterable[tuple[Any, Any]],
-    labels: dict[tuple[str, str], str],
-    limit: int | None,
-) -> list[tuple[str, int]]:
-    """A listing facet from its (stored value, count) rows: text values by their labels, the most frequent first,
-    ties by value, at most ``limit`` (None: all)."""
-    counted = []
-    for value, count in rows:
-        if attribute.kind == "text":
-            key = labels.get((attribute.path, value), value)
-        elif attribute.kind == "bool" and attribute.multi:
-            key = value
-        else:
-            key = _facet_key(attribute.kind, value)
-        counted.append((key, int(count)))
-    counted.sort(key=lambda item: (-item[1], item[0]))
-    return counted if limit is None else counted[:limit]
 
 
 def with_typo_retry(

@@ -21,10 +21,11 @@ import numpy as np
 
 from precon import filters
 from precon.filters import Expr
-from precon.schema import LISTING_ATTRIBUTES, SEARCHABLE_LISTING_WEIGHTS, SEARCHABLE_PROFILE_WEIGHTS
+from precon.schema import SEARCHABLE_LISTING_WEIGHTS, SEARCHABLE_PROFILE_WEIGHTS
 from precon.service.search.columns import EARTH_RADIUS_M, ColumnIndex, FloatArray, IntArray, Mask
+from precon.service.search.facets import facet_for
 from precon.service.search.plans import PlanIndex, UnitFilterCompiler
-from precon.service.search.sql_filter import ListingFilterCompiler, canonical_path
+from precon.service.search.sql_filter import ListingFilterCompiler
 from precon.service.search.text import TextQuery, TypoIndex
 from precon.service.stores.records import (
     BOX_MARGIN_DEG,
@@ -32,20 +33,12 @@ from precon.service.stores.records import (
     add_similarity_terms,
     count_profile_facets,
     decode_document,
-    facet_counts,
     profile_order,
     similarity_rows,
     with_typo_retry,
 )
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
-from precon.service.stores.types import (
-    MAX_FACET_VALUES,
-    GeoCircle,
-    ListingQuery,
-    ProfileQuery,
-    SearchHits,
-    SimilarityFeatures,
-)
+from precon.service.stores.types import GeoCircle, ListingQuery, ProfileQuery, SearchHits, SimilarityFeatures
 
 TEXT_CACHE_ENTRIES = 16
 """Text questions whose relevance arrays are kept: 16 × 8 bytes × listings (6.4 MB at 50,000)."""
@@ -324,7 +317,7 @@ class SQLiteReads(SQLiteCatalogueBase):
             distance[candidates] = index.distances(query.circle.lat, query.circle.lng, candidates)
             mask &= distance <= query.circle.radius_m
         total = int(np.count_nonzero(mask))
-        facets = {name: index.facet(name, mask, query.max_facet_values) for name in query.facets}
+        facets = {name: facet_for(name).count_columns(index, mask, query.max_facet_values) for name in query.facets}
         documents: list[dict[str, Any]] = []
         scores: list[float | None] = []
         if query.limit > 0 and query.offset < total:
@@ -383,7 +376,8 @@ class SQLiteReads(SQLiteCatalogueBase):
             for blob, score in rows:
                 documents.append(decode_document(blob))
                 scores.append(None if score is None else round(-score, 6))
-        facets = {name: self._facet(db, name, where, params, query.max_facet_values) for name in query.facets}
+        limit = query.max_facet_values
+        facets = {name: facet_for(name).count_sql(db, where, params, self._labels, limit) for name in query.facets}
         return SearchHits(total, documents, scores, facets, text)
 
     def _page(
@@ -418,23 +412,6 @@ class SQLiteReads(SQLiteCatalogueBase):
             f"WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
         )
         return db.execute(sql, [*join_params, *params, query.limit, query.offset]).fetchall()
-
-    def _facet(
-        self, db: sqlite3.Connection, name: str, where: str, params: list[Any], limit: int | None = MAX_FACET_VALUES
-    ) -> list[tuple[str, int]]:
-        attribute = LISTING_ATTRIBUTES[canonical_path(name)]
-        if attribute.multi:
-            table, value = ("listing_numbers", "num") if attribute.kind == "number" else ("listing_terms", "term")
-            sql = (
-                f"SELECT {value}, count(*) FROM {table} WHERE attr = ? "
-                f"AND listing IN (SELECT l.id FROM listings l WHERE {where}) GROUP BY {value}"
-            )
-            rows = db.execute(sql, [attribute.path, *params]).fetchall()
-        else:
-            column = "l." + attribute.column
-            sql = f"SELECT {column}, count(*) FROM listings l WHERE {where} AND {column} IS NOT NULL GROUP BY 1"
-            rows = db.execute(sql, params).fetchall()
-        return facet_counts(attribute, rows, self._labels() if attribute.kind == "text" else {}, limit)
 
     def get_listings(self, ids: Sequence[str], province: str | None) -> dict[str, dict[str, Any]]:
         if not ids:
