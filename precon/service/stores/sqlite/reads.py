@@ -1,17 +1,17 @@
 """The read path of the SQLite store: listing and profile searches, facets, lookups and similarity.
 
 :class:`SQLiteReads` is the part of :class:`~precon.service.stores.sqlite.store.SQLiteStore` that answers questions.
-A listing
-search runs on the in-memory column index (``engine="columns"``: :class:`~precon.service.search.columns.ColumnIndex`,
-with the floor plans' :class:`~precon.service.search.plans.PlanIndex`) or on SQL alone (``engine="sql"``, the
-cross-check); both give the same answers. The caches here (text relevance, typo vocabulary, labels, fallback
+A listing search runs on the in-memory column index (``engine="columns"``:
+:class:`~precon.service.search.columns.ColumnIndex`, with the floor plans'
+:class:`~precon.service.search.plans.PlanIndex`) or on SQL alone (``engine="sql"``, the cross-check:
+:mod:`precon.service.stores.sqlite.sql_search`); both give the same answers, their facets counted by the same
+classes (:mod:`precon.service.search.facets`). The caches here (text relevance, typo vocabulary, labels, fallback
 filters) follow the catalogue's generation.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -21,11 +21,10 @@ import numpy as np
 
 from precon import filters
 from precon.filters import Expr
-from precon.schema import SEARCHABLE_LISTING_WEIGHTS, SEARCHABLE_PROFILE_WEIGHTS
-from precon.service.search.columns import EARTH_RADIUS_M, ColumnIndex, FloatArray, IntArray, Mask
+from precon.schema import SEARCHABLE_PROFILE_WEIGHTS
+from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.search.facets import facet_for
-from precon.service.search.plans import PlanIndex, UnitFilterCompiler
-from precon.service.search.sql_filter import ListingFilterCompiler
+from precon.service.search.plans import PlanIndex
 from precon.service.search.text import TextQuery, TypoIndex
 from precon.service.stores.records import (
     BOX_MARGIN_DEG,
@@ -38,6 +37,7 @@ from precon.service.stores.records import (
     with_typo_retry,
 )
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
+from precon.service.stores.sqlite.sql_search import bm25_join, search_listings_sql
 from precon.service.stores.types import GeoCircle, ListingQuery, ProfileQuery, SearchHits, SimilarityFeatures
 
 TEXT_CACHE_ENTRIES = 16
@@ -83,35 +83,6 @@ class SQLiteReads(SQLiteCatalogueBase):
             return frozenset(r[0] for r in self._db().execute("SELECT name FROM listing_attributes"))
 
         return self._attribute_cache.get(self.generation(), read)
-
-    def _listing_where(self, query: ListingQuery, text: TextQuery | None) -> tuple[list[str], list[Any]]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        if query.province is not None:
-            clauses.append("l.province = ?")
-            params.append(query.province)
-        if query.filter is not None:
-            sql, filter_params = ListingFilterCompiler().compile(query.filter)
-            clauses.append(f"({sql})")
-            params += filter_params
-        if query.unit_filter is not None:
-            sql, unit_params = UnitFilterCompiler().listing_clause(query.unit_filter)
-            clauses.append(sql)
-            params += unit_params
-        if query.circle is not None:
-            min_lat, max_lat, min_lng, max_lng = _bounding_box(query.circle)
-            clauses.append(
-                "l.id IN (SELECT id FROM listing_geo WHERE max_lat >= ? AND min_lat <= ? "
-                "AND max_lng >= ? AND min_lng <= ?)"
-            )
-            params += [min_lat, max_lat, min_lng, max_lng]
-            sql, distance_params = _distance_sql(query.circle)
-            clauses.append(f"{sql} <= ?")
-            params += [*distance_params, query.circle.radius_m]
-        if text is not None:
-            clauses.append("l.id IN (SELECT rowid FROM listing_fts WHERE listing_fts MATCH ?)")
-            params.append(text.fts_expression())
-        return clauses, params
 
     def search_listings(self, query: ListingQuery) -> SearchHits:
         text = query.text
@@ -295,7 +266,31 @@ class SQLiteReads(SQLiteCatalogueBase):
         return score
 
     def _search_columns(self, query: ListingQuery, text: TextQuery | None, index: ColumnIndex) -> SearchHits:
-        db = self._db()
+        mask, score, distance = self._matching(query, text, index)
+        total = int(np.count_nonzero(mask))
+        facets = {name: facet_for(name).count_columns(index, mask, query.max_facet_values) for name in query.facets}
+        if not (query.limit > 0 and query.offset < total):
+            return SearchHits(total, [], [], facets, text)
+        page = self._ordered(query, index, mask, score, distance)[query.offset : query.offset + query.limit]
+        page_rowids = [int(r) for r in index.rowids[page]]
+        marks = ", ".join("?" * len(page_rowids))
+        sql = f"SELECT id, doc FROM listing_docs WHERE id IN ({marks})"
+        blobs = dict(self._db().execute(sql, page_rowids).fetchall())
+        if len(blobs) < len(page_rowids):  # written since the index was built (a replica's copy follows writes)
+            return self._search_sql(query, text)
+        scores = [None if score is None else float(score[p]) for p in page]
+        if query.raw:
+            source = f"{self.path}:{index.generation}"
+            raw = [(r, blobs[r]) for r in page_rowids]
+            return SearchHits(total, [], scores, facets, text, blobs=raw, source=source)
+        documents = [decode_document(blobs[r]) for r in page_rowids]
+        return SearchHits(total, documents, scores, facets, text)
+
+    def _matching(
+        self, query: ListingQuery, text: TextQuery | None, index: ColumnIndex
+    ) -> tuple[Mask, FloatArray | None, FloatArray | None]:
+        """The listings the query matches; with text, each listing's relevance (NaN where it does not match); with
+        a circle, each listing's distance from its centre (infinite where not measured)."""
         mask = index.everything() if query.province is None else index.in_province(query.province)
         if query.filter is not None:
             mask &= index.filter(query.filter, lambda expr: self._fallback_mask(index, expr))
@@ -316,102 +311,47 @@ class SQLiteReads(SQLiteCatalogueBase):
             distance = np.full(index.size, np.inf)
             distance[candidates] = index.distances(query.circle.lat, query.circle.lng, candidates)
             mask &= distance <= query.circle.radius_m
-        total = int(np.count_nonzero(mask))
-        facets = {name: facet_for(name).count_columns(index, mask, query.max_facet_values) for name in query.facets}
-        documents: list[dict[str, Any]] = []
-        scores: list[float | None] = []
-        if query.limit > 0 and query.offset < total:
-            wanted = query.offset + query.limit
+        return mask, score, distance
 
-            def first_by(key: FloatArray, descending: bool = False) -> IntArray:
-                """The first ``wanted`` matches by ``key`` (per listing), ties in the default order."""
-                matched = np.flatnonzero(mask)
-                values = key[matched]
-                return _first_in_order(matched, -values if descending else values, index.order_rank[matched], wanted)
+    def _ordered(
+        self,
+        query: ListingQuery,
+        index: ColumnIndex,
+        mask: Mask,
+        score: FloatArray | None,
+        distance: FloatArray | None,
+    ) -> IntArray:
+        """The matches in the query's order, as far as the end of its page at least: by relevance, views, distance
+        or the default order (ties in the default order)."""
+        wanted = query.offset + query.limit
 
-            if score is not None:
-                ordered = first_by(score, descending=True)
-            elif query.order == "trending":
-                views = np.full(index.size, -np.inf)
-                viewed = db.execute("SELECT listing_id, rank FROM listing_views").fetchall()
-                if viewed:
-                    positions = index.listing_ids.codes_of([row[0] for row in viewed])
-                    ranks = np.array([row[1] for row in viewed], dtype=np.float64)
-                    held = positions >= 0
-                    views[positions[held]] = ranks[held]
-                ordered = first_by(views, descending=True)
-            elif distance is not None:
-                ordered = first_by(distance)
-            else:
-                ordered = index.in_default_order(mask, wanted)
-            page = ordered[query.offset : query.offset + query.limit]
-            page_rowids = [int(r) for r in index.rowids[page]]
-            marks = ", ".join("?" * len(page_rowids))
-            blobs = dict(db.execute(f"SELECT id, doc FROM listing_docs WHERE id IN ({marks})", page_rowids).fetchall())
-            if len(blobs) < len(page_rowids):  # written since the index was built (a replica's copy follows writes)
-                return self._search_sql(query, text)
-            scores = [None if score is None else float(score[p]) for p in page]
-            if query.raw:
-                source = f"{self.path}:{index.generation}"
-                raw = [(r, blobs[r]) for r in page_rowids]
-                return SearchHits(total, documents, scores, facets, text, blobs=raw, source=source)
-            documents = [decode_document(blobs[r]) for r in page_rowids]
-        return SearchHits(total, documents, scores, facets, text)
+        def first_by(key: FloatArray, descending: bool = False) -> IntArray:
+            """The first ``wanted`` matches by ``key`` (per listing), ties in the default order."""
+            matched = np.flatnonzero(mask)
+            values = key[matched]
+            return _first_in_order(matched, -values if descending else values, index.order_rank[matched], wanted)
+
+        if score is not None:
+            return first_by(score, descending=True)
+        if query.order == "trending":
+            views = np.full(index.size, -np.inf)
+            viewed = self._db().execute("SELECT listing_id, rank FROM listing_views").fetchall()
+            if viewed:
+                positions = index.listing_ids.codes_of([row[0] for row in viewed])
+                ranks = np.array([row[1] for row in viewed], dtype=np.float64)
+                held = positions >= 0
+                views[positions[held]] = ranks[held]
+            return first_by(views, descending=True)
+        if distance is not None:
+            return first_by(distance)
+        return index.in_default_order(mask, wanted)
 
     # The SQL engine: the same answers from SQLite alone, slower on broad queries; kept as the cross-check.
 
     def _search_sql(self, query: ListingQuery, text: TextQuery | None) -> SearchHits:
-        with self._reading():
-            return self._search_sql_now(query, text)
-
-    def _search_sql_now(self, query: ListingQuery, text: TextQuery | None) -> SearchHits:
-        db = self._db()
-        clauses, params = self._listing_where(query, text)
-        where = " AND ".join(clauses) or "1"
-        total = db.execute(f"SELECT count(*) FROM listings l WHERE {where}", params).fetchone()[0]
-        documents: list[dict[str, Any]] = []
-        scores: list[float | None] = []
-        if query.limit > 0 and query.offset < total:
-            rows = self._page(db, query, text, where, params)
-            for blob, score in rows:
-                documents.append(decode_document(blob))
-                scores.append(None if score is None else round(-score, 6))
-        limit = query.max_facet_values
-        facets = {name: facet_for(name).count_sql(db, where, params, self._labels, limit) for name in query.facets}
-        return SearchHits(total, documents, scores, facets, text)
-
-    def _page(
-        self,
-        db: sqlite3.Connection,
-        query: ListingQuery,
-        text: TextQuery | None,
-        where: str,
-        params: list[Any],
-    ) -> list[tuple[bytes, float | None]]:
-        tie_break = "l.featured DESC, l.updated_at DESC, l.listing_id"
-        joins = ""
-        join_params: list[Any] = []
-        score = "NULL"
-        if text is not None:
-            joins = _bm25_join("listing_fts", SEARCHABLE_LISTING_WEIGHTS, "l")
-            join_params = [text.fts_expression()]
-            score = "f.rank"
-            order = f"f.rank, {tie_break}"
-        elif query.order == "trending":
-            joins = "LEFT JOIN listing_views v ON v.listing_id = l.listing_id"
-            order = f"v.rank IS NULL, v.rank DESC, {tie_break}"
-        elif query.circle is not None:
-            distance, distance_params = _distance_sql(query.circle)
-            order = f"{distance}, {tie_break}"
-            join_params = []
-            params = [*params, *distance_params]
-        else:
-            order = tie_break
-        sql = (
-            f"SELECT d.doc, {score} FROM listings l {joins} JOIN listing_docs d ON d.id = l.id "
-            f"WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
-        )
-        return db.execute(sql, [*join_params, *params, query.limit, query.offset]).fetchall()
+        """In one read transaction, so that the count, the page and the facets see one state of the catalogue."""
+        with self._reading() as db:
+            return search_listings_sql(db, query, text, self._labels)
 
     def get_listings(self, ids: Sequence[str], province: str | None) -> dict[str, dict[str, Any]]:
         if not ids:
@@ -545,7 +485,7 @@ class SQLiteReads(SQLiteCatalogueBase):
             joins, join_params, score = "", [], "NULL"
             order, order_params = profile_order(query)
             if text is not None:
-                joins = _bm25_join("profile_fts", SEARCHABLE_PROFILE_WEIGHTS, "p")
+                joins = bm25_join("profile_fts", SEARCHABLE_PROFILE_WEIGHTS, "p")
                 join_params = [text.fts_expression()]
                 score = "f.rank"
                 if not query.sort_by_name and not query.sort_by_listings:
@@ -592,23 +532,3 @@ def _first_in_order(matched: IntArray, primary: FloatArray, rank: IntArray, coun
             matched, primary, rank = matched[kept], primary[kept], rank[kept]
     ordered: IntArray = matched[np.lexsort((rank, primary))]
     return ordered
-
-
-def _distance_sql(circle: GeoCircle) -> tuple[str, list[float]]:
-    """Great-circle distance in metres from the circle's centre to a listing's ``_geoloc`` (haversine)."""
-    lat, lng = math.radians(circle.lat), math.radians(circle.lng)
-    sql = (
-        f"({2 * EARTH_RADIUS_M} * asin(min(1.0, sqrt("
-        "pow(sin((radians(l.geo_lat) - ?) / 2), 2) + "
-        "? * cos(radians(l.geo_lat)) * pow(sin((radians(l.geo_lng) - ?) / 2), 2)))))"
-    )
-    return sql, [lat, math.cos(lat), lng]
-
-
-def _bm25_join(table: str, weights: Sequence[float], alias: str) -> str:
-    """Joins the rows of ``alias`` to their matches in the FTS5 ``table`` (one ``?``: the match expression), each
-    with its field-weighted BM25 rank as ``f.rank`` (lower is better)."""
-    return (
-        f"JOIN (SELECT rowid AS fts_id, bm25({table}, {', '.join(str(w) for w in weights)}) AS rank FROM {table} "
-        f"WHERE {table} MATCH ?) f ON f.fts_id = {alias}.id"
-    )
