@@ -16,14 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from precon.facet_keys import by_count
-from precon.schema import LISTING_REFERENCE_FIELDS
 from precon.words import WORD, fold, words
 
 MAX_FACET_QUERY_LENGTH = 512
 DEFAULT_FACET_HITS = 10
 MAX_FACET_HITS = 1000
-REFERENCE_FACETS = frozenset(LISTING_REFERENCE_FIELDS.values())
-"""Facets whose values are profile paths (``Builders/<id>``): searched by the profile's name."""
 
 
 @dataclass(frozen=True)

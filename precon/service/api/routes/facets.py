@@ -7,7 +7,6 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from starlette.responses import Response
 
-from precon.schema import ATTRIBUTE_ALIASES
 from precon.service.api import wire
 from precon.service.api.calls import Call
 from precon.service.api.operations import operation
@@ -17,7 +16,8 @@ from precon.service.api.requests import ListingRequest, listing_query
 from precon.service.api.responses import answer, facets_payload
 from precon.service.api.scope import listing_facets, names
 from precon.service.errors import bad_request
-from precon.service.search.facet_values import DEFAULT_FACET_HITS, REFERENCE_FACETS, facet_hits
+from precon.service.search.facet_values import DEFAULT_FACET_HITS, facet_hits
+from precon.service.search.facets import ReferenceFacet, facet_for
 
 router = APIRouter()
 
@@ -71,7 +71,7 @@ def search_facet_values(call: ValuesCall) -> Response:
     limit = DEFAULT_FACET_HITS if asked.maxFacetHits is None else asked.maxFacetHits
     found = call.store.search_listings(listing_query(call, facets=(name,), limit=0, all_facet_values=True))
     counts = found.facets[name]
-    reference = ATTRIBUTE_ALIASES.get(name, name) in REFERENCE_FACETS
+    reference = isinstance(facet_for(name), ReferenceFacet)
     labels = _facet_labels(call, counts) if reference else None
     hits = facet_hits(counts, labels, facet_query)
     return answer(
