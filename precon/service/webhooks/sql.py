@@ -138,17 +138,20 @@ class OutboxStatements:
         )
 
     def _log(self, dialect: Dialect, sql: Callable[[str], str]) -> None:
+        """A page of the log is one statement, one snapshot: its rows, their attempts and the total (counted once,
+        on the key's index, and the attempts read for the page's rows only)."""
         attempts = dialect.json_rows(ATTEMPT_ITEMS, "{attempts} a WHERE a.delivery_id = d.id", "a.id")
         self.delivery_pages: dict[tuple[str, ...], str] = {}
         self.delivery_counts: dict[tuple[str, ...], str] = {}
         for chosen in _subsets(DELIVERY_FILTERS):
             where = _where(("d.key_id", *chosen))
-            self.delivery_pages[chosen] = sql(  # one statement, one snapshot: the rows, their attempts, the total
-                f"SELECT {DELIVERY_COLUMNS}, {attempts}, count(*) OVER () "
+            count = f"SELECT count(*) FROM {{deliveries}} d WHERE {where}"
+            self.delivery_counts[chosen] = sql(count)
+            self.delivery_pages[chosen] = sql(
+                f"SELECT {DELIVERY_COLUMNS}, {attempts}, ({count}) "
                 f"FROM {{deliveries}} d JOIN {{events}} e ON e.id = d.event_id WHERE {where} "
                 "ORDER BY d.created_at DESC, d.id DESC LIMIT ? OFFSET ?"
             )
-            self.delivery_counts[chosen] = sql(f"SELECT count(*) FROM {{deliveries}} d WHERE {where}")
 
 
 class SqlOutbox(SqlStore):
@@ -336,7 +339,7 @@ class SqlOutbox(SqlStore):
         given = {"d.subscription_id": subscription_id, "d.id": delivery_id}
         chosen = tuple(column for column, value in given.items() if value)
         params = [key_id, *(given[column] for column in chosen)]
-        rows = self._rows(self.statements.delivery_pages[chosen], [*params, limit, offset])
+        rows = self._rows(self.statements.delivery_pages[chosen], [*params, *params, limit, offset])
         if rows or not offset:
             total = int(rows[0][-1]) if rows else 0
         else:  # a page past the end: only the total
