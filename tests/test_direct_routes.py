@@ -15,7 +15,6 @@ import httpx
 import pytest
 
 from precon.service.api.pipeline import CallPlan, OperationRoute, operation_call
-from precon.service.app import _every_route
 from precon.service.server import ServerThread
 from tests.conftest import KEY_ALL, KEY_LITE, KEY_ONTARIO, Api
 
@@ -161,7 +160,7 @@ def test_every_read_operation_has_a_plan(api: Api) -> None:
     policy, worker and bodies are dependencies the plan does not resolve; an admin's calls, not a hot path)."""
     app = api.directory.app()
     planned: dict[str, bool] = {}
-    for route in _every_route(app.router.routes):
+    for route in app.router.routes:
         if isinstance(route, OperationRoute):
             planned[f"{sorted(route.methods)} {route.path}"] = operation_call(route.endpoint) is not None
     reads = {name: has for name, has in planned.items() if "webhook" not in name}

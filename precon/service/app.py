@@ -4,7 +4,7 @@ request ids, body limits, error answers, the delivery worker's lifespan, and the
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Match
+from starlette.routing import Match
 from starlette.types import Scope
 
 from precon.service.accounts.sqlite import AccountStore
@@ -56,18 +56,11 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             worker.stop()
 
 
-def _every_route(routes: list[BaseRoute]) -> Iterator[BaseRoute]:
-    """The routes, with those of included routers in their place (none of them has a prefix here)."""
-    for route in routes:
-        included = getattr(route, "original_router", None)
-        yield from _every_route(included.routes) if included is not None else (route,)
-
-
 def allowed_methods(app: FastAPI, scope: Scope) -> list[str]:
     """Every method some route answers at this request's path (one route per method here, so one route's
     own 405 would name only its method)."""
     allowed: set[str] = set()
-    for route in _every_route(app.router.routes):
+    for route in app.router.routes:
         match, _ = route.matches(scope)
         if match != Match.NONE:
             allowed |= getattr(route, "methods", None) or set()
@@ -98,6 +91,21 @@ def create_app(
     app.state.service = service
     app.add_middleware(RequestIdMiddleware)
 
+    _answer_errors(app)
+
+    # The operations' routes as they are: including a router would wrap each one in FastAPI's own route types.
+    for router in (listings.router, facets.router, profiles.router):
+        app.router.routes.extend(router.routes)
+
+    _around_the_api(app, live)
+    _serve_webhooks(app, settings, webhooks)
+    return app
+
+
+def _answer_errors(app: FastAPI) -> None:
+    """Every error as the API's JSON error: its own, a request that breaks its declarations (a 400, not 422),
+    and Starlette's 404 and 405 (which names the methods the path does answer)."""
+
     @app.exception_handler(ApiError)
     async def on_api_error(request: Request, error: ApiError) -> Response:
         return error_response(request, error)
@@ -115,11 +123,9 @@ def create_app(
         message = "Not Found" if error.status_code == 404 else str(error.detail)
         return error_response(request, ApiError(error.status_code, message, headers=dict(error.headers or {})))
 
-    app.include_router(listings.router)
-    app.include_router(facets.router)
-    app.include_router(profiles.router)
 
-    # -- around the API ----------------------------------------------------------------------------------
+def _around_the_api(app: FastAPI, live: CatalogueStore) -> None:
+    """The media placeholders, the health check and the index."""
 
     @app.get("/media/{path:path}", include_in_schema=False)
     def media(path: str) -> Response:
@@ -136,6 +142,9 @@ def create_app(
     def index() -> RedirectResponse:
         return RedirectResponse("/docs")
 
+
+def _serve_webhooks(app: FastAPI, settings: ServiceSettings, webhooks: WebhookStore | None) -> None:
+    """With a webhook store, the webhook operations and (where this process sends) a delivery worker."""
     app.state.webhook_worker = None
     if webhooks is not None:
         policy = TargetPolicy(allow_http=settings.dev, allow_loopback=settings.dev)
@@ -146,5 +155,4 @@ def create_app(
         app.state.webhooks = webhooks
         app.state.webhook_policy = policy
         # After /media/{path:path}, as before: /media/<a>/webhooks stays a media path.
-        app.include_router(webhook_routes.router)
-    return app
+        app.router.routes.extend(webhook_routes.router.routes)
