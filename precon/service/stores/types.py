@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from precon.facet_keys import MAX_FACET_VALUES
 from precon.filters import Expr
 from precon.service.search.similar import SimilarityFeatures
 from precon.service.search.text import TextQuery
 
 log = logging.getLogger("precon.store")
 
-MAX_FACET_VALUES = 100
 TRENDING_HALF_LIFE_S = 24 * 3600.0
 """A view's weight in the trending rank halves every day."""
 TRENDING_DECAY_PER_S = math.log(2) / TRENDING_HALF_LIFE_S

@@ -52,13 +52,12 @@ _INDEXED_COLUMNS = [
 ]
 
 
-def _schema() -> str:
+def _listing_schema() -> str:
     columns = ",\n  ".join(f"{a.column} {_SQL_TYPES[a.kind]}" for a in SCALAR_ATTRIBUTES)
     column_indexes = "\n".join(
         f"CREATE INDEX IF NOT EXISTS listings_by_{name} ON listings(c_{name}, province);" for name in _INDEXED_COLUMNS
     )
     listing_fts = ", ".join(SEARCHABLE_LISTING_FIELDS)
-    profile_fts = ", ".join(SEARCHABLE_PROFILE_FIELDS)
     return f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS listings(
@@ -91,8 +90,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS listing_geo USING rtree(id, min_lat, max_lat,
 CREATE TABLE IF NOT EXISTS listing_views(
   listing_id TEXT PRIMARY KEY, rank REAL NOT NULL, views INTEGER NOT NULL, last_view REAL NOT NULL)
   WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS listing_views_by_rank ON listing_views(rank DESC);
-CREATE TABLE IF NOT EXISTS profiles(
+CREATE INDEX IF NOT EXISTS listing_views_by_rank ON listing_views(rank DESC);"""
+
+
+def _profile_schema() -> str:
+    profile_fts = ", ".join(SEARCHABLE_PROFILE_FIELDS)
+    return f"""CREATE TABLE IF NOT EXISTS profiles(
   id INTEGER PRIMARY KEY,
   profile_id TEXT NOT NULL,
   collection TEXT NOT NULL,
@@ -117,6 +120,10 @@ CREATE TABLE IF NOT EXISTS plan_ids(
   plan_id TEXT NOT NULL, listing INTEGER NOT NULL, PRIMARY KEY(plan_id, listing)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS plan_ids_by_listing ON plan_ids(listing);
 {PLAN_SCHEMA}"""
+
+
+def _schema() -> str:
+    return _listing_schema() + "\n" + _profile_schema()
 
 
 SCHEMA_VERSION = 6
