@@ -9,7 +9,10 @@ and number tables; any other path is handed to the evaluator over the stored doc
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +21,51 @@ from precon.filters import And, Compare, Expr, Match, Not, Or, Range
 from precon.schema import ATTRIBUTE_ALIASES, LISTING_ATTRIBUTES, IndexedAttribute
 
 Fragment = tuple[str, list[Any]]
+Predicate = Callable[[Any], bool]
+
+
+class FilterKeys:
+    """Filters that SQL applies to stored documents (``precon_match(doc, key)``), by number: a statement carries
+    the key of the filter as the request parsed it, compiled once, never its text to parse again. A filter unused
+    for :attr:`KEEP_S` is forgotten once more than :attr:`MOST` are held; no statement runs that long."""
+
+    KEEP_S = 600.0
+    MOST = 1024
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys: dict[Expr, int] = {}
+        self._predicates: dict[int, tuple[Expr, Predicate]] = {}
+        self._used: dict[int, float] = {}
+        self._numbers = itertools.count(1)
+
+    def key(self, expr: Expr) -> int:
+        now = time.monotonic()
+        with self._lock:
+            key = self._keys.get(expr)
+            if key is None:
+                key = next(self._numbers)
+                self._keys[expr] = key
+                self._predicates[key] = (expr, filters.compile_predicate(expr))
+                if len(self._predicates) > self.MOST:
+                    self._forget_unused(now)
+            self._used[key] = now
+            return key
+
+    def predicate(self, key: int) -> Predicate:
+        found = self._predicates.get(key)
+        if found is None:
+            raise LookupError(f"no filter has the key {key}")
+        return found[1]
+
+    def _forget_unused(self, now: float) -> None:
+        for key, used in list(self._used.items()):
+            if now - used > self.KEEP_S:
+                expr, _ = self._predicates.pop(key)
+                del self._keys[expr], self._used[key]
+
+
+FILTER_KEYS = FilterKeys()
 
 FALSE: Fragment = ("0", [])
 BOOLEAN_WORDS = {"true": "true", "1": "true", "false": "false", "0": "false"}
@@ -138,7 +186,7 @@ class ListingFilterCompiler:
         return f"coalesce({_column(attribute)} {test}, 0)", bound
 
     def _fallback(self, expr: Expr) -> Fragment:
-        return f"precon_match({self.document_column}, ?)", [filters.to_query(expr)]
+        return f"precon_match({self.document_column}, ?)", [FILTER_KEYS.key(expr)]
 
 
 def _column(attribute: IndexedAttribute) -> str:

@@ -17,15 +17,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from precon import filters
+from precon.filters import Expr
 from precon.schema import SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
 from precon.service.search.columns import ColumnIndex, FloatArray, Mask
 from precon.service.search.plans import PLAN_SCHEMA, PLAN_TABLES, PlanIndex
 from precon.service.search.shared import GenerationSignal, SharedIndexes
+from precon.service.search.sql_filter import FILTER_KEYS
 from precon.service.search.text import TypoIndex
 from precon.service.sqlite_files import Connections
 from precon.service.stores.records import PerGeneration, decode_document
@@ -177,15 +177,11 @@ def _prepare_connection(db: sqlite3.Connection) -> None:
             db.create_function(name, arity, fn, deterministic=True)
 
 
-@lru_cache(maxsize=512)
-def _fallback_predicate(expression: str) -> Callable[[Any], bool]:
-    return filters.compile_predicate(filters.parse(expression))
-
-
-def _precon_match(blob: bytes | None, expression: str) -> int:
+def _precon_match(blob: bytes | None, filter_key: int) -> int:
+    """Whether a stored document meets the filter of this key (see :class:`FilterKeys`)."""
     if blob is None:
         return 0
-    return int(_fallback_predicate(expression)(decode_document(blob)))
+    return int(FILTER_KEYS.predicate(filter_key)(decode_document(blob)))
 
 
 class SQLiteCatalogueBase:
@@ -206,7 +202,7 @@ class SQLiteCatalogueBase:
     _column_index: ColumnIndex | None
     _plan_index: PlanIndex | None
     _index_lock: threading.Lock
-    _fallback_masks: dict[tuple[int, str], Mask]
+    _fallback_masks: dict[tuple[int, Expr], Mask]
     _text_cache: OrderedDict[tuple[int, str], FloatArray]
     background_index: bool = False
     """Whether a new generation's column index is built on a thread while searches use the one before (a replica's

@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from precon import filters
 from precon.filters import Expr
 from precon.schema import SEARCHABLE_PROFILE_WEIGHTS
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.search.facets import facet_for
 from precon.service.search.plans import PlanIndex
+from precon.service.search.sql_filter import FILTER_KEYS
 from precon.service.search.text import TextQuery, TypoIndex
 from precon.service.stores.records import (
     BOX_MARGIN_DEG,
@@ -230,14 +230,13 @@ class SQLiteReads(SQLiteCatalogueBase):
 
     def _fallback_mask(self, index: ColumnIndex, expr: Expr) -> Mask:
         """Listings matching a filter on a path the index does not hold: the evaluator over each document."""
-        expression = filters.to_query(expr)
-        cached = self._fallback_masks.get((index.generation, expression))
+        cached = self._fallback_masks.get((index.generation, expr))
         if cached is None:
             rowids = np.array(
                 [
                     row[0]
                     for row in self._db().execute(
-                        "SELECT id FROM listing_docs WHERE precon_match(doc, ?) ORDER BY id", (expression,)
+                        "SELECT id FROM listing_docs WHERE precon_match(doc, ?) ORDER BY id", (FILTER_KEYS.key(expr),)
                     )
                 ],
                 dtype=np.int64,
@@ -246,7 +245,7 @@ class SQLiteReads(SQLiteCatalogueBase):
             cached[index.positions_of_rowids(rowids)] = True
             if len(self._fallback_masks) >= 64:
                 self._fallback_masks.pop(next(iter(self._fallback_masks)))
-            self._fallback_masks[(index.generation, expression)] = cached
+            self._fallback_masks[(index.generation, expr)] = cached
         return cached.copy()
 
     def _text_scores(self, index: ColumnIndex, text: TextQuery) -> FloatArray:
@@ -473,7 +472,7 @@ class SQLiteReads(SQLiteCatalogueBase):
             params.append(query.collection)
         if query.filter is not None:
             clauses.append("precon_match(p.doc, ?)")
-            params.append(filters.to_query(query.filter))
+            params.append(FILTER_KEYS.key(query.filter))
         if text is not None:
             clauses.append("p.id IN (SELECT rowid FROM profile_fts WHERE profile_fts MATCH ?)")
             params.append(text.fts_expression())
