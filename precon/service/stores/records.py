@@ -352,6 +352,23 @@ def add_similarity_terms(features: dict[int, SimilarityFeatures], terms: Iterabl
         (feature.types if attr == "type" else feature.amenities).add(term)
 
 
+def profile_lookup(
+    document: str, mark: str, in_province: str, profile_id: str, collection: str | None, province: str | None
+) -> tuple[str, list[Any]]:
+    """The statement reading the profile with this id (in ``collection``), in ``province`` when given, for either
+    store: ``mark`` is its placeholder, ``document`` the column read, ``in_province`` its test that one of the
+    listings naming the profile is in a province (with ``mark`` for the province)."""
+    sql = f"SELECT {document} FROM profiles p WHERE p.profile_id = {mark}"
+    params: list[Any] = [profile_id]
+    if collection:
+        sql += f" AND p.collection = {mark}"
+        params.append(collection)
+    if province is not None:
+        sql += f" AND {in_province}"
+        params.append(province)
+    return sql + " ORDER BY p.path LIMIT 1", params
+
+
 def profile_order(
     query: ProfileQuery, mark: str = "?", listings_directions: tuple[str, str] = ("DESC", "ASC")
 ) -> tuple[str, list[Any]]:

@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 
 from precon.service.stores.postgres.catalogue_base import PostgresCatalogueBase, _document
+from precon.service.stores.records import profile_lookup
 
 SNAPSHOT_BATCH = 2000
 """Documents a snapshot hands over at a time."""
@@ -68,19 +69,13 @@ class PostgresDocuments(PostgresCatalogueBase):
     def find_profile(self, profile_id: str, collection: str | None, province: str | None) -> dict[str, Any] | None:
         """The profile with this id (in ``collection``), read in ``province`` when given: one of the listings
         referring to it is there."""
-        sql = "SELECT p.doc::text FROM profiles p WHERE p.profile_id = %s"
-        params: list[Any] = [profile_id]
-        if collection:
-            sql += " AND p.collection = %s"
-            params.append(collection)
-        if province is not None:
-            sql += (
-                " AND EXISTS (SELECT 1 FROM listing_references r JOIN listings l ON l.id = r.listing "
-                "WHERE r.path_key = p.path_key AND l.province = %s)"
-            )
-            params.append(province)
+        in_province = (
+            "EXISTS (SELECT 1 FROM listing_references r JOIN listings l ON l.id = r.listing "
+            "WHERE r.path_key = p.path_key AND l.province = %s)"
+        )
+        sql, params = profile_lookup("p.doc::text", "%s", in_province, profile_id, collection, province)
         with self.pool.connection() as db:
-            row = db.execute(sql + " ORDER BY p.path LIMIT 1", params).fetchone()
+            row = db.execute(sql, params).fetchone()
         return _document(row[0]) if row else None
 
     def listings_holding_plans(self, plan_ids: Iterable[str]) -> dict[str, list[str]]:

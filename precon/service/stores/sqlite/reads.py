@@ -32,6 +32,7 @@ from precon.service.stores.records import (
     add_similarity_terms,
     count_profile_facets,
     decode_document,
+    profile_lookup,
     profile_order,
     similarity_rows,
     with_typo_retry,
@@ -442,15 +443,9 @@ class SQLiteReads(SQLiteCatalogueBase):
         return found
 
     def find_profile(self, profile_id: str, collection: str | None, province: str | None) -> dict[str, Any] | None:
-        sql = "SELECT p.doc FROM profiles p WHERE p.profile_id = ?"
-        params: list[Any] = [profile_id]
-        if collection:
-            sql += " AND p.collection = ?"
-            params.append(collection)
-        if province is not None:
-            sql += " AND p.id IN (SELECT profile FROM profile_provinces WHERE province = ?)"
-            params.append(province)
-        row = self._db().execute(sql + " ORDER BY p.path LIMIT 1", params).fetchone()
+        in_province = "p.id IN (SELECT profile FROM profile_provinces WHERE province = ?)"
+        sql, params = profile_lookup("p.doc", "?", in_province, profile_id, collection, province)
+        row = self._db().execute(sql, params).fetchone()
         return decode_document(row[0]) if row else None
 
     def search_profiles(self, query: ProfileQuery) -> SearchHits:
