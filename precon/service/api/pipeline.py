@@ -16,7 +16,7 @@ import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
@@ -29,9 +29,6 @@ from starlette.responses import Response
 from precon.service.accounts.model import ApiKey
 from precon.service.api.calls import Call, Service
 from precon.service.api.parameters import Province, Version
-from precon.service.api.requests import Family
-
-F = TypeVar("F", bound=Family)
 
 api_key_header = APIKeyHeader(name="x-api-key", auto_error=False, description="The API key of an account")
 
@@ -58,10 +55,9 @@ class PathParameters(BaseModel):
 
 @dataclass(frozen=True)
 class CallPlan:
-    """How one operation's call is made from a request: its parameter model and family."""
+    """How one operation's call is made from a request: its parameter model."""
 
     model: type[BaseModel]
-    family: type[Family]
 
     def read(self, request: Request) -> tuple[PathParameters, BaseModel]:
         """The path and query parameters, validated; every fault of both in one 400, the path's first."""
@@ -95,11 +91,12 @@ def _located(where: str, error: ValidationError) -> list[dict[str, Any]]:
     return [{**found, "loc": (where, *found["loc"])} for found in error.errors(include_url=False)]
 
 
-def calls_of(model: type[BaseModel], family: type[F]) -> Callable[..., Any]:
-    """The dependency that gives an operation its :class:`Call`, for the query parameters of ``model``."""
-    plan = CallPlan(model, family)
+def calls_of(model: type[BaseModel]) -> Callable[..., Any]:
+    """The dependency that gives an operation its :class:`Call`, for the query parameters of ``model`` (one of
+    :mod:`.requests`)."""
+    plan = CallPlan(model)
 
-    async def call_of(request: Request, key: ApiKey, version: Any, province: Any, params: BaseModel) -> Call[F]:
+    async def call_of(request: Request, key: ApiKey, version: Any, province: Any, params: BaseModel) -> Call[Any]:
         return plan.call(request, key, PathParameters(version=version, province=province), params)
 
     call_of.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

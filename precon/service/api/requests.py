@@ -6,8 +6,8 @@ order by :meth:`Family.accepting`: that subset is what the OpenAPI document list
 validated against (once, by :mod:`.pipeline`), and the family's typed object is what the operation reads.
 :func:`listing_query` and :func:`profile_query` turn a request of their family into the store's query.
 
-To add a query parameter: declare it on its family here, name it in the operations that take it, and read it in
-the family's query function (the store's query type and the store, if it is a new question; docs/api.md).
+To add a query parameter, all here: declare it on its family, name it in the operations that take it, read it in
+the family's query function; then docs/api.md (and the store's query type and the store, for a new question).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from precon.service.api.parameters import (
     ProfileId,
     Radius,
     Referrences,
+    RequiredFacets,
     RetrieveAttributes,
     Search,
     SortByListings,
@@ -179,6 +180,42 @@ class WebhookRequest(Family):
     subscription: DeliveriesOf = None
     page: Page = None
     perPage: PerPage = None
+
+
+# Each operation's parameters: these of its family's, in the order its document lists them.
+SEARCH_LISTINGS = ListingRequest.accepting(
+    "search_listings",
+    *("product_id", "search", "page", "perPage", "facets", "retrieveAttributes", "highlightResults"),
+    *("nearby", "radius", "referrences", "filterQuery", "unitFilter"),
+)
+LISTING = ListingRequest.accepting("listing", "id", "product_id", "retrieveAttributes", "referrences")
+SIMILAR_LISTINGS = ListingRequest.accepting(
+    "similar_listings", "id", "product_id", "retrieveAttributes", "referrences", "minScore", "maxRecommendations"
+)
+TRENDING_LISTINGS = ListingRequest.accepting(
+    "trending_listings",
+    *("product_id", "page", "perPage", "filterQuery", "unitFilter", "retrieveAttributes", "referrences"),
+)
+MULTIPLE_LISTINGS = ListingRequest.accepting(
+    "multiple_listings", "ids", "product_id", "retrieveAttributes", "referrences"
+)
+FACET_COUNTS = ListingRequest.accepting(
+    "facet_counts", "facets", "product_id", "format", "filterQuery", "search", "unitFilter", facets=RequiredFacets
+)
+SEARCH_FACET_VALUES = ListingRequest.accepting(
+    "search_facet_values",
+    *("facet", "product_id", "facetQuery", "search", "filterQuery", "unitFilter", "maxFacetHits"),
+)
+SEARCH_PROFILES = ProfileRequest.accepting(
+    "search_profiles",
+    *("product_id", "collection", "search", "page", "perPage", "facets", "filterQuery", "retrieveAttributes"),
+    *("referrences", "sortByName", "sortByListings", "highlightResults"),
+)
+PROFILE = ProfileRequest.accepting("profile", "id", "product_id", "collection", "referrences")
+PROFILES_OF_LISTING = ProfileRequest.accepting("profiles_of_listing", "id", "product_id", "referrences", id=ListingId)
+WEBHOOKS = WebhookRequest.accepting("webhooks", "product_id")
+DELETE_WEBHOOK = WebhookRequest.accepting("delete_webhook", "product_id", "id")
+WEBHOOK_DELIVERIES = WebhookRequest.accepting("webhook_deliveries", "product_id", "subscription", "page", "perPage")
 
 
 def listing_query(

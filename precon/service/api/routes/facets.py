@@ -10,9 +10,8 @@ from starlette.responses import Response
 from precon.service.api import wire
 from precon.service.api.calls import Call
 from precon.service.api.operations import operation
-from precon.service.api.parameters import RequiredFacets
 from precon.service.api.pipeline import calls_of
-from precon.service.api.requests import ListingRequest, listing_query
+from precon.service.api.requests import FACET_COUNTS, SEARCH_FACET_VALUES, ListingRequest, listing_query
 from precon.service.api.responses import answer, facets_payload
 from precon.service.api.scope import listing_facets, names
 from precon.service.errors import bad_request
@@ -21,15 +20,8 @@ from precon.service.search.facets import ReferenceFacet, facet_for
 
 router = APIRouter()
 
-COUNTS = ListingRequest.accepting(
-    "facet_counts", "facets", "product_id", "format", "filterQuery", "search", "unitFilter", facets=RequiredFacets
-)
-VALUES = ListingRequest.accepting(
-    "search_facet_values",
-    *("facet", "product_id", "facetQuery", "search", "filterQuery", "unitFilter", "maxFacetHits"),
-)
-CountsCall = Annotated[Call[ListingRequest], Depends(calls_of(COUNTS, ListingRequest))]
-ValuesCall = Annotated[Call[ListingRequest], Depends(calls_of(VALUES, ListingRequest))]
+CountsCall = Annotated[Call[ListingRequest], Depends(calls_of(FACET_COUNTS))]
+ValuesCall = Annotated[Call[ListingRequest], Depends(calls_of(SEARCH_FACET_VALUES))]
 
 
 @operation(router, "facet_counts", "GET", wire.FacetCountsAnswer, summary="Count listings by facet value")

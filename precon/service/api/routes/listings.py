@@ -14,7 +14,16 @@ from precon.service.api.calls import Call
 from precon.service.api.operations import NOT_FOUND, operation
 from precon.service.api.parameters import MAX_IDS
 from precon.service.api.pipeline import calls_of
-from precon.service.api.requests import ListingRequest, listing_query, listing_shaper
+from precon.service.api.requests import (
+    LISTING,
+    MULTIPLE_LISTINGS,
+    SEARCH_LISTINGS,
+    SIMILAR_LISTINGS,
+    TRENDING_LISTINGS,
+    ListingRequest,
+    listing_query,
+    listing_shaper,
+)
 from precon.service.api.responses import EncodedResults, answer, envelope, facets_payload
 from precon.service.api.scope import names, text_in_some_fields
 from precon.service.api.splice import SPLICER
@@ -24,27 +33,11 @@ from precon.service.search import similar
 
 router = APIRouter()
 
-Listings = ListingRequest
-SEARCH = Listings.accepting(
-    "search_listings",
-    *("product_id", "search", "page", "perPage", "facets", "retrieveAttributes", "highlightResults"),
-    *("nearby", "radius", "referrences", "filterQuery", "unitFilter"),
-)
-LISTING = Listings.accepting("listing", "id", "product_id", "retrieveAttributes", "referrences")
-SIMILAR = Listings.accepting(
-    "similar_listings", "id", "product_id", "retrieveAttributes", "referrences", "minScore", "maxRecommendations"
-)
-TRENDING = Listings.accepting(
-    "trending_listings",
-    *("product_id", "page", "perPage", "filterQuery", "unitFilter", "retrieveAttributes", "referrences"),
-)
-MULTIPLE = Listings.accepting("multiple_listings", "ids", "product_id", "retrieveAttributes", "referrences")
-
-SearchCall = Annotated[Call[ListingRequest], Depends(calls_of(SEARCH, Listings))]
-ListingCall = Annotated[Call[ListingRequest], Depends(calls_of(LISTING, Listings))]
-SimilarCall = Annotated[Call[ListingRequest], Depends(calls_of(SIMILAR, Listings))]
-TrendingCall = Annotated[Call[ListingRequest], Depends(calls_of(TRENDING, Listings))]
-MultipleCall = Annotated[Call[ListingRequest], Depends(calls_of(MULTIPLE, Listings))]
+SearchCall = Annotated[Call[ListingRequest], Depends(calls_of(SEARCH_LISTINGS))]
+ListingCall = Annotated[Call[ListingRequest], Depends(calls_of(LISTING))]
+SimilarCall = Annotated[Call[ListingRequest], Depends(calls_of(SIMILAR_LISTINGS))]
+TrendingCall = Annotated[Call[ListingRequest], Depends(calls_of(TRENDING_LISTINGS))]
+MultipleCall = Annotated[Call[ListingRequest], Depends(calls_of(MULTIPLE_LISTINGS))]
 
 
 def route(

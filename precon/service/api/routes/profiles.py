@@ -12,9 +12,8 @@ from precon.schema import LISTING_REFERENCE_FIELDS, PROFILES_OF_LISTING_FIELDS, 
 from precon.service.api import wire
 from precon.service.api.calls import Call
 from precon.service.api.operations import ERRORS, NOT_FOUND, operation
-from precon.service.api.parameters import ListingId
 from precon.service.api.pipeline import calls_of
-from precon.service.api.requests import ProfileRequest, profile_query
+from precon.service.api.requests import PROFILE, PROFILES_OF_LISTING, SEARCH_PROFILES, ProfileRequest, profile_query
 from precon.service.api.responses import answer, envelope, facets_payload
 from precon.service.api.scope import listing_id_of, names, trim_listing_facet, trim_profile_listings, visible_listings
 from precon.service.api.shaping import (
@@ -29,18 +28,9 @@ from precon.service.api.shaping import (
 from precon.service.errors import blank_profile_id, not_found
 from precon.service.search.text import highlight_record
 
-Profiles = ProfileRequest
-SEARCH = Profiles.accepting(
-    "search_profiles",
-    *("product_id", "collection", "search", "page", "perPage", "facets", "filterQuery", "retrieveAttributes"),
-    *("referrences", "sortByName", "sortByListings", "highlightResults"),
-)
-PROFILE = Profiles.accepting("profile", "id", "product_id", "collection", "referrences")
-OF_LISTING = Profiles.accepting("profiles_of_listing", "id", "product_id", "referrences", id=ListingId)
-
-SearchCall = Annotated[Call[ProfileRequest], Depends(calls_of(SEARCH, Profiles))]
-ProfileCall = Annotated[Call[ProfileRequest], Depends(calls_of(PROFILE, Profiles))]
-OfListingCall = Annotated[Call[ProfileRequest], Depends(calls_of(OF_LISTING, Profiles))]
+SearchCall = Annotated[Call[ProfileRequest], Depends(calls_of(SEARCH_PROFILES))]
+ProfileCall = Annotated[Call[ProfileRequest], Depends(calls_of(PROFILE))]
+OfListingCall = Annotated[Call[ProfileRequest], Depends(calls_of(PROFILES_OF_LISTING))]
 
 PROFILE_ERRORS = {
     **NOT_FOUND,

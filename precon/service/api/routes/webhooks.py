@@ -18,7 +18,7 @@ from precon.service.api.calls import Call
 from precon.service.api.operations import NOT_FOUND, operation
 from precon.service.api.parameters import Collection
 from precon.service.api.pipeline import calls_of
-from precon.service.api.requests import WebhookRequest
+from precon.service.api.requests import DELETE_WEBHOOK, WEBHOOK_DELIVERIES, WEBHOOKS, WebhookRequest
 from precon.service.api.responses import answer, encode, envelope
 from precon.service.api.shaping import profile_object
 from precon.service.errors import bad_request, not_found
@@ -55,15 +55,12 @@ async def get_worker(request: Request) -> DeliveryWorker | None:
     return worker
 
 
-Webhooks = WebhookRequest
-KeyCall = Annotated[Call[WebhookRequest], Depends(calls_of(Webhooks.accepting("webhooks", "product_id"), Webhooks))]
+KeyCall = Annotated[Call[WebhookRequest], Depends(calls_of(WEBHOOKS))]
 """A webhook operation's call: the key (its subscriptions are the key's), and the product it names."""
-DeleteCall = Annotated[
-    Call[WebhookRequest], Depends(calls_of(Webhooks.accepting("delete_webhook", "product_id", "id"), Webhooks))
-]
+DeleteCall = Annotated[Call[WebhookRequest], Depends(calls_of(DELETE_WEBHOOK))]
 DeliveriesCall = Annotated[
     Call[WebhookRequest],
-    Depends(calls_of(Webhooks.accepting("deliveries", "product_id", "subscription", "page", "perPage"), Webhooks)),
+    Depends(calls_of(WEBHOOK_DELIVERIES)),
 ]
 
 WebhooksDep = Annotated[WebhookStore, Depends(get_webhooks)]
