@@ -3,7 +3,10 @@ rate-limit buckets in a file."""
 
 from __future__ import annotations
 
+import pickle
+import sys
 import threading
+import types
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +38,39 @@ def test_an_index_is_built_once_and_mapped_read_only(tmp_path: Path) -> None:
     newer = shared.get("columns", lambda: "1-6", lambda: build("1-6"))
     assert builds == ["1-5", "1-6"] and list(newer["numbers"]) == list(range(10))
     assert [p.name for p in shared.root.iterdir() if p.is_dir()] == ["columns-1-6"]
+
+
+def _pickle_of_a_class_that_moved() -> bytes:
+    """A pickled instance of a class whose module is gone, as an index of the code before an upgrade is."""
+    module = types.ModuleType("precon_module_that_moved")
+
+    class ColumnIndex:
+        pass
+
+    ColumnIndex.__module__, ColumnIndex.__qualname__ = module.__name__, "ColumnIndex"
+    module.ColumnIndex = ColumnIndex  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    try:
+        return pickle.dumps(ColumnIndex())
+    finally:
+        del sys.modules[module.__name__]
+
+
+def test_an_index_written_by_code_whose_classes_moved_is_rebuilt(tmp_path: Path) -> None:
+    """An upgrade that moves a module leaves the old index naming it: the index is built again, not a failed start."""
+    shared = SharedIndexes(tmp_path / "catalogue.sqlite3")
+    old = shared.root / "columns-1-5"
+    old.mkdir(parents=True)
+    (old / "index.pickle").write_bytes(_pickle_of_a_class_that_moved())
+    builds: list[str] = []
+
+    def build() -> tuple[str, dict[str, object]]:
+        builds.append("1-5")
+        return "1-5", {"numbers": np.arange(3, dtype=np.int64)}
+
+    index = shared.get("columns", lambda: "1-5", build)
+    assert builds == ["1-5"] and list(index["numbers"]) == [0, 1, 2]
+    assert list(shared.get("columns", lambda: "1-5", build)["numbers"]) == [0, 1, 2] and builds == ["1-5"]
 
 
 def test_concurrent_readers_wait_for_one_build(tmp_path: Path) -> None:

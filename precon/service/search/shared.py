@@ -114,30 +114,37 @@ class SharedIndexes:
     def get(self, kind: str, key: Callable[[], str], build: Callable[[], tuple[str, T]]) -> T:
         """``key()`` names the index wanted now; ``build()`` builds the current one and names it."""
         wanted = self._directory(kind, key())
-        if wanted.is_dir():
-            try:
-                loaded: T = load_index(wanted)
-                return loaded
-            except (OSError, EOFError, pickle.UnpicklingError):
-                pass  # removed meanwhile, a newer one built: under the lock, nothing is removed
+        if wanted.is_dir() and (loaded := _readable(wanted)) is not None:
+            return loaded
         self.root.mkdir(parents=True, exist_ok=True)
         with file_lock(self.root / f"{kind}.lock"):
             wanted = self._directory(kind, key())  # what is current once the lock is ours
-            if not wanted.is_dir():
-                built_key, built = build()
-                wanted = self._directory(kind, built_key)
-                if not wanted.is_dir():
-                    temporary = Path(tempfile.mkdtemp(prefix=f".{kind}-", dir=self.root))
-                    temporary.rmdir()
-                    save_index(built, temporary)
-                    os.rename(temporary, wanted)
-                del built
-                release_free_memory()
-                for stale in self.root.iterdir():
-                    if stale != wanted and stale.is_dir() and stale.name.startswith((f"{kind}-", f".{kind}-")):
-                        shutil.rmtree(stale, ignore_errors=True)
+            if wanted.is_dir() and (loaded := _readable(wanted)) is not None:
+                return loaded
+            built_key, built = build()
+            wanted = self._directory(kind, built_key)
+            if not wanted.is_dir() or _readable(wanted) is None:
+                shutil.rmtree(wanted, ignore_errors=True)
+                temporary = Path(tempfile.mkdtemp(prefix=f".{kind}-", dir=self.root))
+                temporary.rmdir()
+                save_index(built, temporary)
+                os.rename(temporary, wanted)
+            del built
+            release_free_memory()
+            for stale in self.root.iterdir():
+                if stale != wanted and stale.is_dir() and stale.name.startswith((f"{kind}-", f".{kind}-")):
+                    shutil.rmtree(stale, ignore_errors=True)
             loaded = load_index(wanted)
         return loaded
+
+
+def _readable(directory: Path) -> Any:
+    """The index in ``directory``, or None where it cannot be read: removed meanwhile, or written by another
+    version of this code whose classes are not where they were (an upgrade rebuilds it, once)."""
+    try:
+        return load_index(directory)
+    except (OSError, EOFError, pickle.UnpicklingError, ImportError, AttributeError, TypeError, ValueError):
+        return None
 
 
 class GenerationSignal:
