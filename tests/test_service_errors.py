@@ -170,3 +170,10 @@ def test_unexpected_failure_is_a_bare_500_without_a_trace(api: Api, limited: str
     assert profiles.status_code == 500
     assert profiles.json() == {"message": "Error 500"}
     assert profiles.headers["x-request-id"]
+
+
+def test_a_misspelling_the_service_accepts_is_named_as_the_parameter_in_its_errors(api: Api) -> None:
+    """``perpage`` and ``product_Id`` are read as ``perPage`` and ``product_id``, and their faults said so."""
+    response = api.get("/v1/all/search_listings", KEY_ALL, perpage="abc")
+    assert response.status_code == 400 and response.json()["message"] == "perPage must be a whole number, got 'abc'"
+    assert api.ok("/v1/all/search_listings", perpage=3)["perPage"] == 3

@@ -23,11 +23,15 @@ def _shown(value: Any) -> str:
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
 
 
+SPELLED_AS = {"perpage": "perPage", "product_Id": "product_id"}
+"""The parameter a misspelling the production service accepts stands for: an error names the parameter."""
+
+
 def _where(loc: Sequence[Any]) -> tuple[str, str]:
     """(where, name): ``("query", "page")``, ``("body", "targetUrl")``; the body itself is ``("body", "")``."""
     where = str(loc[0]) if loc else "body"
     name = ".".join(str(part) for part in loc[1:])
-    return where, name
+    return where, SPELLED_AS.get(name, name) if where == "query" else name
 
 
 def _reason(error: dict[str, Any], name: str) -> str:
