@@ -105,6 +105,10 @@ def _string_list(value: Any) -> Any:
     return value
 
 
+def _none_is_empty(value: Any) -> Any:
+    return [] if value is None else value
+
+
 def _lenient_integer(value: Any) -> Any:
     """As ``Integer``, but a fractional number is truncated and anything else unreadable becomes None."""
     value = _integer(value)
@@ -201,6 +205,25 @@ class PaymentStructure(Record):
     milestones: list[Milestone] = Field(default_factory=list)
 
 
+class Unit(Record):
+    """One unit of a floor plan, as the production service lists them (``floorPlans[].units[]``)."""
+
+    unitNumber: TextId = None
+    floor: TextId = None
+    """A string in the API ("6"); :attr:`floor_number` reads it as a number."""
+    status: str | None = None
+    """``Available``, ``Reserved`` or ``Sold``."""
+    price: Number = None
+    description: str | None = None
+
+    @property
+    def floor_number(self) -> float | None:
+        try:
+            return float(self.floor) if self.floor is not None else None
+        except ValueError:
+            return None
+
+
 class FloorPlan(Record):
     id: TextId = None
     """Stable across re-imports and unique in the catalogue (clients name files after it)."""
@@ -217,6 +240,12 @@ class FloorPlan(Record):
     image: Image | None = None
     createdAt: Timestamp = None
     lastUpdated: Timestamp = None
+    units: Annotated[list[Unit], BeforeValidator(_none_is_empty)] = Field(default_factory=list)
+    """Empty where the plan lists none (houses, or a source that does not)."""
+
+    @property
+    def available_units(self) -> list[Unit]:
+        return [unit for unit in self.units if unit.status == "Available"]
 
     @property
     def price_per_square_foot(self) -> float | None:

@@ -70,7 +70,11 @@ LISTING_ATTRIBUTES: dict[str, IndexedAttribute] = {
             "marketingCompanies salesCentres salesCompanies owners",
             True,
         ),
-        *_multis("text", "floorPlans.floorPlanType floorPlans.status floorPlans.exposure floorPlans.planCategory"),
+        *_multis(
+            "text",
+            "floorPlans.floorPlanType floorPlans.status floorPlans.exposure floorPlans.planCategory "
+            "floorPlans.units.status",
+        ),
         *_multis("bool", "floorPlans.contactForPricing"),
         *_multis(
             "number",

@@ -119,6 +119,26 @@ def test_floor_plan_price_per_square_foot() -> None:
     assert FloorPlan.model_validate({"squareFeet": "", "startPrice": 500000}).price_per_square_foot is None
 
 
+def test_floor_plan_units_as_the_production_service_sends_them() -> None:
+    """contract.md: ``floor`` and ``unitNumber`` are strings, ``price`` a number or null, ``description`` optional;
+    ``exposure`` may be one string; ``units: null`` or none at all is no units."""
+    plan = FloorPlan.model_validate(
+        {
+            "exposure": "North",
+            "units": [
+                {"unitNumber": "203", "floor": "6", "status": "Available", "price": 520000, "description": ""},
+                {"unitNumber": "1204", "floor": "12", "status": "Sold", "price": None},
+            ],
+        }
+    )
+    assert plan.exposure == ["North"]
+    assert [unit.unitNumber for unit in plan.units] == ["203", "1204"]
+    assert [unit.floor_number for unit in plan.units] == [6.0, 12.0]
+    assert plan.units[0].price == 520000 and plan.units[1].price is None
+    assert [unit.unitNumber for unit in plan.available_units] == ["203"]
+    assert FloorPlan.model_validate({"units": None}).units == [] == FloorPlan.model_validate({}).units
+
+
 def test_unknown_fields_are_kept() -> None:
     record = {
         "listingId": "ABC123",

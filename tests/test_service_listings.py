@@ -506,3 +506,33 @@ def test_pre_construction_spelled_as_clients_spell_it(api: Api) -> None:
     assert quoted
     for spelling in ("Pre-Construction", "pre-construction", '"PRE CONSTRUCTION"', "Pre_Construction"):
         assert every_id(api, filterQuery=f"constructionStatus:{spelling}") == quoted
+
+
+# -- units (contract.md, "Units of a floor plan") ----------------------------------------------------------------
+
+
+def test_filters_and_facets_reach_the_units_of_the_floor_plans(api: Api) -> None:
+    """``floorPlans.units.status`` filters as any nested path and counts listings as every nested facet does."""
+    records = api.all_listings()
+    statuses = {
+        record["listingId"]: {u["status"] for p in record.get("floorPlans") or [] for u in p.get("units") or []}
+        for record in records
+    }
+    assert any(statuses.values()), "the generated catalogue lists units"
+    body = api.ok(
+        SEARCH, product_id="everything", perPage=1000, filterQuery="floorPlans.units.status:Sold",
+        facets="floorPlans.units.status",
+    )  # fmt: skip
+    expected = sorted(lid for lid, found in statuses.items() if "Sold" in found)
+    assert sorted(ids(body)) == expected and body["total"] == len(expected)
+    counts = body["facets"]["floorPlans.units.status"]
+    assert counts["Sold"] == len(expected)
+    assert counts.get("Available", 0) == sum(1 for lid in expected if "Available" in statuses[lid])
+
+
+def test_lite_hides_the_units_with_the_floor_plans(api: Api) -> None:
+    lite = "/v1-lite/all/search_listings"
+    body = api.ok(lite, key=KEY_LITE, perPage=5)
+    assert body["results"] and all("floorPlans" not in result for result in body["results"])
+    error = api.get(lite, KEY_LITE, filterQuery="floorPlans.units.status:Sold")
+    assert error.status_code == 400 and "floorPlans" in error.json()["message"]

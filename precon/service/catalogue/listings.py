@@ -53,6 +53,7 @@ from precon.service.catalogue.prices import (
 )
 from precon.service.catalogue.shapes import Catalogue
 from precon.service.catalogue.text import slug
+from precon.service.catalogue.units import draw_units
 
 _ID_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _ID_FIRST = _ID_CHARS.replace("S", "")
@@ -312,6 +313,9 @@ class ListingMaker:
         units, floors = draft.size = draw_building_size(
             rand, city.kind, primary, len(draft.plans) if draft.plans is not None else 0
         )
+        if draft.plans is not None:
+            draw_units(draft.lid, draft.plans, units, floors, primary, draft.statuses.selling)
+            draft.price = PriceRange.of(priced_sizes(draft.plans), draft.price.contact)
         draft.amenities = draw_amenities(rand, primary in CONDO_LIKE)
         draft.name = self.names.draw(draft.table, draft.hood.name, draft.types, draft.province)
         ranges = draft.ranges

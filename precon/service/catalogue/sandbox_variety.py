@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from precon.service.catalogue.shapes import Catalogue
+from precon.service.catalogue.units import sell_out, withdraw_prices
 
 
 def ensure_sandbox_variety(catalogue: Catalogue) -> None:
@@ -17,7 +18,8 @@ def ensure_sandbox_variety(catalogue: Catalogue) -> None:
         target = listings[2]
         target["sellingStatus"] = "Sold Out"
         for plan in target["floorPlans"] or []:
-            plan["status"] = "Sold Out"
+            sell_out(plan)
+        _reprice(target)
     if not any(item["isFeatured"] for item in listings):
         listings[0]["isFeatured"] = True
     if not any(
@@ -25,9 +27,7 @@ def ensure_sandbox_variety(catalogue: Catalogue) -> None:
         for plan in item["floorPlans"]
     ):  # fmt: skip
         target = next(item for item in listings if item["floorPlans"] and len(item["floorPlans"]) >= 3)
-        plan = target["floorPlans"][1]
-        plan["startPrice"] = ""
-        plan["contactForPricing"] = True
+        withdraw_prices(target["floorPlans"][1])
         _reprice(target)
     if not any(item["floorPlans"] is None for item in listings):
         target = listings[3]
@@ -37,8 +37,7 @@ def ensure_sandbox_variety(catalogue: Catalogue) -> None:
     if not any(item["contactForPricing"] and item["floorPlans"] for item in listings):
         target = listings[4]
         for plan in target["floorPlans"] or []:
-            plan["startPrice"] = ""
-            plan["contactForPricing"] = True
+            withdraw_prices(plan)
         _reprice(target)
 
 

@@ -154,7 +154,6 @@ _NESTED_MULTI: dict[str, list[tuple[IndexedAttribute, str]]] = {}
 for _attribute in MULTI_ATTRIBUTES:
     if "." in _attribute.path:
         _parent, _leaf = _attribute.path.split(".", 1)
-        assert "." not in _leaf, "the index walks one level of nesting"
         _NESTED_MULTI.setdefault(_parent, []).append((_attribute, _leaf))
 
 
@@ -233,6 +232,10 @@ def index_multi(
             if not isinstance(item, dict):
                 continue
             for attribute, leaf in children:
+                if "." in leaf:  # deeper (floorPlans.units.status): every value at the path, through arrays
+                    for element in _collect(item, leaf):
+                        add(attribute, element)
+                    continue
                 value = item.get(leaf)
                 if isinstance(value, list):
                     for element in value:
