@@ -23,6 +23,7 @@ COLUMNS = {
     "price": st.column_config.NumberColumn("Price (CAD)", format=MONEY_FORMAT, help="—: contact for pricing"),
     "price_per_sqft": st.column_config.NumberColumn("$/sq ft", format=MONEY_FORMAT),
     "status": st.column_config.TextColumn("Status"),
+    "units_left": st.column_config.TextColumn("Units left", help="Available of the plan's units, where it lists them"),
     "exposure": st.column_config.TextColumn("Exposure"),
 }
 COLOUR_BY = {"Bedrooms": "beds_label", "Status": "status"}
@@ -44,6 +45,7 @@ def plan_frame(plans: Sequence[FloorPlan]) -> pd.DataFrame:
             "price": plan.startPrice or None,
             "price_per_sqft": round(plan.price_per_square_foot, 2) if plan.price_per_square_foot else None,
             "status": plan.status or "Unknown",
+            "units_left": f"{len(plan.available_units)} of {len(plan.units)}" if plan.units else None,
             "exposure": ", ".join(plan.exposure) or None,
         }
         for plan in plans

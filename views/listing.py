@@ -32,6 +32,7 @@ from components.listing_facts import (
     render_pricing,
 )
 from components.listing_table import listing_table
+from components.units import render_units
 from precon.errors import NotFound, PreconError
 from precon.listing_checks import contradictions
 from precon.models import PROVINCES, Listing, Page
@@ -201,6 +202,9 @@ def render_listing(listing: Listing) -> None:
 
     st.subheader("Floor plans")
     render_floor_plans(listing.floorPlans, key=f"plans:{listing_id}")
+    if any(plan.units for plan in listing.floorPlans or ()):
+        st.subheader("Units")
+        render_units(listing.floorPlans, key=f"units:{listing_id}")
 
     st.subheader("Deposit structure")
     render_contradictions(found, "deposits")
