@@ -144,6 +144,38 @@ def test_a_listing_in_full_counting_one_view_per_visit(monkeypatch: pytest.Monke
 
 
 @pytest.mark.usefixtures("embedded_dashboard")
+def test_the_units_of_a_listing_what_is_left_on_which_floor_at_what_price() -> None:
+    """The sales team's question: counts by status and the units table, against the listing the API gives."""
+    open_page(LISTING)
+    client = api.connection().client
+    listing = next(
+        found
+        for found in client.search_listings(per_page=100, filter='sellingStatus:"Selling Now"').results
+        if any(plan.available_units for plan in found.floorPlans or [])
+        and any(unit.status == "Sold" for plan in found.floorPlans or [] for unit in plan.units)
+    )
+    units = [(plan, unit) for plan in listing.floorPlans or [] for unit in plan.units]
+    app = open_page(LISTING, {"id": listing.id})
+    assert not app.exception, [e.value for e in app.exception]
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["Units"] == f"{len(units):,}"
+    for status in ("Available", "Reserved", "Sold"):
+        assert metrics[status] == f"{sum(1 for _, unit in units if unit.status == status):,}"
+    shown = table_with(app, "unit")
+    available = sorted(unit.unitNumber for _, unit in units if unit.status == "Available")
+    assert sorted(shown["unit"]) == available and set(shown["status"]) == {"Available"}
+    assert list(shown["floor"]) == sorted(shown["floor"])
+    plans = table_with(app, "exposure")
+    left = {plan.name: f"{len(plan.available_units)} of {len(plan.units)}" for plan in listing.floorPlans or []}
+    assert dict(zip(plans["name"], plans["units_left"], strict=True)) == left
+
+    app = app.multiselect(key=f"units:{listing.id}_status").set_value(["Sold"]).run()
+    assert not app.exception, [e.value for e in app.exception]
+    sold = table_with(app, "unit")
+    assert sorted(sold["unit"]) == sorted(unit.unitNumber for _, unit in units if unit.status == "Sold")
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
 def test_without_an_id_a_finder_opens_the_listing_picked() -> None:
     app = open_page(LISTING)
     assert not app.exception, [e.value for e in app.exception]
