@@ -81,15 +81,19 @@ def _plan_record(plan: FloorPlan | dict[str, Any]) -> dict[str, Any]:
 
 def matched_plans(listing: Listing, unit_filter: Expr) -> MatchedFloorPlans:
     """Which of a listing's floor plans satisfy ``unit_filter``, as the service reports it."""
-    predicate = filters.compile_predicate(unit_filter)
     plans = list(listing.floorPlans or [])
-    matching = [plan for plan in plans if predicate(_plan_record(plan))]
+    records = {id(plan): _plan_record(plan) for plan in plans}
+    matching = [plan for plan in plans if filters.plan_matches(unit_filter, records[id(plan)])]
     prices = [p.startPrice for p in matching if isinstance(p, FloorPlan) and p.startPrice and p.startPrice > 0]
+    units = None
+    if filters.names_units(unit_filter):
+        units = sum(filters.matching_units(unit_filter, records[id(plan)]) for plan in matching)
     return MatchedFloorPlans(
         count=len(matching),
         of=len(plans),
         minPrice=min(prices) if prices else None,
         names=[p.name for p in matching if isinstance(p, FloorPlan) and p.name],
+        units=units,
     )
 
 

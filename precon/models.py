@@ -307,6 +307,8 @@ class MatchedFloorPlans(Record):
     """The lowest price above zero among the matching plans; None when none of them has a price."""
     names: StringList = Field(default_factory=list)
     """The matching plans' names, in the listing's order."""
+    units: Integer = None
+    """Where the filter names units (``units.*``): how many units of the matching plans meet it."""
 
 
 class Listing(Record):

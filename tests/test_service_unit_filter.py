@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,8 +31,33 @@ def plans_of(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def unit_oracle(expr: filters.Expr, record: dict[str, Any]) -> bool:
-    """The contract's definition: one floor plan for which the whole expression holds."""
-    return any(filters.evaluate(expr, plan) for plan in plans_of(record))
+    """The contract's definition: one floor plan for which the whole expression holds (with one of its units,
+    where the expression names units: every unit tried, written out here from the contract's words)."""
+    for plan in plans_of(record):
+        units = (
+            [u for u in plan.get("units") or [] if isinstance(u, dict)] if isinstance(plan.get("units"), list) else []
+        )
+        typed = [
+            {
+                "status": u.get("status") if isinstance(u.get("status"), str) else None,
+                "price": _number(u.get("price")),
+                "floor": _number(u.get("floor")),
+            }
+            for u in units
+        ]
+        if any(filters.evaluate(expr, {**plan, "units": unit}) for unit in typed or [None]):
+            return True
+    return False
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def odd_listings(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -52,6 +78,18 @@ def odd_listings(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "status": "sold-out",
         },
         {"name": "Both ways", "exposure": ["N", "S", "n"], "startPrice": 0, "numberOfBathrooms": 2.5},
+        {
+            "name": "Odd units",
+            "numberOfBedrooms": 2,
+            "units": [
+                {"unitNumber": "1", "floor": 6, "status": "available", "price": "815000"},
+                {"unitNumber": "2", "floor": "12", "status": "Sold", "price": None},
+                {"unitNumber": "3", "status": 7, "price": True},
+                "not a unit",
+            ],
+        },
+        {"name": "No units", "numberOfBedrooms": 2, "units": None},
+        {"name": "Empty units", "numberOfBedrooms": 1, "units": []},
     ]
     none = copy.deepcopy(base)
     none.update(listingId="ODD002", path="Listings/ODD002", name="No Plans", floorPlans=None)
@@ -84,6 +122,9 @@ TEXT_VALUES = {
     "startPrice": ["", "815000", "0"],
     "numberOfBedrooms": ["2", "1.5", "2.0", "0"],
     "contactForPricing": ["true", "false", "1", "0", "TRUE"],
+    "units.status": ["Available", "Sold", "reserved", "sold"],
+    "units.floor": ["6", "12", "6.0", "x"],
+    "units.price": ["815000", "0", "abc"],
 }
 NUMBER_RANGES: dict[str, list[float]] = {
     "numberOfBedrooms": [0, 1, 1.5, 2, 2.5, 3, 4, 5],
@@ -91,6 +132,9 @@ NUMBER_RANGES: dict[str, list[float]] = {
     "squareFeet": [0, 450, 650, 700, 900, 1500, 3000],
     "startPrice": [0, 350_000, 600_000, 800_000, 815_000, 1_200_000, 3_000_000],
     "status": [1],
+    "units.price": [0, 400_000, 650_000, 815_000, 1_000_000],
+    "units.floor": [1, 2, 6, 10, 12, 30],
+    "units.status": [1],
 }
 
 
@@ -133,6 +177,9 @@ def test_the_unit_fields_are_the_floor_plan_fields_the_contract_names() -> None:
         "floorPlanType",
         "exposure",
         "contactForPricing",
+        "units.price",
+        "units.floor",
+        "units.status",
     )
 
 
@@ -379,3 +426,30 @@ def test_unit_filter_errors_say_what_and_where(api: Api, path: str) -> None:
         },
     )
     assert api.get(lite, KEY_LITE, unitFilter="", **extra).status_code == 200
+
+
+def test_one_unit_of_one_plan_meets_the_whole_unit_question(api: Api) -> None:
+    """contract.md's example: "a 2-bedroom plan with an available unit under $700,000 on floor 10 or higher" is
+    one unit; ``_matchedFloorPlans.units`` counts the units that meet it."""
+    question = "numberOfBedrooms >= 2 AND units.status:Available AND units.price < 700000 AND units.floor >= 10"
+    body = api.ok(SEARCH, perPage=1000, unitFilter=question)
+    expr = filters.parse(question)
+    assert expr is not None
+    expected: dict[str, int] = {}
+    for record in api.all_listings():
+        count = 0
+        for plan in plans_of(record):
+            if (plan.get("numberOfBedrooms") or 0) >= 2:
+                count += sum(
+                    1
+                    for u in plan.get("units") or []
+                    if u["status"] == "Available" and u["price"] is not None and u["price"] < 700000
+                    and int(u["floor"]) >= 10
+                )  # fmt: skip
+        if count:
+            expected[record["listingId"]] = count
+    assert expected, "the catalogue has such units"
+    assert {r["listingId"]: r["_matchedFloorPlans"]["units"] for r in body["results"]} == expected
+    # Split across two units, the same conditions find more: a sold unit high up, a cheap one low down.
+    loose = api.ok(SEARCH, perPage=1000, filterQuery="floorPlans.units.status:Available")["total"]
+    assert body["total"] == len(expected) <= loose

@@ -20,6 +20,7 @@ Public API:
 * :func:`to_query` and the builders :func:`eq`, :func:`any_of`, :func:`between`, :func:`compare`,
   :func:`and_`, :func:`or_`, :func:`not_`, :func:`from_selection`.
 * :func:`attributes`: the attribute paths an expression uses.
+* :func:`plan_matches`, :func:`matching_units`: one floor plan (and its units) against a ``unitFilter``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from precon.filters.expressions import (
     Range,
 )
 from precon.filters.parsing import parse
+from precon.filters.plans import UNIT_PREFIX, matching_units, names_units, plan_matches, unit_rows
 from precon.filters.rendering import (
     and_,
     any_of,
@@ -58,6 +60,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_LENGTH",
     "UNIT_FIELDS",
+    "UNIT_PREFIX",
     "And",
     "Compare",
     "CompareOp",
@@ -78,9 +81,13 @@ __all__ = [
     "evaluate",
     "fold_text",
     "from_selection",
+    "matching_units",
+    "names_units",
     "not_",
     "numeric_bounds",
     "or_",
     "parse",
+    "plan_matches",
     "to_query",
+    "unit_rows",
 ]

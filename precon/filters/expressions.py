@@ -20,8 +20,12 @@ UNIT_FIELDS: Final[tuple[str, ...]] = (
     "floorPlanType",
     "exposure",
     "contactForPricing",
+    "units.price",
+    "units.floor",
+    "units.status",
 )
-"""The fields of one floor plan that a ``unitFilter`` may name (the same grammar, evaluated per floor plan)."""
+"""The fields of one floor plan that a ``unitFilter`` may name (the same grammar, evaluated per floor plan), and
+of one unit of it (``units.*``: see :mod:`precon.filters.plans`)."""
 
 CompareOp: TypeAlias = Literal["=", "!=", "<", "<=", ">", ">="]
 _COMPARE_OPS: Final[frozenset[str]] = frozenset(get_args(CompareOp))

@@ -47,16 +47,20 @@ def _price(value: Any) -> int | float | None:
 
 
 def matched_floor_plans(record: dict[str, Any], expr: Expr) -> dict[str, Any]:
-    """``{"count", "of", "minPrice", "names"}``: the listing's floor plans that satisfy ``expr``."""
+    """``{"count", "of", "minPrice", "names"}``: the listing's floor plans that satisfy ``expr``; with ``units``,
+    how many of their units do, where ``expr`` names units."""
     plans = floor_plans(record)
-    matching = [plan for plan in plans if filters.evaluate(expr, plan)]
+    matching = [plan for plan in plans if filters.plan_matches(expr, plan)]
     prices = [price for price in (_price(plan.get("startPrice")) for plan in matching) if price is not None]
-    return {
+    matched = {
         "count": len(matching),
         "of": len(plans),
         "minPrice": min(prices) if prices else None,
         "names": [plan["name"] for plan in matching if isinstance(plan.get("name"), str)],
     }
+    if filters.names_units(expr):
+        matched["units"] = sum(filters.matching_units(expr, plan) for plan in matching)
+    return matched
 
 
 def add_matched_floor_plans(

@@ -74,6 +74,7 @@ class MatchedFloorPlans(Wire):
     of: int
     minPrice: Amount = None
     names: list[str]
+    units: int | None = Field(None, description="Units of the matching plans that meet a unitFilter naming units.*")
 
 
 class Listing(Wire):

@@ -24,8 +24,21 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from precon.filters import UNIT_FIELDS, And, Compare, Expr, Match, Not, Or, fold_text, numeric_bounds
+from precon.filters import (
+    UNIT_FIELDS,
+    UNIT_PREFIX,
+    And,
+    Compare,
+    Expr,
+    Match,
+    Not,
+    Or,
+    Range,
+    fold_text,
+    numeric_bounds,
+)
 from precon.filters.parsing import parse_number
+from precon.filters.plans import names_units, unit_values
 from precon.service.search.sql_filter import as_number
 
 Fragment = tuple[str, list[Any]]
@@ -33,7 +46,9 @@ Mask = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
-FIELD_CODES: dict[str, int] = {name: code for code, name in enumerate(UNIT_FIELDS)}
+PLAN_FIELDS = tuple(name for name in UNIT_FIELDS if not name.startswith(UNIT_PREFIX))
+"""The fields of the plan itself; the others (``units.*``) are of one of its units."""
+FIELD_CODES: dict[str, int] = {name: code for code, name in enumerate(PLAN_FIELDS)}
 TEXT, BOOL, NUMBER = 0, 1, 2
 """The kinds of a stored value: how the evaluator compares it."""
 
@@ -43,11 +58,15 @@ CREATE TABLE IF NOT EXISTS listing_plans(
 CREATE TABLE IF NOT EXISTS listing_plan_values(
   listing INTEGER NOT NULL, idx INTEGER NOT NULL, field INTEGER NOT NULL, kind INTEGER NOT NULL, term TEXT, num REAL);
 CREATE INDEX IF NOT EXISTS listing_plan_values_by_plan ON listing_plan_values(listing, idx, field);
+CREATE TABLE IF NOT EXISTS listing_plan_units(
+  listing INTEGER NOT NULL, idx INTEGER NOT NULL, status TEXT, status_num REAL, price REAL, floor REAL);
+CREATE INDEX IF NOT EXISTS listing_plan_units_by_plan ON listing_plan_units(listing, idx);
 """
-PLAN_TABLES = ("listing_plan_values", "listing_plans")
+PLAN_TABLES = ("listing_plan_values", "listing_plan_units", "listing_plans")
 
 PlanRow = tuple[int, int]
 ValueRow = tuple[int, int, int, int, str | None, float | None]
+UnitRow = tuple[int, int, str | None, float | None, float | None, float | None]
 
 
 def floor_plans(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -70,10 +89,11 @@ def _value_row(rowid: int, index: int, field: int, value: Any) -> ValueRow | Non
     return None  # objects, nested arrays: the evaluator matches nothing in them
 
 
-def plan_rows(record: dict[str, Any], rowid: int) -> tuple[list[PlanRow], list[ValueRow]]:
-    """The rows of ``listing_plans`` and ``listing_plan_values`` for one stored listing."""
+def plan_rows(record: dict[str, Any], rowid: int) -> tuple[list[PlanRow], list[ValueRow], list[UnitRow]]:
+    """The rows of ``listing_plans``, ``listing_plan_values`` and ``listing_plan_units`` for one stored listing."""
     plans: list[PlanRow] = []
     values: list[ValueRow] = []
+    units: list[UnitRow] = []
     for index, plan in enumerate(floor_plans(record)):
         plans.append((rowid, index))
         for name, field in FIELD_CODES.items():
@@ -82,12 +102,20 @@ def plan_rows(record: dict[str, Any], rowid: int) -> tuple[list[PlanRow], list[V
                 row = _value_row(rowid, index, field, value)
                 if row is not None:
                     values.append(row)
-    return plans, values
+        listed = plan.get("units")
+        for unit in listed if isinstance(listed, list) else ():
+            if isinstance(unit, dict):
+                typed = unit_values(unit)
+                status = typed["status"]
+                folded = None if status is None else fold_text(status)
+                units.append((rowid, index, folded, as_number(status), typed["price"], typed["floor"]))
+    return plans, values, units
 
 
 def delete_plan_rows(db: sqlite3.Connection, rowid: int) -> None:
     db.execute("DELETE FROM listing_plans WHERE listing = ?", (rowid,))
     db.execute("DELETE FROM listing_plan_values WHERE listing = ?", (rowid,))
+    db.execute("DELETE FROM listing_plan_units WHERE listing = ?", (rowid,))
 
 
 def field_code(name: str) -> int:
@@ -95,6 +123,14 @@ def field_code(name: str) -> int:
     if code is None:
         raise ValueError(f"{name!r} is not a floor plan field; use one of {', '.join(UNIT_FIELDS)}")
     return code
+
+
+def unit_column(name: str) -> str:
+    """The column of ``listing_plan_units`` (and of :class:`UnitColumns`) a ``units.*`` field is."""
+    column = name[len(UNIT_PREFIX) :]
+    if column not in ("status", "price", "floor"):
+        raise ValueError(f"{name!r} is not a unit field; use one of units.price, units.floor, units.status")
+    return column
 
 
 def match_targets(expr: Match) -> tuple[str, str | None, float | None]:
@@ -114,8 +150,12 @@ class UnitFilterCompiler:
     """Turns a unit expression into SQL over one floor plan ``p`` (a row of ``listing_plans``)."""
 
     def listing_clause(self, expr: Expr) -> Fragment:
-        """The listings ``l`` with at least one floor plan for which ``expr`` holds."""
+        """The listings ``l`` with at least one floor plan (and, where ``expr`` names units, one unit ``u`` of it;
+        a plan without units once, its ``u`` null) for which ``expr`` holds."""
         sql, params = self.compile(expr)
+        if names_units(expr):
+            rows = "listing_plans p LEFT JOIN listing_plan_units u ON u.listing = p.listing AND u.idx = p.idx"
+            return f"EXISTS (SELECT 1 FROM {rows} WHERE p.listing = l.id AND ({sql}))", params
         return f"EXISTS (SELECT 1 FROM listing_plans p WHERE p.listing = l.id AND ({sql}))", params
 
     def compile(self, expr: Expr) -> Fragment:
@@ -131,6 +171,8 @@ class UnitFilterCompiler:
             return f"NOT ({sql})", params
         if isinstance(expr, Compare) and expr.op == "!=":
             return self.compile(Not(Compare(expr.attr, "=", expr.value)))
+        if expr.attr.startswith(UNIT_PREFIX):
+            return self._unit_test(expr)
         field = field_code(expr.attr)
         if isinstance(expr, Match):
             folded, word, number = match_targets(expr)
@@ -144,6 +186,21 @@ class UnitFilterCompiler:
             return self._exists(field, " OR ".join(f"({t})" for t in tests), params)
         low, high = numeric_bounds(expr)
         return self._exists(field, "v.num BETWEEN ? AND ?", [low, high])
+
+    @staticmethod
+    def _unit_test(expr: Match | Compare | Range) -> Fragment:
+        """A test of unit ``u``'s field: false where the plan has no unit (``u`` null), as a missing field is."""
+        column = unit_column(expr.attr)
+        if isinstance(expr, Match):
+            folded, _, number = match_targets(expr)
+            if column == "status":
+                return "coalesce(u.status = ?, 0)", [folded]
+            if number is None:
+                return "0", []
+            return f"coalesce(u.{column} = ?, 0)", [number]
+        low, high = numeric_bounds(expr)
+        numeric = "u.status_num" if column == "status" else f"u.{column}"
+        return f"coalesce({numeric} BETWEEN ? AND ?, 0)", [low, high]
 
     @staticmethod
     def _exists(field: int, test: str, params: list[Any]) -> Fragment:
@@ -180,6 +237,64 @@ def _numbers(text: str | None, dtype: type[np.generic]) -> npt.NDArray[Any]:
     return np.fromstring(text, dtype=dtype, sep=",") if text else np.empty(0, dtype)  # type: ignore[call-overload]
 
 
+_UNIT_COLUMNS_SQL = (
+    "SELECT group_concat(listing), group_concat(idx), group_concat(ifnull(status, ''), char(31)), "
+    "group_concat(CASE WHEN status_num IS NULL THEN 'nan' ELSE quote(status_num) END), "
+    "group_concat(CASE WHEN price IS NULL THEN 'nan' ELSE quote(price) END), "
+    "group_concat(CASE WHEN floor IS NULL THEN 'nan' ELSE quote(floor) END) FROM listing_plan_units"
+)
+
+
+@dataclass
+class UnitColumns:
+    """Every unit of every plan as a row, and one row with no unit for each plan that lists none: what a
+    ``unitFilter`` naming ``units.*`` is tested on, one row at a time."""
+
+    plan: IntArray
+    """The plan (position) of each row."""
+    status: npt.NDArray[np.int32]
+    """The code of the row's folded status in :attr:`terms`, -1 for none."""
+    status_num: FloatArray
+    price: FloatArray
+    floor: FloatArray
+    terms: dict[str, int]
+
+    @classmethod
+    def of(cls, row: tuple[Any, ...], plan_listing: IntArray, first_plan: IntArray, plans: int) -> UnitColumns:
+        listing = _numbers(row[0], np.int64)
+        plan = (
+            first_plan[np.searchsorted(plan_listing, listing)] + _numbers(row[1], np.int64) if len(listing) else listing
+        )
+        terms: dict[str, int] = {}
+        texts = (row[2] or "").split("\x1f") if len(listing) else []
+        status = np.fromiter(
+            (terms.setdefault(t, len(terms)) if t else -1 for t in texts), dtype=np.int32, count=len(texts)
+        )
+        bare = np.flatnonzero(np.bincount(plan, minlength=plans) == 0) if plans else np.empty(0, np.int64)
+        missing = np.full(len(bare), np.nan)
+        return cls(
+            np.concatenate([plan, bare]).astype(np.int64),
+            np.concatenate([status, np.full(len(bare), -1, np.int32)]),
+            np.concatenate([_numbers(row[3], np.float64), missing]),
+            np.concatenate([_numbers(row[4], np.float64), missing]),
+            np.concatenate([_numbers(row[5], np.float64), missing]),
+            terms,
+        )
+
+    def matching(self, expr: Match | Compare | Range) -> Mask:
+        """Per row, whether its unit meets a test of a ``units.*`` field (never, for a row with no unit)."""
+        column = unit_column(expr.attr)
+        if isinstance(expr, Match):
+            folded, _, number = match_targets(expr)
+            if column == "status":
+                return self.status == self.terms.get(folded, -2)
+            values: FloatArray = getattr(self, column)
+            return values == number if number is not None else np.zeros(len(self.plan), dtype=np.bool_)
+        low, high = numeric_bounds(expr)
+        values = self.status_num if column == "status" else getattr(self, column)
+        return (values >= low) & (values <= high)
+
+
 class PlanIndex:
     """Every floor plan of one store generation in columns: plans ordered by listing rowid, then index."""
 
@@ -199,6 +314,7 @@ class PlanIndex:
                 "group_concat(CASE WHEN num IS NULL THEN 'nan' ELSE quote(num) END), "
                 "group_concat(ifnull(term, ''), char(31)) FROM listing_plan_values"
             ).fetchone()
+            units = db.execute(_UNIT_COLUMNS_SQL).fetchone()
         finally:
             if began:
                 db.execute("COMMIT")
@@ -239,6 +355,7 @@ class PlanIndex:
                 num[numbers],
                 kind[numbers] == NUMBER,
             )
+        self.units = UnitColumns.of(units, plan_listing, first_plan, self.size)
 
     def none(self) -> Mask:
         return np.zeros(self.size, dtype=np.bool_)
@@ -250,17 +367,41 @@ class PlanIndex:
         return result
 
     def plans_matching(self, expr: Expr) -> Mask:
+        if not names_units(expr):
+            return self._plans(expr)
+        rows = self._rows(expr)
+        result = self.none()
+        result[self.units.plan[rows]] = True
+        return result
+
+    def _rows(self, expr: Expr) -> Mask:
+        """Per row of :attr:`units` (a unit with its plan), whether ``expr`` holds for it."""
         if isinstance(expr, And | Or):
             combine: Callable[[Mask, Mask], Mask] = np.logical_and if isinstance(expr, And) else np.logical_or
-            result = self.plans_matching(expr.items[0])
+            result = self._rows(expr.items[0])
             for item in expr.items[1:]:
-                result = combine(result, self.plans_matching(item))
+                result = combine(result, self._rows(item))
             return result
         if isinstance(expr, Not):
-            return ~self.plans_matching(expr.expr)
+            return ~self._rows(expr.expr)
         if isinstance(expr, Compare) and expr.op == "!=":
-            return ~self.plans_matching(Compare(expr.attr, "=", expr.value))
-        columns = self.fields[UNIT_FIELDS[field_code(expr.attr)]]
+            return ~self._rows(Compare(expr.attr, "=", expr.value))
+        if expr.attr.startswith(UNIT_PREFIX):
+            return self.units.matching(expr)
+        return self._plans(expr)[self.units.plan]
+
+    def _plans(self, expr: Expr) -> Mask:
+        if isinstance(expr, And | Or):
+            combine: Callable[[Mask, Mask], Mask] = np.logical_and if isinstance(expr, And) else np.logical_or
+            result = self._plans(expr.items[0])
+            for item in expr.items[1:]:
+                result = combine(result, self._plans(item))
+            return result
+        if isinstance(expr, Not):
+            return ~self._plans(expr.expr)
+        if isinstance(expr, Compare) and expr.op == "!=":
+            return ~self._plans(Compare(expr.attr, "=", expr.value))
+        columns = self.fields[PLAN_FIELDS[field_code(expr.attr)]]
         result = self.none()
         if isinstance(expr, Match):
             folded, word, number = match_targets(expr)

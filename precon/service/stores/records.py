@@ -284,6 +284,9 @@ class ListingIndexRows:
     numbers: set[tuple[str, float, int]] = field(default_factory=set)
     plans: list[tuple[int, int]] = field(default_factory=list)
     plan_values: list[tuple[int, int, int, int, str | None, float | None]] = field(default_factory=list)
+    plan_units: list[tuple[int, int, str | None, float | None, float | None, float | None]] = field(
+        default_factory=list
+    )
     plan_ids: set[tuple[str, int]] = field(default_factory=set)
     touched_profiles: set[str] = field(default_factory=set)
     """The path keys of the profiles the batch's listings refer to, before and after: their provinces change."""
@@ -291,9 +294,10 @@ class ListingIndexRows:
     def add(self, record: dict[str, Any], rowid: int) -> None:
         """The rows of one listing, stored as ``rowid``."""
         index_multi(record, rowid, self.terms, self.numbers, self.labels)
-        record_plans, record_plan_values = plan_rows(record, rowid)
+        record_plans, record_plan_values, record_plan_units = plan_rows(record, rowid)
         self.plans += record_plans
         self.plan_values += record_plan_values
+        self.plan_units += record_plan_units
         self.plan_ids.update((plan["id"], rowid) for plan in floor_plans(record) if isinstance(plan.get("id"), str))
         self.attribute_names.update(record)
         self.touched_profiles.update(reference_keys(record))

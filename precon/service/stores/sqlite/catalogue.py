@@ -126,13 +126,14 @@ def _schema() -> str:
     return _listing_schema() + "\n" + _profile_schema()
 
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """The layout of the derived tables; a file of another layout has them rebuilt from its records on open.
 4: sellingStatusUpdateTimestamp is an indexed number (and records written before get it and floor-plan ids).
 5: plan_ids finds the listings holding a floor-plan id (the importer keeps ids unique across listings).
 6: profiles sort by name accent- and case-insensitively (``name_key`` is folded as search folds words), and by
 their number of listings (``listing_count``, and per province ``profile_provinces.listings``).
-7: ``floorPlans.units.status`` is an indexed term (filters and facets on a unit's status)."""
+7: ``floorPlans.units.status`` is an indexed term (filters and facets on a unit's status).
+8: ``listing_plan_units``: each unit of a plan, what a ``unitFilter`` on ``units.*`` tests."""
 _DERIVED_TABLES = [
     "listing_vocab",
     "listing_fts",

@@ -1,0 +1,74 @@
+"""One floor plan against a ``unitFilter``: the reference every engine is held to.
+
+A ``unitFilter`` must hold for one floor plan and, where it names a unit's fields (``units.price``,
+``units.floor``, ``units.status``), for one unit of that plan: "a 2-bedroom plan with an available unit under
+$700,000 on floor 10 or higher" is one unit. The expression is evaluated once per unit, over the plan's fields with
+``units`` standing for that one unit; a plan without units is evaluated once with no unit, so that each
+``units.*`` test fails on it (and ``NOT`` of one holds), as any test of a missing field does.
+
+A unit is read as contract.md types it: ``status`` a string, ``price`` and ``floor`` numbers (``"6"`` is floor 6;
+``floor`` is compared as a number), anything else no value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from precon.filters.evaluation import compile_predicate
+from precon.filters.expressions import Expr
+from precon.filters.rendering import attributes
+
+UNIT_PREFIX = "units."
+
+
+def names_units(expr: Expr | None) -> bool:
+    """Whether the expression tests a unit's field."""
+    return any(name.startswith(UNIT_PREFIX) for name in attributes(expr))
+
+
+def unit_rows(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The plan once per unit (its ``units`` that one unit), or once with no unit where it lists none."""
+    units = plan.get("units")
+    listed = [unit for unit in units if isinstance(unit, Mapping)] if isinstance(units, list) else []
+    if not listed:
+        return [{**plan, "units": None}]
+    return [{**plan, "units": unit_values(unit)} for unit in listed]
+
+
+def unit_values(unit: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields a ``unitFilter`` tests of one unit, typed as the contract types them."""
+    status = unit.get("status")
+    return {
+        "status": status if isinstance(status, str) else None,
+        "price": number_of(unit.get("price")),
+        "floor": number_of(unit.get("floor")),
+    }
+
+
+def number_of(value: Any) -> float | None:
+    """A number, or numeric text, as a finite float; anything else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def plan_matches(expr: Expr, plan: Mapping[str, Any]) -> bool:
+    """Whether the plan (with one of its units, where the expression names units) satisfies ``expr``."""
+    predicate = compile_predicate(expr)
+    if not names_units(expr):
+        return predicate(plan)
+    return any(predicate(row) for row in unit_rows(plan))
+
+
+def matching_units(expr: Expr, plan: Mapping[str, Any]) -> int:
+    """How many of the plan's units satisfy ``expr`` with it (0 for a plan that lists none)."""
+    if not isinstance(plan.get("units"), list):
+        return 0
+    predicate = compile_predicate(expr)
+    return sum(1 for row in unit_rows(plan) if row["units"] is not None and predicate(row))
