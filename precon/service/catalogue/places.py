@@ -12,6 +12,7 @@ from random import Random
 from typing import Any
 
 from precon.service.catalogue.canada import POSTAL_LDU_LETTERS, PROVINCE_CODES, City, cities_in
+from precon.service.catalogue.land import bundled_mask
 
 _STREET_PREFIXES = ("Rue ", "Boulevard ", "Avenue ", "Chemin ")
 _STREET_SUFFIXES = frozenset(
@@ -158,6 +159,30 @@ class Location:
         }
 
 
+LAND_TRIES = 24
+"""Points tried around the neighbourhood, then as many around the city's centre, before a point is left in water."""
+
+
+def on_land(lat: float, lng: float, hood: Hood, city: City) -> tuple[float, float]:
+    """The point where it stands on land on the dashboard's map; else another one near the neighbourhood (the
+    city's centre, failing that), drawn from a generator of the point's own so that no other draw moves."""
+    mask = bundled_mask()
+    if mask is None or mask.on_land(lat, lng):
+        return lat, lng
+    rand = Random(f"precon/land/{lat:.7f},{lng:.7f}").random
+    lng_km = hood.lng_km
+    for (centre_lat, centre_lng), reach in (((hood.lat, hood.lng), 2.0), ((city.lat, city.lng), 5.0)):
+        for _ in range(LAND_TRIES):
+            distance, bearing = 0.25 + reach * math.sqrt(rand()), rand() * math.tau
+            moved = (
+                centre_lat + distance * math.cos(bearing) / 111.32,
+                centre_lng + distance * math.sin(bearing) / lng_km,
+            )
+            if mask.on_land(*moved):
+                return moved
+    return lat, lng
+
+
 def draw_location(rng: Random, table: CityTable, hood: Hood) -> Location:
     """An address on one of the city's streets, and a point a quarter to two and a quarter km from the middle of
     the neighbourhood."""
@@ -173,6 +198,7 @@ def draw_location(rng: Random, table: CityTable, hood: Hood) -> Location:
     bearing = rand() * math.tau
     lat = hood.lat + distance * math.cos(bearing) / 111.32
     lng = hood.lng + distance * math.sin(bearing) / hood.lng_km
+    lat, lng = on_land(lat, lng, hood, table.city)
     if rand() < 0.5:
         lat_text, lng_text = f"{lat:.6f}", f"{lng:.6f}"
     else:
