@@ -1,0 +1,96 @@
+"""What changed in a listing between two of its records: the entries of its history (contract.md, "History").
+
+An entry is ``{"at", "listingId", "scope", "plan", "unit", "field", "change", "from", "to"}``:
+
+* ``scope`` is ``listing``, ``floorPlan`` (a plan, by its ``id``) or ``unit`` (a unit of a plan, by its
+  ``unitNumber``);
+* a listing, plan or unit that appears is ``created`` and one that goes ``deleted`` (``field`` null); a field whose
+  value differs is ``updated`` with its two values, arrays and objects compared whole;
+* ``updatedAt`` alone changing is no change, nor is a plan's ``lastUpdated``.
+
+A plan without an ``id`` is known by its position, a unit without a ``unitNumber`` by its position in its plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
+
+Scope = Literal["listing", "floorPlan", "unit"]
+Entry = dict[str, Any]
+
+IGNORED_FIELDS: dict[str, frozenset[str]] = {
+    "listing": frozenset({"updatedAt", "floorPlans", "objectID"}),
+    "floorPlan": frozenset({"lastUpdated", "units"}),
+    "unit": frozenset(),
+}
+"""Fields whose change is not an entry of their scope (times of the change itself, and the nested records, whose
+entries are their own)."""
+
+
+def listing_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, at: str) -> list[Entry]:
+    """The entries that turn ``old`` into ``new`` (either None: the listing created or deleted), at ``at``."""
+    listing_id = str((new or old or {}).get("listingId") or "")
+    return list(_changes(listing_id, at, old, new))
+
+
+def _changes(listing_id: str, at: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> Iterator[Entry]:
+    def entry(scope: Scope, plan: str | None, unit: str | None, field: str | None, change: str, before: Any = None,
+              after: Any = None) -> Entry:  # fmt: skip
+        return {
+            "at": at, "listingId": listing_id, "scope": scope, "plan": plan, "unit": unit, "field": field,
+            "change": change, "from": before, "to": after,
+        }  # fmt: skip
+
+    if old is None and new is None:
+        return
+    if old is None or new is None:
+        yield entry("listing", None, None, None, "created" if old is None else "deleted")
+        return
+    for field, before, after in _fields(old, new, "listing"):
+        yield entry("listing", None, None, field, "updated", before, after)
+    old_plans, new_plans = _keyed(old.get("floorPlans"), "id"), _keyed(new.get("floorPlans"), "id")
+    for plan_key in _union(old_plans, new_plans):
+        before_plan, after_plan = old_plans.get(plan_key), new_plans.get(plan_key)
+        if before_plan is None or after_plan is None:
+            yield entry("floorPlan", plan_key, None, None, "created" if before_plan is None else "deleted")
+            continue
+        for field, before, after in _fields(before_plan, after_plan, "floorPlan"):
+            yield entry("floorPlan", plan_key, None, field, "updated", before, after)
+        old_units = _keyed(before_plan.get("units"), "unitNumber")
+        new_units = _keyed(after_plan.get("units"), "unitNumber")
+        for unit_key in _union(old_units, new_units):
+            before_unit, after_unit = old_units.get(unit_key), new_units.get(unit_key)
+            if before_unit is None or after_unit is None:
+                yield entry("unit", plan_key, unit_key, None, "created" if before_unit is None else "deleted")
+                continue
+            for field, before, after in _fields(before_unit, after_unit, "unit"):
+                yield entry("unit", plan_key, unit_key, field, "updated", before, after)
+
+
+def _fields(old: Mapping[str, Any], new: Mapping[str, Any], scope: Scope) -> Iterator[tuple[str, Any, Any]]:
+    """(field, from, to) of each field whose value differs, in the new record's order, then the ones it lost."""
+    ignored = IGNORED_FIELDS[scope]
+    for field in _union(old, new):
+        if field in ignored:
+            continue
+        before, after = old.get(field), new.get(field)
+        if before != after or isinstance(before, bool) != isinstance(after, bool):  # True == 1, yet it changed
+            yield field, before, after
+
+
+def _keyed(items: Any, key: str) -> dict[str, Mapping[str, Any]]:
+    """The records of a list by their ``key`` (their position where they lack one), in order."""
+    found: dict[str, Mapping[str, Any]] = {}
+    if isinstance(items, Mapping):
+        items = [items]
+    for position, item in enumerate(items if isinstance(items, list) else ()):
+        if isinstance(item, Mapping):
+            name = item.get(key)
+            found[str(name) if isinstance(name, str | int) and str(name) else f"#{position}"] = item
+    return found
+
+
+def _union(first: Mapping[str, Any], second: Mapping[str, Any]) -> list[str]:
+    """The keys of ``second`` in its order, then those only ``first`` has."""
+    return [*second, *(key for key in first if key not in second)]
