@@ -23,7 +23,6 @@ import httpx
 from pydantic import BaseModel
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from precon import filters
 from precon.cache import ResponseCache
 from precon.client_settings import PRODUCTION_URL, ClientSettings
 from precon.errors import (
@@ -40,6 +39,7 @@ from precon.models import (
     FacetCounts,
     FacetCountsResponse,
     FacetValueHits,
+    HistoryPage,
     Listing,
     ListingPage,
     Page,
@@ -52,6 +52,7 @@ from precon.models import (
     WebhookSubscription,
     WebhookTrigger,
 )
+from precon.query_values import Filter, csv_value, filter_value, flag_value, nearby_value
 
 USER_AGENT = "precon-explorer/0.1"
 
@@ -65,33 +66,7 @@ RETRY_AFTER_CAP_S = 30.0
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "DELETE"})
 
-Filter = filters.Expr | str | None
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-
-def _csv(values: str | Iterable[str] | None) -> str | None:
-    if values is None:
-        return None
-    if isinstance(values, str):
-        return values
-    joined = ",".join(v for v in values if v)
-    return joined or None
-
-
-def _flag(value: bool | None) -> str | None:
-    return None if value is None else ("true" if value else "false")
-
-
-def _filter(value: Filter) -> str | None:
-    if value is None or isinstance(value, str):
-        return value or None
-    return filters.to_query(value)
-
-
-def _nearby(value: tuple[float, float] | str | None) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return f"{value[0]},{value[1]}"
 
 
 def _may_retry(method: str) -> Callable[[BaseException], bool]:
@@ -276,14 +251,14 @@ class Client:
             "search": search or None,
             "page": page,
             "perPage": per_page,
-            "facets": _csv(facets),
-            "retrieveAttributes": _csv(retrieve_attributes),
-            "highlightResults": _flag(highlight),
-            "nearby": _nearby(nearby),
+            "facets": csv_value(facets),
+            "retrieveAttributes": csv_value(retrieve_attributes),
+            "highlightResults": flag_value(highlight),
+            "nearby": nearby_value(nearby),
             "radius": None if radius is None else round(radius),
-            "referrences": _csv(references),
-            "filterQuery": _filter(filter),
-            "unitFilter": _filter(unit_filter),
+            "referrences": csv_value(references),
+            "filterQuery": filter_value(filter),
+            "unitFilter": filter_value(unit_filter),
         }
         return self._get("search_listings", params, ListingPage, version=version, province=province)
 
@@ -296,7 +271,7 @@ class Client:
         version: str | None = None,
         province: str | None = None,
     ) -> Listing:
-        params = {"id": id, "retrieveAttributes": _csv(retrieve_attributes), "referrences": _csv(references)}
+        params = {"id": id, "retrieveAttributes": csv_value(retrieve_attributes), "referrences": csv_value(references)}
         return self._get("listing", params, Listing, version=version, province=province)
 
     def similar_listings(
@@ -312,8 +287,8 @@ class Client:
     ) -> ListingPage:
         params = {
             "id": id,
-            "retrieveAttributes": _csv(retrieve_attributes),
-            "referrences": _csv(references),
+            "retrieveAttributes": csv_value(retrieve_attributes),
+            "referrences": csv_value(references),
             "minScore": min_score,
             "maxRecommendations": max_recommendations,
         }
@@ -334,10 +309,10 @@ class Client:
         params = {
             "page": page,
             "perPage": per_page,
-            "filterQuery": _filter(filter),
-            "unitFilter": _filter(unit_filter),
-            "retrieveAttributes": _csv(retrieve_attributes),
-            "referrences": _csv(references),
+            "filterQuery": filter_value(filter),
+            "unitFilter": filter_value(unit_filter),
+            "retrieveAttributes": csv_value(retrieve_attributes),
+            "referrences": csv_value(references),
         }
         return self._get("trending_listings", params, ListingPage, version=version, province=province)
 
@@ -350,7 +325,11 @@ class Client:
         version: str | None = None,
         province: str | None = None,
     ) -> list[Listing]:
-        params = {"ids": _csv(ids), "retrieveAttributes": _csv(retrieve_attributes), "referrences": _csv(references)}
+        params = {
+            "ids": csv_value(ids),
+            "retrieveAttributes": csv_value(retrieve_attributes),
+            "referrences": csv_value(references),
+        }
         page = self._get("multiple_listings", params, ListingPage, version=version, province=province)
         return page.results
 
@@ -368,11 +347,11 @@ class Client:
     ) -> FacetCounts:
         params = {
             "product_id": self._product(product_id),
-            "facets": _csv(facets),
+            "facets": csv_value(facets),
             "format": format,
-            "filterQuery": _filter(filter),
+            "filterQuery": filter_value(filter),
             "search": search or None,
-            "unitFilter": _filter(unit_filter),
+            "unitFilter": filter_value(unit_filter),
         }
         return self._get("facet_counts", params, FacetCountsResponse, version=version, province=province).as_counts()
 
@@ -395,9 +374,9 @@ class Client:
             "product_id": self._product(product_id),
             "facet": facet,
             "facetQuery": query or None,
-            "filterQuery": _filter(filter),
+            "filterQuery": filter_value(filter),
             "search": search or None,
-            "unitFilter": _filter(unit_filter),
+            "unitFilter": filter_value(unit_filter),
             "maxFacetHits": max_hits,
         }
         return self._get("search_facet_values", params, FacetValueHits, version=version, province=province)
@@ -428,10 +407,10 @@ class Client:
             "search": search or None,
             "page": page,
             "perPage": per_page,
-            "facets": _csv(facets),
-            "filterQuery": _filter(filter),
-            "retrieveAttributes": _csv(retrieve_attributes),
-            "referrences": _csv(references),
+            "facets": csv_value(facets),
+            "filterQuery": filter_value(filter),
+            "retrieveAttributes": csv_value(retrieve_attributes),
+            "referrences": csv_value(references),
             "sortByName": sort_by_name,
             "sortByListings": sort_by_listings,
         }
@@ -451,7 +430,7 @@ class Client:
             "product_id": self._product(product_id),
             "id": id,
             "collection": collection or None,
-            "referrences": _csv(references),
+            "referrences": csv_value(references),
         }
         return self._get("profile", params, Profile, version=version, province=province)
 
@@ -464,8 +443,29 @@ class Client:
         version: str | None = None,
         province: str | None = None,
     ) -> ProfilesOfListing:
-        params = {"product_id": self._product(product_id), "id": id, "referrences": _csv(references)}
+        params = {"product_id": self._product(product_id), "id": id, "referrences": csv_value(references)}
         return self._get("profiles_of_listing", params, ProfilesOfListing, version=version, province=province)
+
+    def listing_history(
+        self,
+        id: str,
+        *,
+        fields: str | Iterable[str] | None = None,
+        scope: str | None = None,
+        page: int | None = None,
+        per_page: int | None = None,
+        **scoped: str | None,
+    ) -> HistoryPage:
+        """(ours) What changed in a listing, newest first; ``scoped``: ``product_id``, ``version``, ``province``."""
+        params = {
+            "product_id": self._product(scoped.pop("product_id", None)),
+            "id": id,
+            "fields": csv_value(fields),
+            "scope": scope,
+            "page": page,
+            "perPage": per_page,
+        }
+        return self._get("listing_history", params, HistoryPage, **scoped)
 
     # -- webhooks ------------------------------------------------------------------------------------------
 
