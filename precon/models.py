@@ -540,6 +540,27 @@ class DeliveryPage(Page[WebhookDelivery]):
     """A page of the webhook delivery log."""
 
 
+class HistoryEntry(Record):
+    """(ours) One change to a listing, a floor plan or a unit of it (docs/api.md, "History")."""
+
+    at: Timestamp = None
+    listingId: str | None = None
+    scope: str | None = None
+    """``listing``, ``floorPlan`` or ``unit``."""
+    plan: str | None = None
+    unit: str | None = None
+    field: str | None = None
+    """Null where the record was created or deleted."""
+    change: str | None = None
+    """``created``, ``updated`` or ``deleted``."""
+    before: Any = Field(None, alias="from")
+    after: Any = Field(None, alias="to")
+
+
+class HistoryPage(Page[HistoryEntry]):
+    """A page of a listing's history, newest first."""
+
+
 class WebhookDeletion(Record):
     id: str
     deleted: bool

@@ -194,6 +194,14 @@ LISTING_FIELDS: tuple[str, ...] = tuple(
 )
 """Every attribute of a listing in the interface, in its order."""
 
+FLOOR_PLAN_RECORD_FIELDS: tuple[str, ...] = (
+    "id", "name", "planCategory", "floorPlanType", "squareFeet", "startPrice", "contactForPricing", "status",
+    "numberOfBedrooms", "numberOfBathrooms", "exposure", "image", "createdAt", "lastUpdated", "units",
+)  # fmt: skip
+"""Every field of a floor plan in the API (docs/api.md)."""
+UNIT_RECORD_FIELDS: tuple[str, ...] = ("unitNumber", "floor", "status", "price", "description")
+"""Every field of a unit of a floor plan (contract.md, "Units of a floor plan")."""
+
 LITE_LEFT_OUT: frozenset[str] = frozenset(
     [
         "summary",
@@ -276,3 +284,6 @@ PROFILES_OF_LISTING_FIELDS: tuple[str, ...] = (
     "architects",
     "interiorDesigners",
 )
+
+HISTORY_FIELDS: frozenset[str] = frozenset([*LISTING_FIELDS, *FLOOR_PLAN_RECORD_FIELDS, *UNIT_RECORD_FIELDS])
+"""The field names a history entry may carry: a listing's, a floor plan's or a unit's."""

@@ -24,7 +24,7 @@ from precon.service.api.middleware import RequestIdMiddleware
 from precon.service.api.openapi import truthful_openapi
 from precon.service.api.request_errors import request_error
 from precon.service.api.responses import error_response
-from precon.service.api.routes import facets, listings, profiles
+from precon.service.api.routes import facets, history, listings, profiles
 from precon.service.api.routes import webhooks as webhook_routes
 from precon.service.config import ServiceSettings
 from precon.service.errors import ApiError
@@ -94,7 +94,7 @@ def create_app(
     _answer_errors(app)
 
     # The operations' routes as they are: including a router would wrap each one in FastAPI's own route types.
-    for router in (listings.router, facets.router, profiles.router):
+    for router in (listings.router, facets.router, profiles.router, history.router):
         app.router.routes.extend(router.routes)
 
     _around_the_api(app, live)

@@ -40,6 +40,12 @@ ApiProvince = Enum("ApiProvince", {code: code for code in ("all", *PROVINCES)}, 
 Collection = Enum("Collection", {name: name for name in PROFILE_COLLECTIONS}, type=str)  # type: ignore[misc]
 
 
+class HistoryScope(StrEnum):
+    listing = "listing"
+    floorPlan = "floorPlan"
+    unit = "unit"
+
+
 class FacetFormat(StrEnum):
     object = "object"
     list = "list"
@@ -163,3 +169,13 @@ MaxFacetHits = Annotated[
 ]
 SubscriptionId = Annotated[str, Query(pattern=r"\S", description="The subscription")]
 DeliveriesOf = Annotated[str | None, Query(description="Only this subscription's deliveries")]
+HistoryFields = Annotated[
+    str | None,
+    Query(
+        max_length=MAX_FILTER_LENGTH,
+        description="(ours) Comma-separated field names of a listing, floor plan or unit: only their entries",
+    ),
+]
+Scope = Annotated[
+    HistoryScope | None, Blank, Query(description="(ours) Only entries of a `listing`, a `floorPlan` or a `unit`")
+]

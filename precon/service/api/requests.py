@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, create_model
 
 from precon import filters
 from precon.filters import Expr
+from precon.schema import HISTORY_FIELDS, LISTING_FIELDS
 from precon.service.api.parameters import (
     DEFAULT_PER_PAGE,
     DEFAULT_RADIUS_M,
@@ -33,6 +34,7 @@ from precon.service.api.parameters import (
     FilterQuery,
     Format,
     HighlightResults,
+    HistoryFields,
     Ids,
     ListingId,
     MaxFacetHits,
@@ -47,6 +49,7 @@ from precon.service.api.parameters import (
     Referrences,
     RequiredFacets,
     RetrieveAttributes,
+    Scope,
     Search,
     SortByListings,
     SortByName,
@@ -56,9 +59,10 @@ from precon.service.api.parameters import (
 from precon.service.api.scope import listing_facets, listing_filter, listing_text, names, trim_profile_listings
 from precon.service.api.shaping import ListingShaper
 from precon.service.api.units import unit_filter
+from precon.service.api.visibility import is_visible
 from precon.service.errors import bad_request
 from precon.service.search.text import TextQuery
-from precon.service.stores.types import MAX_FACET_VALUES, GeoCircle, ListingQuery, ProfileQuery
+from precon.service.stores.types import MAX_FACET_VALUES, GeoCircle, HistoryQuery, ListingQuery, ProfileQuery
 
 if typing.TYPE_CHECKING:
     from precon.service.api.calls import Call
@@ -153,6 +157,8 @@ class ListingRequest(ListingReader, Searching):
     format: Format = None
     facetQuery: FacetQuery = None
     maxFacetHits: MaxFacetHits = None
+    fields: HistoryFields = None
+    scope: Scope = None
 
 
 class ProfileReader(Family):
@@ -213,6 +219,7 @@ SEARCH_PROFILES = ProfileRequest.accepting(
 )
 PROFILE = ProfileRequest.accepting("profile", "id", "product_id", "collection", "referrences")
 PROFILES_OF_LISTING = ProfileRequest.accepting("profiles_of_listing", "id", "product_id", "referrences", id=ListingId)
+LISTING_HISTORY = ListingRequest.accepting("listing_history", "id", "product_id", "page", "perPage", "fields", "scope")
 WEBHOOKS = WebhookRequest.accepting("webhooks", "product_id")
 DELETE_WEBHOOK = WebhookRequest.accepting("delete_webhook", "product_id", "id")
 WEBHOOK_DELIVERIES = WebhookRequest.accepting("webhook_deliveries", "product_id", "subscription", "page", "perPage")
@@ -297,3 +304,26 @@ def requested_shape(call: Call[ListingRequest]) -> ListingShaper:
         retrieve=names(call.params.retrieveAttributes),
         references=names(call.params.referrences),
     )
+
+
+def history_query(call: Call[ListingRequest], listing_id: str | None) -> HistoryQuery:
+    """The store's query for a page of history entries: ``fields`` checked (a 400 names an unknown one), and under
+    a version that shows no floor plans (``v1-lite``) only the listing's own entries, of the fields it shows."""
+    asked = call.params
+    page, per_page = asked.page_and_size()
+    fields = tuple(names(asked.fields))
+    unknown = [name for name in fields if name not in HISTORY_FIELDS]
+    if unknown:
+        raise bad_request(f"fields: {unknown[0]!r} is not a field of a listing, a floor plan or a unit")
+    scopes: tuple[str, ...] = (asked.scope.value,) if asked.scope is not None else ()
+    if not is_visible(call.version, "floorPlans"):
+        if scopes and scopes != ("listing",):
+            raise bad_request(f"scope: {call.version} has no floor plans; use scope=listing")
+        scopes = ("listing",)
+        hidden = [name for name in fields if not is_visible(call.version, name)]
+        if hidden:
+            raise bad_request(f"fields: {hidden[0]!r} is not an attribute of a {call.version} listing")
+        if not fields:  # every field it shows, and the listing's creation and deletion
+            shown = tuple(name for name in LISTING_FIELDS if is_visible(call.version, name))
+            return HistoryQuery(listing_id, scopes, shown, page * per_page, per_page, records=True)
+    return HistoryQuery(listing_id, scopes, fields, page * per_page, per_page)

@@ -7,7 +7,7 @@ reads the production service's looser records). Every field may be left out by `
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -132,6 +132,26 @@ class ListingsPage(Wire):
     pages: int
     perPage: int
     facets: FacetCounts | None = Field(None, description="With `facets` only")
+
+
+class HistoryEntry(Wire):
+    at: str = Field(description="When the write was made (a simulated write: its simulated time)")
+    listingId: str
+    scope: Literal["listing", "floorPlan", "unit"]
+    plan: str | None = Field(None, description="The floor plan's id (its position, `#n`, without one)")
+    unit: str | None = Field(None, description="The unit's number (its position, `#n`, without one)")
+    field: str | None = Field(None, description="Null for a listing, plan or unit created or deleted")
+    change: Literal["created", "updated", "deleted"]
+    from_: Any = Field(None, alias="from")
+    to: Any = None
+
+
+class HistoryPage(Wire):
+    results: list[HistoryEntry]
+    total: int
+    page: int
+    pages: int
+    perPage: int
 
 
 class ListingsByIds(Wire):

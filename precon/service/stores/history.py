@@ -13,8 +13,11 @@ A plan without an ``id`` is known by its position, a unit without a ``unitNumber
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any, Literal
+
+import orjson
 
 Scope = Literal["listing", "floorPlan", "unit"]
 Entry = dict[str, Any]
@@ -94,3 +97,35 @@ def _keyed(items: Any, key: str) -> dict[str, Mapping[str, Any]]:
 def _union(first: Mapping[str, Any], second: Mapping[str, Any]) -> list[str]:
     """The keys of ``second`` in its order, then those only ``first`` has."""
     return [*second, *(key for key in first if key not in second)]
+
+
+HistoryRow = tuple[str, str, str | None, str, str | None, str | None, str | None, str, bytes | None, bytes | None]
+"""A row of a store's ``listing_history``: at, listing id, province, scope, plan, unit, field, change, from, to."""
+
+ENTRY_KEYS = ("at", "listingId", "province", "scope", "plan", "unit", "field", "change", "from", "to")
+
+
+def iso_time(seconds: float) -> str:
+    """A time as the API writes times: ``2026-11-27T09:30:00.000Z``."""
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def history_rows(entries: Iterable[Entry], province: str | None) -> list[HistoryRow]:
+    """The rows that keep ``entries`` of a listing in ``province`` (where a key reads it, even once deleted)."""
+    return [(e["at"], e["listingId"], province, *_stored(e)) for e in entries]
+
+
+def _stored(e: Entry) -> tuple[Any, ...]:
+    before = None if e["from"] is None else orjson.dumps(e["from"])
+    after = None if e["to"] is None else orjson.dumps(e["to"])
+    return e["scope"], e["plan"], e["unit"], e["field"], e["change"], before, after
+
+
+def entry_of(row: Iterable[Any]) -> Entry:
+    """An entry as the API answers it, from a stored row (the province is the store's, not the answer's)."""
+    entry = dict(zip(ENTRY_KEYS, row, strict=True))
+    del entry["province"]
+    for key in ("from", "to"):
+        entry[key] = None if entry[key] is None else orjson.loads(entry[key])
+    return entry

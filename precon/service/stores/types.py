@@ -93,6 +93,29 @@ class ProfileQuery:
     direction, else A to Z); before ``sort_by_name`` and relevance."""
 
 
+@dataclass(frozen=True)
+class HistoryQuery:
+    """Entries of one listing's history (``listing_id``), or of the catalogue's (None), newest first."""
+
+    listing_id: str | None = None
+    scopes: tuple[str, ...] = ()
+    """Only these scopes (``listing``, ``floorPlan``, ``unit``); empty for all."""
+    fields: tuple[str, ...] = ()
+    """Only entries of these fields; empty for all."""
+    offset: int = 0
+    limit: int = 20
+    records: bool = False
+    """With ``fields``: the entries of records created or deleted too (which name no field)."""
+
+
+@dataclass
+class HistoryPage:
+    total: int
+    entries: list[dict[str, Any]]
+    provinces: set[str | None]
+    """The provinces the listing stood in while its history was recorded (None: a listing without one)."""
+
+
 @dataclass
 class CatalogueChange:
     """One record written or removed: what catalogue change events are made of."""
@@ -113,6 +136,7 @@ class CatalogueStore(Protocol):
         self, listing_id: str, province: str | None, radius_m: float, limit: int
     ) -> tuple[SimilarityFeatures | None, list[SimilarityFeatures]]: ...
     def record_view(self, listing_id: str, at: float | None = None) -> None: ...
+    def listing_history(self, query: HistoryQuery) -> HistoryPage: ...
     def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
     def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
     def _notify(self, changes: list[CatalogueChange]) -> list[CatalogueChange]:

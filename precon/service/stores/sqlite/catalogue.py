@@ -87,6 +87,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS listing_fts USING fts5(
   {listing_fts}, tokenize='unicode61 remove_diacritics 2', prefix='2 3');
 CREATE VIRTUAL TABLE IF NOT EXISTS listing_vocab USING fts5vocab(listing_fts, 'row');
 CREATE VIRTUAL TABLE IF NOT EXISTS listing_geo USING rtree(id, min_lat, max_lat, min_lng, max_lng);
+CREATE TABLE IF NOT EXISTS listing_history(
+  seq INTEGER PRIMARY KEY, at TEXT NOT NULL, listing_id TEXT NOT NULL, province TEXT, scope TEXT NOT NULL,
+  plan TEXT, unit TEXT, field TEXT, change TEXT NOT NULL, from_value BLOB, to_value BLOB);
+CREATE INDEX IF NOT EXISTS history_by_listing ON listing_history(listing_id, seq);
 CREATE TABLE IF NOT EXISTS listing_views(
   listing_id TEXT PRIMARY KEY, rank REAL NOT NULL, views INTEGER NOT NULL, last_view REAL NOT NULL)
   WITHOUT ROWID;
@@ -201,6 +205,7 @@ class SQLiteCatalogueBase:
     _known_generation: tuple[tuple[int, int] | None, int, float] | None
     _bumped: bool
     _bulk: bool
+    _recording: bool
     _column_index: ColumnIndex | None
     _plan_index: PlanIndex | None
     _index_lock: threading.Lock

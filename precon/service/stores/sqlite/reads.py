@@ -26,6 +26,7 @@ from precon.service.search.facets import facet_for
 from precon.service.search.plans import PlanIndex
 from precon.service.search.sql_filter import FILTER_KEYS
 from precon.service.search.text import TextQuery, TypoIndex
+from precon.service.stores.history import entry_of
 from precon.service.stores.records import (
     BOX_MARGIN_DEG,
     _bounding_box,
@@ -39,7 +40,15 @@ from precon.service.stores.records import (
 )
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
 from precon.service.stores.sqlite.sql_search import bm25_join, search_listings_sql
-from precon.service.stores.types import GeoCircle, ListingQuery, ProfileQuery, SearchHits, SimilarityFeatures
+from precon.service.stores.types import (
+    GeoCircle,
+    HistoryPage,
+    HistoryQuery,
+    ListingQuery,
+    ProfileQuery,
+    SearchHits,
+    SimilarityFeatures,
+)
 
 TEXT_CACHE_ENTRIES = 16
 """Text questions whose relevance arrays are kept: 16 × 8 bytes × listings (6.4 MB at 50,000)."""
@@ -367,6 +376,35 @@ class SQLiteReads(SQLiteCatalogueBase):
             sql += " AND l.province = ?"
             params.append(province)
         return {listing_id: decode_document(blob) for listing_id, blob in db.execute(sql, params)}
+
+    def listing_history(self, query: HistoryQuery) -> HistoryPage:
+        """A page of history entries, newest first, and the provinces the listing stood in."""
+        clauses, params = ["1"], []
+        if query.listing_id is not None:
+            clauses.append("listing_id = ?")
+            params.append(query.listing_id)
+        if query.scopes:
+            clauses.append(f"scope IN ({', '.join('?' * len(query.scopes))})")
+            params += query.scopes
+        if query.fields:
+            named = f"field IN ({', '.join('?' * len(query.fields))})"
+            clauses.append(f"({named} OR field IS NULL)" if query.records else named)
+            params += query.fields
+        where = " AND ".join(clauses)
+        with self._reading() as db:
+            total = db.execute(f"SELECT count(*) FROM listing_history WHERE {where}", params).fetchone()[0]
+            rows = db.execute(
+                "SELECT at, listing_id, province, scope, plan, unit, field, change, from_value, to_value "
+                f"FROM listing_history WHERE {where} ORDER BY seq DESC LIMIT ? OFFSET ?",
+                [*params, query.limit, query.offset],
+            ).fetchall()
+            provinces: set[str | None] = set()
+            if query.listing_id is not None:
+                held = db.execute(
+                    "SELECT DISTINCT province FROM listing_history WHERE listing_id = ?", [query.listing_id]
+                )
+                provinces = {row[0] for row in held}
+        return HistoryPage(total, [entry_of(row) for row in rows], provinces)
 
     def listings_holding_plans(self, plan_ids: Iterable[str]) -> dict[str, list[str]]:
         """For each of ``plan_ids`` that a stored floor plan carries, the ids of the listings holding it."""

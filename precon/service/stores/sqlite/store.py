@@ -96,6 +96,8 @@ class SQLiteStore(SQLiteWrites, SQLiteReads):
         self._label_cache = PerGeneration()
         self._attribute_cache = PerGeneration()
         self._bulk = False
+        self._recording = True
+        """Whether writes record their changes in ``listing_history`` (not while a layout upgrade rewrites records)."""
         self.listeners = []
         """Called with the changes of every write, after it is committed (webhook events hang here)."""
         with self._write_lock:
@@ -142,6 +144,7 @@ class SQLiteStore(SQLiteWrites, SQLiteReads):
                     db.execute(f"DROP TABLE IF EXISTS {table}")
                 db.execute("COMMIT")
                 db.executescript("BEGIN IMMEDIATE;" + _schema() + "COMMIT;")
+            self._recording = False
             with self.bulk_load():
                 for table, upsert in (
                     ("upgrade_profiles", self.upsert_profiles),
@@ -153,6 +156,7 @@ class SQLiteStore(SQLiteWrites, SQLiteReads):
                     ).fetchall():
                         upsert([decode_document(blob) for _, blob in batch])
                         last = batch[-1][0]
+            self._recording = True
             with self._write_lock:
                 db.execute("DROP TABLE upgrade_listings")
                 db.execute("DROP TABLE upgrade_profiles")

@@ -26,6 +26,7 @@ from precon.schema import (
 from precon.service.search.plans import delete_plan_rows
 from precon.service.search.text import searchable_text
 from precon.service.stores.derived import complete_listing
+from precon.service.stores.history import history_rows, iso_time, listing_changes
 from precon.service.stores.records import (
     ListingIndexRows,
     _geo_point,
@@ -35,6 +36,7 @@ from precon.service.stores.records import (
     encode_document,
     listing_columns,
     listing_key,
+    province_of,
     province_pairs,
     reference_keys,
     stored_profile,
@@ -67,6 +69,10 @@ _INSERT_LISTING_FTS = (
     f"INSERT INTO listing_fts(rowid, {', '.join(SEARCHABLE_LISTING_FIELDS)}) "
     f"VALUES (?{', ?' * len(SEARCHABLE_LISTING_FIELDS)})"
 )
+_INSERT_HISTORY = (
+    "INSERT INTO listing_history(at, listing_id, province, scope, plan, unit, field, change, from_value, to_value) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 _INSERT_PROFILE_FTS = (
     f"INSERT INTO profile_fts(rowid, {', '.join(SEARCHABLE_PROFILE_FIELDS)}) "
     f"VALUES (?{', ?' * len(SEARCHABLE_PROFILE_FIELDS)})"
@@ -85,6 +91,8 @@ class _ListingBatch(ListingIndexRows):
     """Whether a listing already stored was rewritten (else the batch only added listings)."""
     existing: dict[str, Any] = field(default_factory=dict)
     """The stored (rowid, document) of each listing id met, as this batch leaves it."""
+    history: list[tuple[Any, ...]] = field(default_factory=list)
+    """The rows of ``listing_history``: what the batch changed in each listing."""
 
 
 class SQLiteWrites(SQLiteCatalogueBase):
@@ -155,6 +163,9 @@ class SQLiteWrites(SQLiteCatalogueBase):
             batch.replaced = True
         if now is not None:
             record = complete_listing(record, old, now)
+            if self._recording:
+                changed = listing_changes(old, record, iso_time(now))
+                batch.history += history_rows(changed, province_of(record.get("state")))
         lat, lng = _geo_point(record)
         rowid = db.execute(_INSERT_LISTING, [listing_id, *listing_columns(record, lat, lng, batch.labels)]).lastrowid
         assert rowid is not None
@@ -179,6 +190,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
         db.executemany("INSERT INTO listing_plan_values VALUES (?, ?, ?, ?, ?, ?)", batch.plan_values)
         db.executemany("INSERT INTO listing_plan_units VALUES (?, ?, ?, ?, ?, ?)", batch.plan_units)
         db.executemany("INSERT INTO plan_ids VALUES (?, ?)", sorted(batch.plan_ids))
+        db.executemany(_INSERT_HISTORY, batch.history)
         db.executemany(
             "INSERT OR IGNORE INTO labels VALUES (?, ?, ?)",
             [(a, t, lbl) for (a, t), lbl in batch.labels.items()],
@@ -204,8 +216,12 @@ class SQLiteWrites(SQLiteCatalogueBase):
             row = db.execute(_SELECT_LISTING_DOC, (listing_id,)).fetchone()
             if row is None:
                 return []
-            touched = reference_keys(decode_document(row[1]))
+            old = decode_document(row[1])
+            touched = reference_keys(old)
             self._delete_listing_rows(db, row[0])
+            if self._recording:
+                gone = listing_changes(old, None, iso_time(time.time()))
+                db.executemany(_INSERT_HISTORY, history_rows(gone, province_of(old.get("state"))))
             db.execute("DELETE FROM listing_views WHERE listing_id = ?", (listing_id,))
             self._refresh_profile_provinces(db, touched)
             self._bump_generation(db)

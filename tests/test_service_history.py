@@ -1,0 +1,140 @@
+"""(ours) ``listing_history``: every write records what changed, in the write's transaction, and the operation
+answers it newest first, scoped as ``listing`` is. Over real HTTP, on a data directory of its own (its writes
+would move the oracles of the shared one)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from precon.service.config import ServiceSettings
+from precon.service.runtime import DataDirectory
+from precon.service.server import ServerThread
+from tests.conftest import KEY_ALL, KEY_LITE, KEY_ONTARIO, Api
+
+HISTORY = "/v1/all/listing_history"
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    data_dir: Path = tmp_path_factory.mktemp("history")
+    settings = ServiceSettings(data_dir=data_dir, default_listings=80, default_seed=3, rate_limit=0, dev=True)
+    directory = DataDirectory.open(settings)
+    directory.accounts.create_key("everything", key=KEY_ALL)
+    directory.accounts.create_key("ontario", ["v1"], ["on"], key=KEY_ONTARIO)
+    directory.accounts.create_key("lite", ["v1-lite"], key=KEY_LITE)
+    with ServerThread(directory.app()) as server, httpx.Client(timeout=30) as http:
+        yield Api(server.url, directory, http)
+    directory.close()
+
+
+def a_listing_with_units(api: Api, province: str = "on") -> dict[str, Any]:
+    return next(
+        record
+        for record in api.all_listings()
+        if record.get("state") and record["floorPlans"] and record["floorPlans"][0].get("units")
+        and record["listingId"] and (province is None or _province(record) == province)
+    )  # fmt: skip
+
+
+def _province(record: dict[str, Any]) -> str:
+    from precon.service.stores.records import province_of
+
+    return province_of(record.get("state")) or ""
+
+
+def brief(entries: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(e["scope"], e["plan"], e["unit"], e["field"], e["change"], e["from"], e["to"]) for e in entries]
+
+
+def test_a_loaded_listing_was_created_and_a_write_records_what_it_changed(api: Api) -> None:
+    listing = a_listing_with_units(api)
+    lid = listing["listingId"]
+    body = api.ok(HISTORY, id=lid)
+    assert set(body) == {"results", "total", "page", "pages", "perPage"}
+    assert brief(body["results"]) == [("listing", None, None, None, "created", None, None)]
+
+    changed = copy.deepcopy(listing)
+    changed["startPrice"] = (listing["startPrice"] or 0) + 25_000
+    plan = changed["floorPlans"][0]
+    unit = plan["units"][0]
+    unit["status"] = "Sold" if unit["status"] != "Sold" else "Available"
+    api.directory.live.upsert_listings([changed])
+
+    entries = api.ok(HISTORY, id=lid)["results"]
+    assert entries[-1]["change"] == "created" and len(entries) == 3
+    newest = sorted(brief(entries[:2]), key=repr)
+    old_unit = listing["floorPlans"][0]["units"][0]
+    assert newest == sorted(
+        [
+            ("listing", None, None, "startPrice", "updated", listing["startPrice"], changed["startPrice"]),
+            ("unit", plan["id"], unit["unitNumber"], "status", "updated", old_unit["status"], unit["status"]),
+        ],
+        key=repr,
+    )
+    assert all(e["listingId"] == lid and e["at"].endswith("Z") for e in entries)
+    assert brief(api.ok(HISTORY, id=lid, fields="startPrice")["results"]) == [e for e in newest if e[3] == "startPrice"]
+    assert [e["scope"] for e in api.ok(HISTORY, id=lid, scope="unit")["results"]] == ["unit"]
+    assert api.ok(HISTORY, id=lid, perPage=1)["pages"] == 3
+
+
+def test_history_is_scoped_as_the_listing_is_and_outlives_a_deletion(api: Api) -> None:
+    listing = a_listing_with_units(api)
+    lid = listing["listingId"]
+    other = next(r for r in api.all_listings() if _province(r) not in ("on", ""))
+    ontario = "/v1/on/listing_history"
+    assert api.get(ontario, KEY_ONTARIO, id=lid).status_code == 200
+    assert api.get(ontario, KEY_ONTARIO, id=other["listingId"]).status_code == 404
+    assert api.get(ontario, KEY_ALL, id=other["listingId"]).status_code == 404
+    assert api.get(HISTORY, id="NOSUCH").status_code == 404
+
+    api.directory.live.delete_listing(other["listingId"])
+    body = api.ok(HISTORY, id=other["listingId"])
+    assert [e["change"] for e in body["results"]][:1] == ["deleted"]
+    assert api.get(ontario, KEY_ONTARIO, id=other["listingId"]).status_code == 404
+    assert api.get(f"/v1/{_province(other)}/listing_history", KEY_ALL, id=other["listingId"]).status_code == 200
+
+
+def test_lite_hears_only_of_the_listing_fields_it_shows(api: Api) -> None:
+    listing = a_listing_with_units(api)
+    entries = api.ok("/v1-lite/all/listing_history", KEY_LITE, id=listing["listingId"])["results"]
+    assert entries and all(e["scope"] == "listing" for e in entries)
+    assert entries[-1]["change"] == "created"
+    error = api.get("/v1-lite/all/listing_history", KEY_LITE, id=listing["listingId"], scope="unit")
+    assert error.status_code == 400 and "scope" in error.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"scope": "planet"}, "scope must be one of listing, floorPlan or unit, got 'planet'"),
+        ({"fields": "startPrice,bogus"}, "fields: 'bogus' is not a field of a listing, a floor plan or a unit"),
+        ({"fields": ",".join(["price"] * 900)}, "fields is 5399 characters long; at most 4096 are allowed"),
+        ({"id": "ab\x00cd"}, "parameter 'id' holds a NUL character"),
+        ({"id": ""}, "id"),
+    ],
+)
+def test_bad_history_requests_say_what_and_where(api: Api, params: dict[str, str], fragment: str) -> None:
+    listing = a_listing_with_units(api)
+    response = api.get(HISTORY, **{"id": listing["listingId"], **params})
+    assert response.status_code == 400, response.text
+    assert fragment in response.json()["message"]
+
+
+def test_the_typed_client_reads_a_listings_history(api: Api) -> None:
+    from precon.client import Client
+
+    listing = a_listing_with_units(api)
+    with Client(base_url=api.url, api_key=KEY_ALL) as client:
+        page = client.listing_history(listing["listingId"], per_page=50)
+        assert page.total >= 1 and page.results[-1].change == "created"
+        assert all(entry.listingId == listing["listingId"] and entry.at is not None for entry in page.results)
+        updated = [e for e in page.results if e.change == "updated"]
+        assert all(e.field and (e.before is not None or e.after is not None) for e in updated)
+        only = client.listing_history(listing["listingId"], scope="listing", fields=["startPrice"])
+        assert all(e.scope == "listing" and e.field == "startPrice" for e in only.results)
