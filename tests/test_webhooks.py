@@ -271,6 +271,16 @@ def test_catalogue_changes_fire_listing_and_profile_events(service: Running, rec
                 continue
     assert by_secret[updated.id]["type"] == "listing.updated"
     assert by_secret[updated.id]["data"]["listing"]["name"] == "Renamed Towers"
+    if type(store).__name__ == "ReplicaCatalogue":  # PostgreSQL records no history yet (docs/api.md)
+        assert "changes" not in by_secret[updated.id]["data"]
+    else:  # the write's entries for the listing (docs/api.md, "History")
+        [entry] = by_secret[updated.id]["data"]["changes"]
+        assert (entry["scope"], entry["field"], entry["change"]) == ("listing", "name", "updated")
+        assert (entry["from"], entry["to"], entry["listingId"]) == (
+            record["name"],
+            "Renamed Towers",
+            record["listingId"],
+        )
     assert by_secret[deleted.id]["data"]["listing"]["listingId"] == record["listingId"]
     assert (bc_updates.id in by_secret) == (record["state"] == "British Columbia"), "only keys granted the province"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from precon.facet_keys import MAX_FACET_VALUES
@@ -124,6 +124,9 @@ class CatalogueChange:
     action: Literal["created", "updated", "deleted"]
     key: str
     """The listing id, or the profile path."""
+    entries: list[dict[str, Any]] | None = field(default=None, compare=False)
+    """A listing's history entries of this write (None where the store records none): ``listing.updated``
+    deliveries carry them as ``data.changes``."""
 
 
 class CatalogueStore(Protocol):

@@ -114,7 +114,10 @@ class CatalogueNotifier:
         if not subscribers:
             return []
         listing = record if record is not None else {"listingId": change.key, "path": f"Listings/{change.key}"}
-        return [Event(event_type, self.env, {"listing": {**listing, "objectID": change.key}}, subscribers)]
+        data: dict[str, Any] = {"listing": {**listing, "objectID": change.key}}
+        if change.action == "updated" and change.entries is not None:
+            data["changes"] = change.entries
+        return [Event(event_type, self.env, data, subscribers)]
 
     # -- profiles --------------------------------------------------------------------------------------------
 

@@ -161,6 +161,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
             batch.touched_profiles.update(reference_keys(old))
             self._delete_listing_rows(db, row[0])
             batch.replaced = True
+        changed: list[dict[str, Any]] | None = None
         if now is not None:
             record = complete_listing(record, old, now)
             if self._recording:
@@ -177,7 +178,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
         if lat is not None and lng is not None:
             batch.geo_rows.append((rowid, lat, lat, lng, lng))
         batch.province_pairs.update(province_pairs(record))
-        return CatalogueChange("listing", "updated" if row else "created", listing_id)
+        return CatalogueChange("listing", "updated" if row else "created", listing_id, changed)
 
     @staticmethod
     def _insert_listing_rows(db: sqlite3.Connection, batch: _ListingBatch) -> None:
