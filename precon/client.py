@@ -25,6 +25,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from precon.cache import ResponseCache
 from precon.client_settings import PRODUCTION_URL, ClientSettings
+from precon.client_webhooks import WebhookOperations, parsed
 from precon.errors import (
     APIStatusError,
     PreconError,
@@ -35,10 +36,10 @@ from precon.errors import (
     error_for_transport,
 )
 from precon.models import (
-    DeliveryPage,
     FacetCounts,
     FacetCountsResponse,
     FacetValueHits,
+    HistoryEntry,
     HistoryPage,
     Listing,
     ListingPage,
@@ -47,10 +48,6 @@ from precon.models import (
     ProfilePage,
     ProfilesOfListing,
     ResponseMeta,
-    WebhookDeletion,
-    WebhookDelivery,
-    WebhookSubscription,
-    WebhookTrigger,
 )
 from precon.query_values import Filter, csv_value, filter_value, flag_value, nearby_value
 
@@ -95,7 +92,7 @@ def _wait(state: RetryCallState) -> float:
     return random.uniform(ceiling / 2, ceiling)
 
 
-class Client:
+class Client(WebhookOperations):
     """A connection to one deployment of the listings API, as one key, through the cache."""
 
     def __init__(
@@ -216,11 +213,7 @@ class Client:
         """The service address (``api_url`` is the same, under its older name)."""
         return self.api_url
 
-    @staticmethod
-    def _parse(model: type[ModelT], data: Any, meta: ResponseMeta) -> ModelT:
-        parsed = model.model_validate(data)
-        parsed._meta = meta  # type: ignore[attr-defined]
-        return parsed
+    _parse = staticmethod(parsed)
 
     def _product(self, product_id: str | None) -> str | None:
         return product_id or self.product_id
@@ -467,66 +460,48 @@ class Client:
         }
         return self._get("listing_history", params, HistoryPage, **scoped)
 
-    # -- webhooks ------------------------------------------------------------------------------------------
-
-    def list_webhooks(self, *, version: str | None = None, province: str | None = None) -> list[WebhookSubscription]:
-        data, meta = self.call("GET", "webhooks", version=version, province=province)
-        return [self._parse(WebhookSubscription, item, meta) for item in data.get("results", [])]
-
-    def create_webhook(
-        self,
-        target_url: str,
-        event: str,
-        env: Literal["live", "sandbox"] = "live",
-        *,
-        version: str | None = None,
-        province: str | None = None,
-    ) -> WebhookSubscription:
-        body = {"env": env, "targetUrl": target_url, "event": event}
-        data, meta = self.call("POST", "webhooks", body=body, version=version, province=province)
-        return self._parse(WebhookSubscription, data, meta)
-
-    def delete_webhook(self, id: str, *, version: str | None = None, province: str | None = None) -> WebhookDeletion:
-        data, meta = self.call("DELETE", "webhooks", {"id": id}, version=version, province=province)
-        return self._parse(WebhookDeletion, data, meta)
-
-    def trigger_profile_webhook(
-        self, id: str, collection: str, *, version: str | None = None, province: str | None = None
-    ) -> WebhookTrigger:
-        body = {"id": id, "collection": collection}
-        data, meta = self.call("POST", "trigger_profile_webhook", body=body, version=version, province=province)
-        return self._parse(WebhookTrigger, data, meta)
-
-    def webhook_deliveries(
+    def changes(
         self,
         *,
-        subscription: str | None = None,
-        page: int = 0,
-        per_page: int = 20,
-        version: str | None = None,
-        province: str | None = None,
-    ) -> DeliveryPage:
-        """The delivery log of this key's subscriptions, newest first (this project's service only)."""
-        params = {"subscription": subscription, "page": page, "perPage": per_page}
-        data, meta = self.call("GET", "webhooks/deliveries", params, version=version, province=province)
-        return self._parse(DeliveryPage, data, meta)
+        since: str | float | None = None,
+        until: str | float | None = None,
+        fields: str | Iterable[str] | None = None,
+        scope: str | None = None,
+        change: str | None = None,
+        filter: Filter = None,
+        unit_filter: Filter = None,
+        search: str | None = None,
+        page: int | None = None,
+        per_page: int | None = None,
+        **scoped: str | None,
+    ) -> HistoryPage:
+        """(ours) What changed in the catalogue, newest first, in the listings that match the filters now;
+        ``since`` and ``until`` as ISO timestamps or Unix seconds; ``scoped``: ``product_id``, ``version``,
+        ``province``."""
+        params = {
+            "product_id": self._product(scoped.pop("product_id", None)),
+            "since": None if since is None else str(since),
+            "until": None if until is None else str(until),
+            "fields": csv_value(fields),
+            "scope": scope,
+            "change": change,
+            "filterQuery": filter_value(filter),
+            "unitFilter": filter_value(unit_filter),
+            "search": search,
+            "page": page,
+            "perPage": per_page,
+        }
+        return self._get("changes", params, HistoryPage, **scoped)
 
-    def replay_delivery(self, id: str, *, version: str | None = None, province: str | None = None) -> WebhookDelivery:
-        """Sends any delivery again, at once: a delivered or failed one is pending again, a pending one is attempted
-        now instead of at its next retry (this project's service only). NotFound if its subscription was deleted."""
-        data, meta = self.call(
-            "POST", "webhooks/deliveries/replay", body={"id": id}, version=version, province=province
-        )
-        return self._parse(WebhookDelivery, data, meta)
-
-    def send_delivery_now(self, id: str, *, version: str | None = None, province: str | None = None) -> WebhookDelivery:
-        """Attempts a pending delivery now instead of at its next scheduled retry; the retries carry on after it if
-        it fails (this project's service only). NotFound if there is no such delivery or it is no longer pending
-        (delivered, failed or cancelled in the meantime: nothing is sent)."""
-        data, meta = self.call(
-            "POST", "webhooks/deliveries/send_now", body={"id": id}, version=version, province=province
-        )
-        return self._parse(WebhookDelivery, data, meta)
+    def iter_changes(self, *, per_page: int = 1000, **asked: Any) -> Iterator[HistoryEntry]:
+        """Every entry :meth:`changes` answers, page by page (newest first; ``asked`` as :meth:`changes` takes)."""
+        page = 0
+        while True:
+            answer = self.changes(page=page, per_page=per_page, **asked)
+            yield from answer.results
+            page += 1
+            if page >= answer.pages or not answer.results:
+                return
 
     # -- paging --------------------------------------------------------------------------------------------
 

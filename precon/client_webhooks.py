@@ -1,0 +1,104 @@
+"""The webhook operations of :class:`precon.client.Client`: subscriptions, the profile trigger, and (this project's
+service only) the delivery log, replay and send-now."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from precon.models import (
+    DeliveryPage,
+    ResponseMeta,
+    WebhookDeletion,
+    WebhookDelivery,
+    WebhookSubscription,
+    WebhookTrigger,
+)
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def parsed(model: type[ModelT], data: Any, meta: ResponseMeta) -> ModelT:
+    """An answer as its model, carrying the response's request id, status and headers."""
+    record = model.model_validate(data)
+    record._meta = meta  # type: ignore[attr-defined]
+    return record
+
+
+class WebhookOperations:
+    """Mixed into the client, whose :meth:`call` (the retry policy, the errors) each operation goes through."""
+
+    def call(
+        self,
+        method: str,
+        operation: str,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        *,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> tuple[Any, ResponseMeta]:
+        raise NotImplementedError  # the client's
+
+    _parse = staticmethod(parsed)
+
+    def list_webhooks(self, *, version: str | None = None, province: str | None = None) -> list[WebhookSubscription]:
+        data, meta = self.call("GET", "webhooks", version=version, province=province)
+        return [self._parse(WebhookSubscription, item, meta) for item in data.get("results", [])]
+
+    def create_webhook(
+        self,
+        target_url: str,
+        event: str,
+        env: Literal["live", "sandbox"] = "live",
+        *,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> WebhookSubscription:
+        body = {"env": env, "targetUrl": target_url, "event": event}
+        data, meta = self.call("POST", "webhooks", body=body, version=version, province=province)
+        return self._parse(WebhookSubscription, data, meta)
+
+    def delete_webhook(self, id: str, *, version: str | None = None, province: str | None = None) -> WebhookDeletion:
+        data, meta = self.call("DELETE", "webhooks", {"id": id}, version=version, province=province)
+        return self._parse(WebhookDeletion, data, meta)
+
+    def trigger_profile_webhook(
+        self, id: str, collection: str, *, version: str | None = None, province: str | None = None
+    ) -> WebhookTrigger:
+        body = {"id": id, "collection": collection}
+        data, meta = self.call("POST", "trigger_profile_webhook", body=body, version=version, province=province)
+        return self._parse(WebhookTrigger, data, meta)
+
+    def webhook_deliveries(
+        self,
+        *,
+        subscription: str | None = None,
+        page: int = 0,
+        per_page: int = 20,
+        version: str | None = None,
+        province: str | None = None,
+    ) -> DeliveryPage:
+        """The delivery log of this key's subscriptions, newest first (this project's service only)."""
+        params = {"subscription": subscription, "page": page, "perPage": per_page}
+        data, meta = self.call("GET", "webhooks/deliveries", params, version=version, province=province)
+        return self._parse(DeliveryPage, data, meta)
+
+    def replay_delivery(self, id: str, *, version: str | None = None, province: str | None = None) -> WebhookDelivery:
+        """Sends any delivery again, at once: a delivered or failed one is pending again, a pending one is attempted
+        now instead of at its next retry (this project's service only). NotFound if its subscription was deleted."""
+        data, meta = self.call(
+            "POST", "webhooks/deliveries/replay", body={"id": id}, version=version, province=province
+        )
+        return self._parse(WebhookDelivery, data, meta)
+
+    def send_delivery_now(self, id: str, *, version: str | None = None, province: str | None = None) -> WebhookDelivery:
+        """Attempts a pending delivery now instead of at its next scheduled retry; the retries carry on after it if
+        it fails (this project's service only). NotFound if there is no such delivery or it is no longer pending
+        (delivered, failed or cancelled in the meantime: nothing is sent)."""
+        data, meta = self.call(
+            "POST", "webhooks/deliveries/send_now", body={"id": id}, version=version, province=province
+        )
+        return self._parse(WebhookDelivery, data, meta)
