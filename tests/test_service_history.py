@@ -138,3 +138,76 @@ def test_the_typed_client_reads_a_listings_history(api: Api) -> None:
         assert all(e.field and (e.before is not None or e.after is not None) for e in updated)
         only = client.listing_history(listing["listingId"], scope="listing", fields=["startPrice"])
         assert all(e.scope == "listing" and e.field == "startPrice" for e in only.results)
+
+
+CHANGES = "/v1/all/changes"
+
+
+def test_the_catalogues_changes_newest_first_narrowed_as_asked(api: Api) -> None:
+    listing = a_listing_with_units(api)
+    lid = listing["listingId"]
+    before = api.ok(CHANGES, perPage=1000)
+    assert before["total"] >= len(api.all_listings())
+    mark = api.ok(HISTORY, id=lid)["results"][0]["at"]
+    changed = copy.deepcopy(api.directory.live.get_listings([lid], None)[lid])
+    changed["name"] = changed["name"] + " II"
+    api.directory.live.upsert_listings([changed])
+
+    newest = api.ok(CHANGES, perPage=5)["results"]
+    assert (newest[0]["listingId"], newest[0]["field"], newest[0]["to"]) == (lid, "name", changed["name"])
+    assert api.ok(CHANGES, perPage=1000)["total"] == before["total"] + 1
+    since = api.ok(CHANGES, since=mark, perPage=1000)["results"]
+    assert since and all(entry["at"] >= mark for entry in since)
+    assert all(e["change"] == "created" for e in api.ok(CHANGES, until=mark, change="created", perPage=50)["results"])
+    mine = api.ok(CHANGES, filterQuery=f"listingId:{lid}", perPage=1000)["results"]
+    assert mine and {e["listingId"] for e in mine} == {lid}
+    assert len(mine) == api.ok(HISTORY, id=lid)["total"]
+    named = api.ok(CHANGES, fields="name", scope="listing", change="updated", perPage=1000)["results"]
+    assert named and all((e["field"], e["scope"], e["change"]) == ("name", "listing", "updated") for e in named)
+
+
+def test_changes_are_scoped_to_what_the_key_may_read(api: Api) -> None:
+    ontario = {r["listingId"] for r in api.all_listings() if _province(r) == "on"}
+    entries = api.ok("/v1/on/changes", KEY_ONTARIO, perPage=1000)["results"]
+    assert entries and {e["listingId"] for e in entries} <= ontario
+    lite = api.ok("/v1-lite/all/changes", KEY_LITE, perPage=1000)["results"]
+    assert lite and all(e["scope"] == "listing" for e in lite)
+
+
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"since": "2026-02-01", "until": "2026-01-01"}, "since (2026-02-01) is after until (2026-01-01)"),
+        ({"since": "last tuesday"}, "since must be an ISO timestamp or Unix seconds, got 'last tuesday'"),
+        ({"until": "-5"}, "until must be a time from 1970 to 9999"),
+        ({"change": "renamed"}, "change must be one of created, updated or deleted"),
+        ({"perPage": "1001"}, "perPage must be at most 1000"),
+        ({"filterQuery": "name:("}, "filterQuery"),
+    ],
+)
+def test_bad_changes_requests_say_what_and_where(api: Api, params: dict[str, str], fragment: str) -> None:
+    response = api.get(CHANGES, **params)
+    assert response.status_code == 400, response.text
+    assert fragment in response.json()["message"]
+
+
+def test_unix_seconds_and_iso_timestamps_mark_the_same_moment(api: Api) -> None:
+    newest = api.ok(CHANGES, perPage=1)["results"][0]["at"]
+    from datetime import datetime
+
+    seconds = datetime.fromisoformat(newest.replace("Z", "+00:00")).timestamp()
+    by_iso = api.ok(CHANGES, since=newest, perPage=1000)["total"]
+    assert api.ok(CHANGES, since=str(seconds), perPage=1000)["total"] == by_iso >= 1
+
+
+def test_the_typed_client_reads_and_pages_through_the_changes(api: Api) -> None:
+    from precon.client import Client
+
+    listing = a_listing_with_units(api)
+    with Client(base_url=api.url, api_key=KEY_ALL) as client:
+        total = client.changes(per_page=1).total
+        every = list(client.iter_changes(per_page=7))
+        assert len(every) == total and every[0].at is not None and every[0].at >= every[-1].at
+        mine = client.changes(filter=f"listingId:{listing['listingId']}", per_page=1000)
+        assert mine.results and {e.listingId for e in mine.results} == {listing["listingId"]}
+        assert client.changes(since=every[0].at.timestamp(), per_page=1000).total >= 1

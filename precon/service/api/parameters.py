@@ -46,6 +46,12 @@ class HistoryScope(StrEnum):
     unit = "unit"
 
 
+class ChangeKind(StrEnum):
+    created = "created"
+    updated = "updated"
+    deleted = "deleted"
+
+
 class FacetFormat(StrEnum):
     object = "object"
     list = "list"
@@ -179,3 +185,10 @@ HistoryFields = Annotated[
 Scope = Annotated[
     HistoryScope | None, Blank, Query(description="(ours) Only entries of a `listing`, a `floorPlan` or a `unit`")
 ]
+Since = Annotated[
+    str | None, Query(max_length=64, description="(ours) Entries at or after: an ISO timestamp or Unix seconds")
+]
+Until = Annotated[
+    str | None, Query(max_length=64, description="(ours) Entries at or before: an ISO timestamp or Unix seconds")
+]
+Change = Annotated[ChangeKind | None, Blank, Query(description="(ours) Only `created`, `updated` or `deleted` entries")]

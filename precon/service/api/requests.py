@@ -12,7 +12,10 @@ the family's query function; then docs/api.md (and the store's query type and th
 
 from __future__ import annotations
 
+import math
 import typing
+from dataclasses import replace
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, ClassVar, Literal, cast
 
@@ -26,6 +29,7 @@ from precon.service.api.parameters import (
     DEFAULT_RADIUS_M,
     EXPANDABLE_REFERENCES,
     MAX_PER_PAGE_EXPANDED,
+    Change,
     CollectionParam,
     DeliveriesOf,
     Facet,
@@ -51,10 +55,12 @@ from precon.service.api.parameters import (
     RetrieveAttributes,
     Scope,
     Search,
+    Since,
     SortByListings,
     SortByName,
     SubscriptionId,
     UnitFilter,
+    Until,
 )
 from precon.service.api.scope import listing_facets, listing_filter, listing_text, names, trim_profile_listings
 from precon.service.api.shaping import ListingShaper
@@ -62,6 +68,7 @@ from precon.service.api.units import unit_filter
 from precon.service.api.visibility import is_visible
 from precon.service.errors import bad_request
 from precon.service.search.text import TextQuery
+from precon.service.stores.history import iso_time
 from precon.service.stores.types import MAX_FACET_VALUES, GeoCircle, HistoryQuery, ListingQuery, ProfileQuery
 
 if typing.TYPE_CHECKING:
@@ -159,6 +166,9 @@ class ListingRequest(ListingReader, Searching):
     maxFacetHits: MaxFacetHits = None
     fields: HistoryFields = None
     scope: Scope = None
+    since: Since = None
+    until: Until = None
+    change: Change = None
 
 
 class ProfileReader(Family):
@@ -220,6 +230,11 @@ SEARCH_PROFILES = ProfileRequest.accepting(
 PROFILE = ProfileRequest.accepting("profile", "id", "product_id", "collection", "referrences")
 PROFILES_OF_LISTING = ProfileRequest.accepting("profiles_of_listing", "id", "product_id", "referrences", id=ListingId)
 LISTING_HISTORY = ListingRequest.accepting("listing_history", "id", "product_id", "page", "perPage", "fields", "scope")
+CHANGES = ListingRequest.accepting(
+    "changes",
+    *("product_id", "since", "until", "fields", "scope", "change", "filterQuery", "unitFilter", "search"),
+    *("page", "perPage"),
+)
 WEBHOOKS = WebhookRequest.accepting("webhooks", "product_id")
 DELETE_WEBHOOK = WebhookRequest.accepting("delete_webhook", "product_id", "id")
 WEBHOOK_DELIVERIES = WebhookRequest.accepting("webhook_deliveries", "product_id", "subscription", "page", "perPage")
@@ -327,3 +342,38 @@ def history_query(call: Call[ListingRequest], listing_id: str | None) -> History
             shown = tuple(name for name in LISTING_FIELDS if is_visible(call.version, name))
             return HistoryQuery(listing_id, scopes, shown, page * per_page, per_page, records=True)
     return HistoryQuery(listing_id, scopes, fields, page * per_page, per_page)
+
+
+def changes_query(call: Call[ListingRequest]) -> HistoryQuery:
+    """The store's query for the catalogue's changes: :func:`history_query`'s, over the listings the call may see
+    that match its ``filterQuery``, ``unitFilter`` and ``search`` now, between ``since`` and ``until``."""
+    asked = call.params
+    since, until = moment(asked.since, "since"), moment(asked.until, "until")
+    if since is not None and until is not None and since > until:
+        raise bad_request(f"since ({asked.since}) is after until ({asked.until})")
+    query = history_query(call, None)
+    listing_ids = None
+    if asked.filterQuery or asked.unitFilter or asked.search:
+        matching = listing_query(call, facets=(), limit=0)
+        listing_ids = tuple(call.store.matching_listing_ids(matching))
+    provinces = None if call.provinces is None else tuple(sorted(call.provinces))
+    changes = (asked.change.value,) if asked.change is not None else ()
+    return replace(query, since=since, until=until, changes=changes, listing_ids=listing_ids, provinces=provinces)
+
+
+def moment(raw: str | None, name: str) -> str | None:
+    """A time given as an ISO timestamp or Unix seconds, as history entries write theirs (UTC, milliseconds)."""
+    if raw is None or not raw.strip():
+        return None
+    text = raw.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise bad_request(f"{name} must be an ISO timestamp or Unix seconds, got {raw!r}") from None
+        seconds = (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+    if not math.isfinite(seconds) or not 0 <= seconds <= 253_402_300_799:
+        raise bad_request(f"{name} must be a time from 1970 to 9999, got {raw!r}")
+    return iso_time(seconds)

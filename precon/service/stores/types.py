@@ -106,6 +106,15 @@ class HistoryQuery:
     limit: int = 20
     records: bool = False
     """With ``fields``: the entries of records created or deleted too (which name no field)."""
+    since: str | None = None
+    """Entries at or after this time (an ISO timestamp as entries carry them); None for any."""
+    until: str | None = None
+    changes: tuple[str, ...] = ()
+    """Only these kinds of change (``created``, ``updated``, ``deleted``); empty for all."""
+    listing_ids: tuple[str, ...] | None = None
+    """Only the entries of these listings; None for every listing."""
+    provinces: tuple[str, ...] | None = None
+    """Only the entries of listings in these provinces; None for every province."""
 
 
 @dataclass
@@ -140,6 +149,7 @@ class CatalogueStore(Protocol):
     ) -> tuple[SimilarityFeatures | None, list[SimilarityFeatures]]: ...
     def record_view(self, listing_id: str, at: float | None = None) -> None: ...
     def listing_history(self, query: HistoryQuery) -> HistoryPage: ...
+    def matching_listing_ids(self, query: ListingQuery) -> list[str]: ...
     def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
     def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
     def _notify(self, changes: list[CatalogueChange]) -> list[CatalogueChange]:

@@ -1,4 +1,5 @@
-"""(ours) The market over time: ``listing_history``, what changed in one listing, newest first."""
+"""(ours) The market over time: ``listing_history``, what changed in one listing, and ``changes``, what changed in
+the catalogue, newest first."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from precon.service.api import wire
 from precon.service.api.calls import Call
 from precon.service.api.operations import NOT_FOUND, operation
 from precon.service.api.pipeline import calls_of
-from precon.service.api.requests import LISTING_HISTORY, ListingRequest, history_query
+from precon.service.api.requests import CHANGES, LISTING_HISTORY, ListingRequest, changes_query, history_query
 from precon.service.api.responses import answer, envelope
 from precon.service.errors import not_found
 
 router = APIRouter()
 
 HistoryCall = Annotated[Call[ListingRequest], Depends(calls_of(LISTING_HISTORY))]
+ChangesCall = Annotated[Call[ListingRequest], Depends(calls_of(CHANGES))]
 
 
 def _readable(call: Call[ListingRequest], listing_id: str, provinces: set[str | None]) -> bool:
@@ -42,5 +44,13 @@ def listing_history(call: HistoryCall) -> Response:
     found = call.store.listing_history(query)
     if not _readable(call, listing_id, found.provinces):
         raise not_found(f"Listing {listing_id!r} not found")
+    page, per_page = call.params.page_and_size()
+    return answer(call.request, envelope(found.entries, found.total, page, per_page))
+
+
+@operation(router, "changes", "GET", wire.HistoryPage, summary="(ours) What changed in the catalogue")
+def changes(call: ChangesCall) -> Response:
+    query = changes_query(call)
+    found = call.store.listing_history(query)
     page, per_page = call.params.page_and_size()
     return answer(call.request, envelope(found.entries, found.total, page, per_page))

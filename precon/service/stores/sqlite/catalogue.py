@@ -91,6 +91,7 @@ CREATE TABLE IF NOT EXISTS listing_history(
   seq INTEGER PRIMARY KEY, at TEXT NOT NULL, listing_id TEXT NOT NULL, province TEXT, scope TEXT NOT NULL,
   plan TEXT, unit TEXT, field TEXT, change TEXT NOT NULL, from_value BLOB, to_value BLOB);
 CREATE INDEX IF NOT EXISTS history_by_listing ON listing_history(listing_id, seq);
+CREATE INDEX IF NOT EXISTS history_by_time ON listing_history(at);
 CREATE TABLE IF NOT EXISTS listing_views(
   listing_id TEXT PRIMARY KEY, rank REAL NOT NULL, views INTEGER NOT NULL, last_view REAL NOT NULL)
   WITHOUT ROWID;

@@ -15,9 +15,11 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import orjson
 
 from precon.filters import Expr
 from precon.schema import SEARCHABLE_PROFILE_WEIGHTS
@@ -379,18 +381,7 @@ class SQLiteReads(SQLiteCatalogueBase):
 
     def listing_history(self, query: HistoryQuery) -> HistoryPage:
         """A page of history entries, newest first, and the provinces the listing stood in."""
-        clauses, params = ["1"], []
-        if query.listing_id is not None:
-            clauses.append("listing_id = ?")
-            params.append(query.listing_id)
-        if query.scopes:
-            clauses.append(f"scope IN ({', '.join('?' * len(query.scopes))})")
-            params += query.scopes
-        if query.fields:
-            named = f"field IN ({', '.join('?' * len(query.fields))})"
-            clauses.append(f"({named} OR field IS NULL)" if query.records else named)
-            params += query.fields
-        where = " AND ".join(clauses)
+        where, params = _history_where(query)
         with self._reading() as db:
             total = db.execute(f"SELECT count(*) FROM listing_history WHERE {where}", params).fetchone()[0]
             rows = db.execute(
@@ -405,6 +396,22 @@ class SQLiteReads(SQLiteCatalogueBase):
                 )
                 provinces = {row[0] for row in held}
         return HistoryPage(total, [entry_of(row) for row in rows], provinces)
+
+    def matching_listing_ids(self, query: ListingQuery) -> list[str]:
+        """The ids of every listing the query matches now (a changes feed keeps their entries)."""
+        index = None
+        if self.engine == "columns" and not (query.text is not None and query.text.columns):
+            index = self._index_to_search()
+        if index is not None:
+            mask, _, _ = self._matching(query, query.text, index)
+            return [index.listing_ids[int(position)] for position in np.flatnonzero(mask)]
+        ids: list[str] = []
+        while True:
+            page = replace(query, offset=len(ids), limit=1000, facets=(), raw=False)
+            hits = self._search_sql(page, query.text)
+            ids += [str(document.get("listingId")) for document in hits.documents]
+            if not hits.documents or len(ids) >= hits.total:
+                return ids
 
     def listings_holding_plans(self, plan_ids: Iterable[str]) -> dict[str, list[str]]:
         """For each of ``plan_ids`` that a stored floor plan carries, the ids of the listings holding it."""
@@ -564,3 +571,28 @@ def _first_in_order(matched: IntArray, primary: FloatArray, rank: IntArray, coun
             matched, primary, rank = matched[kept], primary[kept], rank[kept]
     ordered: IntArray = matched[np.lexsort((rank, primary))]
     return ordered
+
+
+def _history_where(query: HistoryQuery) -> tuple[str, list[Any]]:
+    """The WHERE clause (and its parameters) of the history entries a query asks for."""
+    clauses, params = ["1"], []
+    if query.listing_id is not None:
+        clauses.append("listing_id = ?")
+        params.append(query.listing_id)
+    if query.scopes:
+        clauses.append(f"scope IN ({', '.join('?' * len(query.scopes))})")
+        params += query.scopes
+    if query.fields:
+        named = f"field IN ({', '.join('?' * len(query.fields))})"
+        clauses.append(f"({named} OR field IS NULL)" if query.records else named)
+        params += query.fields
+    for value, test in ((query.since, "at >= ?"), (query.until, "at <= ?")):
+        if value is not None:
+            clauses.append(test)
+            params.append(value)
+    sets = ((query.changes or None, "change"), (query.listing_ids, "listing_id"), (query.provinces, "province"))
+    for values, column in sets:
+        if values is not None:  # a list of any length, as one parameter
+            clauses.append(f"{column} IN (SELECT value FROM json_each(?))")
+            params.append(orjson.dumps(list(values)).decode())
+    return " AND ".join(clauses), params
