@@ -25,7 +25,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from precon.cache import ResponseCache
 from precon.client_settings import PRODUCTION_URL, ClientSettings
-from precon.client_webhooks import WebhookOperations, parsed
+from precon.client_webhooks import WebhookOperations
 from precon.errors import (
     APIStatusError,
     PreconError,
@@ -212,8 +212,6 @@ class Client(WebhookOperations):
     def base_url(self) -> str:
         """The service address (``api_url`` is the same, under its older name)."""
         return self.api_url
-
-    _parse = staticmethod(parsed)
 
     def _product(self, product_id: str | None) -> str | None:
         return product_id or self.product_id

@@ -3,7 +3,7 @@ service only) the delivery log, replay and send-now."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
@@ -30,17 +30,8 @@ def parsed(model: type[ModelT], data: Any, meta: ResponseMeta) -> ModelT:
 class WebhookOperations:
     """Mixed into the client, whose :meth:`call` (the retry policy, the errors) each operation goes through."""
 
-    def call(
-        self,
-        method: str,
-        operation: str,
-        params: Mapping[str, Any] | None = None,
-        body: Any = None,
-        *,
-        version: str | None = None,
-        province: str | None = None,
-    ) -> tuple[Any, ResponseMeta]:
-        raise NotImplementedError  # the client's
+    call: Callable[..., tuple[Any, ResponseMeta]]
+    """The client's: one operation with the retry policy and the errors."""
 
     _parse = staticmethod(parsed)
 

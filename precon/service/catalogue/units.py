@@ -118,9 +118,3 @@ def withdraw_prices(plan: dict[str, Any]) -> None:
     plan["contactForPricing"] = True
     for unit in plan.get("units") or ():
         unit["price"] = None
-
-
-def count_units(plans: list[dict[str, Any]] | None) -> int | None:
-    """How many units the listing's plans list, None where they list none."""
-    counted = sum(len(plan.get("units") or ()) for plan in plans or ())
-    return counted or None

@@ -14,6 +14,7 @@ from precon.service.api.operations import NOT_FOUND, operation
 from precon.service.api.pipeline import calls_of
 from precon.service.api.requests import CHANGES, LISTING_HISTORY, ListingRequest, changes_query, history_query
 from precon.service.api.responses import answer, envelope
+from precon.service.api.scope import visible_listings
 from precon.service.errors import not_found
 
 router = APIRouter()
@@ -24,15 +25,11 @@ ChangesCall = Annotated[Call[ListingRequest], Depends(calls_of(CHANGES))]
 
 def _readable(call: Call[ListingRequest], listing_id: str, provinces: set[str | None]) -> bool:
     """Whether the call may read the listing: stored where it may see it, or, deleted, last seen there."""
-    if call.store.get_listings([listing_id], call.province):
-        return call.provinces is None or any(
-            call.store.get_listings([listing_id], province) for province in call.provinces
-        )
-    if not provinces:
-        return False
-    if call.provinces is None:
+    if visible_listings(call, [listing_id]):
         return True
-    return any(province in call.provinces for province in provinces)
+    if call.store.get_listings([listing_id], None):  # stored, where the call may not see it
+        return False
+    return bool(provinces) and (call.provinces is None or any(p in call.provinces for p in provinces))
 
 
 @operation(
