@@ -15,7 +15,7 @@ pg_cluster = pg_support.pg_cluster
 pg_empty_database = pg_support.pg_empty_database
 
 EXTENSIONS = {"unaccent", "pg_trgm", "cube", "earthdistance"}
-HEAD = "0006"
+HEAD = "0007"
 """The newest revision: 0001 the catalogue, 0002 the accounts and webhooks, 0003 the webhook idempotency keys."""
 
 
@@ -38,6 +38,7 @@ def test_upgrade_makes_the_schema_with_its_extensions_and_downgrade_removes_it(p
         ).fetchone()
     assert extensions >= EXTENSIONS
     assert {"listings", "listing_references", "plan_ids", "profiles", "catalogue_log", "meta"} <= tables
+    assert "listing_history" in tables  # written by the writes, with the documents (0007)
     assert not {"listing_terms", "listing_numbers", "listing_words", "profile_provinces"} & tables  # reads: the copies
     assert {"api_keys", "products", "grants", "webhook_subscriptions", "webhook_deliveries"} <= tables
     assert "webhook_idempotency_keys" in tables
