@@ -77,7 +77,22 @@ def copy_state(local: SQLiteStore) -> dict[str, Any]:
         "labels": sorted(db.execute("SELECT attr, term, label FROM labels")),
         "attributes": sorted(db.execute("SELECT name FROM listing_attributes")),
         "profile_text": sorted((paths[r], *rest) for r, *rest in db.execute("SELECT rowid, * FROM profile_fts")),
+        "history": copied_history(local),
     }
+
+
+HISTORY_COLUMNS = "at, listing_id, province, scope, plan, unit, field, change, from_value, to_value"
+
+
+def copied_history(local: SQLiteStore) -> list[tuple[Any, ...]]:
+    """A copy's history rows, in the order it holds them."""
+    return [tuple(row) for row in local._db().execute(f"SELECT {HISTORY_COLUMNS} FROM listing_history ORDER BY seq")]
+
+
+def postgres_history(primary: PostgresCatalogueStore) -> list[tuple[Any, ...]]:
+    """PostgreSQL's history rows, in the order they were written."""
+    with primary.pool.connection() as db:
+        return [tuple(row) for row in db.execute(f"SELECT {HISTORY_COLUMNS} FROM listing_history ORDER BY seq")]
 
 
 def _docs(db: Any) -> Any:
@@ -143,6 +158,8 @@ def test_a_copy_holds_postgresqls_documents_byte_for_byte_and_answers_as_a_singl
         # And it answers as a single node given PostgreSQL's documents.
         single.upsert_profiles([orjson.loads(t) for t in stored["profiles"].values()])
         single.upsert_listings([orjson.loads(t) for t in stored["listings"].values()], as_stored=True)
+        single.copy_history(postgres_history(primary))  # and PostgreSQL's history: an entry a listing created
+        assert len(copied_history(single)) == len(generated.listings)
         assert_same_copy(copy.local, single)
         assert copy.generation() == primary.generation()
     finally:
@@ -280,6 +297,7 @@ def test_a_thousand_writes_from_two_processes_leave_two_followed_copies_identica
         stored = _postgres_documents(primary)
         state = copy_state(replicas[0].local)
         assert state["listings"] == {i: orjson.dumps(orjson.loads(t)).decode() for i, t in stored["listings"].items()}
+        assert state["history"] == postgres_history(primary)
     finally:
         for follower in followers:
             follower.stop()

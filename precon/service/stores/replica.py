@@ -10,11 +10,13 @@ facets and distances, in the replica's own memory.
   older than the log's floor): every document read in one repeatable-read transaction, loaded in bulk.
 * **Kept current** by a :class:`Follower` thread: ``LISTEN`` on :data:`~.catalogue_base.CHANNEL`, with a poll every
   :data:`POLL_S` as the fallback. Each catch-up reads, in one snapshot, the keys logged since the copy's generation
-  and their documents (a key without one was deleted), and applies them in **one SQLite transaction that also
-  stores the generation reached**: a reader sees the copy before or after a write, never half of it, and a replica
-  killed mid-apply resumes from the generation it had stored. A copy older than the log's floor (the log keeps
-  :data:`LOG_KEEP_S`), or behind by more records than a batch holds in memory, is rebuilt from a snapshot in one
-  transaction, not patched.
+  and their documents (a key without one was deleted), with the history those writes recorded, and applies them in
+  **one SQLite transaction that also stores the generation reached**: a reader sees the copy before or after a
+  write, never half of it, and a replica killed mid-apply resumes from the generation it had stored. A copy older
+  than the log's floor (the log keeps :data:`LOG_KEEP_S`), or behind by more records than a batch holds in memory,
+  is rebuilt from a snapshot in one transaction, not patched.
+* **History** is PostgreSQL's (``listing_history``, migration ``0007``), copied in the order it was written: a
+  copy records none of its own, so every replica answers ``listing_history`` and ``changes`` alike.
 * **Read your writes.** A write made through :class:`ReplicaCatalogue` returns once this replica's copy holds it.
 * **Views** (trending) are counted in the copy at once, added up in PostgreSQL every :data:`VIEWS_S` in one
   statement, and the sums read back into every copy then, so that trending agrees across replicas.
@@ -115,6 +117,8 @@ class CatalogueCopy:
                     local.upsert_profiles(profiles)
                 for listings in snapshot.listings():
                     local.upsert_listings(listings, as_stored=True)
+                for rows in snapshot.history():
+                    local.copy_history(rows)
                 local.mark_copy(self.source, snapshot.generation)
             generation = snapshot.generation
         self.applied_at = time.time()
@@ -143,7 +147,7 @@ class CatalogueCopy:
             held = 0 if position is None else position[1]
             batch = self.primary.read_log(held)
             if batch.generation > held:
-                local.apply_copy(self.source, batch.generation, batch.listings, batch.profiles)
+                local.apply_copy(self.source, batch.generation, batch.listings, batch.profiles, batch.history)
             self.applied_at = time.time()
             return max(held, batch.generation)
 
@@ -164,6 +168,7 @@ def _empty(local: SQLiteStore) -> None:
         if not table.endswith("_vocab"):
             db.execute(f"DELETE FROM {table}")  # fixed names
     db.execute("DELETE FROM listing_views")
+    db.execute("DELETE FROM listing_history")  # the snapshot holds all of PostgreSQL's
 
 
 class ViewCounter:
@@ -245,8 +250,8 @@ class ReplicaCatalogue:
             self.copy.catch_up()
             self.local.warm(now=True)
 
-    def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
-        changes = self.primary.upsert_listings(records)
+    def upsert_listings(self, records: Iterable[dict[str, Any]], at: float | None = None) -> list[CatalogueChange]:
+        changes = self.primary.upsert_listings(records, at=at)
         self._caught_up()
         return changes
 
@@ -255,8 +260,8 @@ class ReplicaCatalogue:
         self._caught_up()
         return changes
 
-    def delete_listing(self, listing_id: str) -> list[CatalogueChange]:
-        changes = self.primary.delete_listing(listing_id)
+    def delete_listing(self, listing_id: str, at: float | None = None) -> list[CatalogueChange]:
+        changes = self.primary.delete_listing(listing_id, at=at)
         self._caught_up()
         return changes
 

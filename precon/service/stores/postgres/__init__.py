@@ -3,8 +3,8 @@
 * :mod:`.store`: :class:`~.store.PostgresCatalogueStore`, where every catalogue write is made, over a psycopg
   connection pool: :mod:`.catalogue_base` (pool, transactions, generation, ``NOTIFY``, the journal of webhook
   events), :mod:`.writes` (upserts, deletes, views; each write logs the keys it changed under the generation it
-  raised, in ``catalogue_log``) and :mod:`.documents` (records by key, snapshots, log batches). PostgreSQL answers
-  no search.
+  raised, in ``catalogue_log``, and what it changed in each listing, in ``listing_history``) and :mod:`.documents`
+  (records by key, snapshots, log batches with their history). PostgreSQL answers no search.
 * :mod:`.replica`: a replica's local SQLite copy of each catalogue, built from a snapshot and kept current from the
   log (``LISTEN``/``NOTIFY`` and a poll), from which every question is answered with the single node's code.
 * :mod:`.accounts`: keys, products and grants (:class:`~.accounts.PostgresAccountStore`), a known key's grants kept

@@ -174,10 +174,11 @@ class PostgresCatalogueBase:
                 log.exception("the events of %d catalogue changes are left to the journal's sweep", len(entries))
         notify_listeners(self.listeners, changes, log)
 
-    def _bump_generation(self, connection: psycopg.Connection[Any], changes: list[CatalogueChange]) -> None:
+    def _bump_generation(self, connection: psycopg.Connection[Any], changes: list[CatalogueChange]) -> int:
         """Raises the generation and logs the keys ``changes`` wrote under it (``catalogue_log``, which the
         replicas' copies follow); at commit, every replica hears ``<schema> <generation>`` on :data:`CHANNEL`.
-        Writes hold :data:`WRITE_LOCK` until they commit, so generations are committed in their order."""
+        Writes hold :data:`WRITE_LOCK` until they commit, so generations are committed in their order. Answers the
+        generation, under which the write records its history."""
         row = connection.execute(
             "UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation' RETURNING value"
         ).fetchone()
@@ -188,6 +189,7 @@ class PostgresCatalogueBase:
                 for change in changes:
                     copy.write_row((generation, change.kind, change.key))
         connection.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.schema} {generation}"))
+        return generation
 
     def generation(self) -> int:
         """The catalogue's generation, raised by every write (of any replica)."""

@@ -2,12 +2,14 @@
 
 PostgreSQL answers no search: every question a client asks is answered by a replica's local SQLite copy
 (:mod:`.replica`). What is read here is what those copies are made of (a consistent snapshot of every document, or
-the documents the log names since a generation) and what a writing process needs without a copy of its own (an
-import checks floor-plan ids; a webhook event carries the record and goes to the keys of its provinces).
+the documents the log names since a generation, with the history recorded up to it) and what a writing process
+needs without a copy of its own (an import checks floor-plan ids; a webhook event carries the record and goes to the
+keys of its provinces).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,6 +17,7 @@ from typing import Any
 
 import psycopg
 
+from precon.service.stores.history import HistoryRow
 from precon.service.stores.postgres.catalogue_base import PostgresCatalogueBase, _document
 from precon.service.stores.records import profile_lookup
 
@@ -22,17 +25,25 @@ SNAPSHOT_BATCH = 2000
 """Documents a snapshot hands over at a time."""
 LOG_BATCH_MOST = 5000
 """The most records a catch-up reads from the log at once; past that, a copy is rebuilt from a snapshot."""
+HISTORY_PAGE = 10_000
+"""History rows read at a time: a write may record many more than the records it wrote (an entry per unit)."""
+_SELECT_HISTORY = (
+    "SELECT at, listing_id, province, scope, plan, unit, field, change, from_value, to_value FROM listing_history"
+)
 
 
 @dataclass
 class LogBatch:
     """The catalogue at ``generation`` as a change from ``after``: the documents of every key written since (a key
-    absent from ``listings`` or ``profiles`` was deleted), read in one snapshot."""
+    absent from ``listings`` or ``profiles`` was deleted), read in one snapshot, and the history the writes
+    recorded, in pages in the order it was written."""
 
     after: int
     generation: int
     listings: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     profiles: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    history: Iterable[list[HistoryRow]] = ()
+    """Read as it is iterated, past the first page: a batch of keys may hold far more rows than memory should."""
 
     def __len__(self) -> int:
         return len(self.listings) + len(self.profiles)
@@ -128,7 +139,20 @@ class PostgresDocuments(PostgresCatalogueBase):
             paths = sorted(str(key) for kind, key in entries if kind == "profile")
             batch.listings = {**dict.fromkeys(listing_ids), **_listings_by_id(db, listing_ids, None)}
             batch.profiles = {**dict.fromkeys(paths), **_profiles_by_path(db, paths)}
+            first, last = _history_page(db, (after, _LAST_SEQ), newest)
+        batch.history = [first] if len(first) < HISTORY_PAGE else itertools.chain([first], self._history(last, newest))
         return batch
+
+    def _history(self, since: tuple[int, int], newest: int) -> Iterator[list[HistoryRow]]:
+        """The history rows after ``since`` (generation, seq) up to generation ``newest``, a page a transaction:
+        the same rows one snapshot would read, since the rows of committed generations never change."""
+        while True:
+            with self._read() as db:
+                rows, since = _history_page(db, since, newest)
+            if rows:
+                yield rows
+            if len(rows) < HISTORY_PAGE:
+                return
 
     def trim_log(self, keep_s: float) -> int:
         """Removes the log's entries older than ``keep_s`` seconds, whole generations at a time, and raises the
@@ -166,12 +190,40 @@ class Snapshot:
     def listings(self) -> Iterator[list[dict[str, Any]]]:
         return self._documents("SELECT doc::text FROM listings ORDER BY listing_id")
 
+    def history(self) -> Iterator[list[HistoryRow]]:
+        """Every history row, in the order written (a copy rebuilt from the snapshot ends with PostgreSQL's)."""
+        for rows in self._rows(_SELECT_HISTORY + " ORDER BY seq", HISTORY_PAGE):
+            yield [tuple(row) for row in rows]
+
     def _documents(self, sql: str) -> Iterator[list[dict[str, Any]]]:
+        for rows in self._rows(sql, SNAPSHOT_BATCH):
+            yield [_document(text) for (text,) in rows]
+
+    def _rows(self, sql: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
         with self.db.cursor(name="precon_snapshot") as cursor:
-            cursor.itersize = SNAPSHOT_BATCH
-            cursor.execute(sql)  # one of the two above
-            while rows := cursor.fetchmany(SNAPSHOT_BATCH):
-                yield [_document(text) for (text,) in rows]
+            cursor.itersize = size
+            cursor.execute(sql)  # one of the statements above
+            while rows := cursor.fetchmany(size):
+                yield rows
+
+
+_LAST_SEQ = 2**63 - 1
+"""The largest ``seq``: ``(after, _LAST_SEQ)`` comes after every row of generation ``after``."""
+
+
+def _history_page(
+    db: psycopg.Connection[Any], since: tuple[int, int], newest: int
+) -> tuple[list[HistoryRow], tuple[int, int]]:
+    """The rows after ``since`` (generation, seq), up to generation ``newest``: a page, and where it ends."""
+    found = db.execute(
+        "SELECT generation, seq, at, listing_id, province, scope, plan, unit, field, change, from_value, to_value "
+        "FROM listing_history WHERE (generation, seq) > (%s, %s) AND generation <= %s ORDER BY generation, seq "
+        "LIMIT %s",
+        (*since, newest, HISTORY_PAGE),
+    ).fetchall()
+    if not found:
+        return [], since
+    return [tuple(row[2:]) for row in found], (found[-1][0], found[-1][1])
 
 
 def _listings_by_id(db: psycopg.Connection[Any], ids: Sequence[str], province: str | None) -> dict[str, Any]:

@@ -6,7 +6,9 @@ the catalogue: listing upserts (copied in with ``COPY``), profile upserts, delet
 it: ``ON DELETE CASCADE``), recorded views. PostgreSQL keeps each record's document and what writes themselves
 need (a listing's province, its floor plans' ids, the profiles it refers to); every question is answered by a
 replica's local copy (:mod:`.replica`), which each write's entries in ``catalogue_log`` keep current. How a
-record is completed and stored is the SQLite store's (:mod:`precon.service.stores.records`).
+record is completed and stored is the SQLite store's (:mod:`precon.service.stores.records`), and so is what a write
+changed in a listing (:mod:`precon.service.stores.history`): recorded in ``listing_history`` in the write's
+transaction, under the generation it raised, whence the copies take it.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
+
 from precon.service.search.plans import floor_plans
 from precon.service.stores.derived import complete_listing
+from precon.service.stores.history import HistoryRow, history_rows, iso_time, listing_changes
 from precon.service.stores.postgres.catalogue_base import PostgresCatalogueBase, _document, _json
 from precon.service.stores.records import (
     _last_of_each,
@@ -31,6 +36,10 @@ from precon.service.stores.records import (
 from precon.service.stores.types import TRENDING_DECAY_PER_S, TRENDING_EPOCH_S, CatalogueChange
 
 _COPY_LISTINGS = "COPY listings(id, listing_id, province, doc) FROM STDIN"
+_COPY_HISTORY = (
+    "COPY listing_history(generation, at, listing_id, province, scope, plan, unit, field, change, from_value, "
+    "to_value) FROM STDIN"
+)
 
 
 class PostgresWrites(PostgresCatalogueBase):
@@ -44,12 +53,14 @@ class PostgresWrites(PostgresCatalogueBase):
         with self._write() as connection:
             connection.execute("ANALYZE")
 
-    def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
+    def upsert_listings(self, records: Iterable[dict[str, Any]], at: float | None = None) -> list[CatalogueChange]:
+        """``at``: the time of the write (a simulated one's), now when None: the listings are completed as of it
+        and what changed in each is recorded at it, in the write's transaction."""
         changes: list[CatalogueChange] = []
         batch = [as_stored_listing(record) for record in _last_of_each(records, listing_key)]
         if not batch:
             return self._notify(changes)
-        now = time.time()
+        now = time.time() if at is None else at
         with self._write() as db:
             existing = {
                 listing_id: (rowid, _document(text))
@@ -70,13 +81,18 @@ class PostgresWrites(PostgresCatalogueBase):
             rows: list[tuple[int, str, str | None, str]] = []
             plan_ids: set[tuple[str, int]] = set()
             references: set[tuple[str, int]] = set()
+            history: list[HistoryRow] = []
             for (listing_id, record), rowid in zip(batch, new_ids, strict=True):
                 found = existing.get(listing_id)
-                stored = complete_listing(record, None if found is None else found[1], now)
-                rows.append((rowid, listing_id, province_of(stored.get("state")), _json(stored)))
+                old = None if found is None else found[1]
+                stored = complete_listing(record, old, now)
+                province = province_of(stored.get("state"))
+                rows.append((rowid, listing_id, province, _json(stored)))
                 plan_ids.update((plan["id"], rowid) for plan in floor_plans(stored) if isinstance(plan.get("id"), str))
                 references.update((key, rowid) for key in indexed_reference_keys(stored))
-                changes.append(CatalogueChange("listing", "created" if found is None else "updated", listing_id))
+                entries = listing_changes(old, stored, iso_time(now))
+                history += history_rows(entries, province)
+                changes.append(CatalogueChange("listing", "created" if old is None else "updated", listing_id, entries))
             with db.cursor() as cursor:
                 for statement, table_rows in (
                     (_COPY_LISTINGS, rows),
@@ -86,16 +102,23 @@ class PostgresWrites(PostgresCatalogueBase):
                     with cursor.copy(statement) as copy:
                         for row in table_rows:
                             copy.write_row(row)
-            self._bump_generation(db, changes)
+            _record_history(db, self._bump_generation(db, changes), history)
         return self._notify(changes)
 
-    def delete_listing(self, listing_id: str) -> list[CatalogueChange]:
-        changes = [CatalogueChange("listing", "deleted", listing_id)]
+    def delete_listing(self, listing_id: str, at: float | None = None) -> list[CatalogueChange]:
+        """``at``: the time of the write (a simulated one's), now when None; the listing's ``deleted`` entry keeps
+        the province it stood in, where a key may still read its history."""
+        now = time.time() if at is None else at
         with self._write() as db:
-            if db.execute("DELETE FROM listings WHERE listing_id = %s RETURNING id", (listing_id,)).fetchone() is None:
+            row = db.execute(
+                "DELETE FROM listings WHERE listing_id = %s RETURNING province, doc::text", (listing_id,)
+            ).fetchone()
+            if row is None:
                 return []
+            entries = listing_changes(_document(row[1]), None, iso_time(now))
+            changes = [CatalogueChange("listing", "deleted", listing_id, entries)]
             db.execute("DELETE FROM listing_views WHERE listing_id = %s", (listing_id,))
-            self._bump_generation(db, changes)
+            _record_history(db, self._bump_generation(db, changes), history_rows(entries, row[0]))
         return self._notify(changes)
 
     def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
@@ -162,6 +185,16 @@ class PostgresWrites(PostgresCatalogueBase):
                 "SELECT listing_id, rank, views, last_view FROM listing_views WHERE touched_at >= %s", (since,)
             ).fetchall()
         return float(row[0]), [(str(r[0]), float(r[1]), int(r[2]), float(r[3])) for r in found]
+
+
+def _record_history(db: psycopg.Connection[Any], generation: int, rows: list[HistoryRow]) -> None:
+    """Stores a write's history under the generation it raised: the replicas' copies read it back by generation
+    (an import of a whole catalogue records an entry a listing: ``COPY``, not a statement each)."""
+    if not rows:
+        return
+    with db.cursor() as cursor, cursor.copy(_COPY_HISTORY) as copy:
+        for row in rows:
+            copy.write_row((generation, *row))
 
 
 def combined_rank(ranks: Iterable[float]) -> float:

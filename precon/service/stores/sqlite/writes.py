@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +26,7 @@ from precon.schema import (
 from precon.service.search.plans import delete_plan_rows
 from precon.service.search.text import searchable_text
 from precon.service.stores.derived import complete_listing
-from precon.service.stores.history import history_rows, iso_time, listing_changes
+from precon.service.stores.history import HistoryRow, history_rows, iso_time, listing_changes
 from precon.service.stores.records import (
     ListingIndexRows,
     _geo_point,
@@ -47,10 +47,12 @@ from precon.service.stores.sqlite.catalogue import (
     SQLiteCatalogueBase,
     _schema,
 )
+from precon.service.stores.sqlite.history import INSERT_HISTORY
 from precon.service.stores.types import (
     TRENDING_DECAY_PER_S,
     TRENDING_EPOCH_S,
     CatalogueChange,
+    before_wanted,
     notify_listeners,
 )
 
@@ -68,10 +70,6 @@ _INSERT_LISTING = (
 _INSERT_LISTING_FTS = (
     f"INSERT INTO listing_fts(rowid, {', '.join(SEARCHABLE_LISTING_FIELDS)}) "
     f"VALUES (?{', ?' * len(SEARCHABLE_LISTING_FIELDS)})"
-)
-_INSERT_HISTORY = (
-    "INSERT INTO listing_history(at, listing_id, province, scope, plan, unit, field, change, from_value, to_value) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_PROFILE_FTS = (
     f"INSERT INTO profile_fts(rowid, {', '.join(SEARCHABLE_PROFILE_FIELDS)}) "
@@ -93,6 +91,8 @@ class _ListingBatch(ListingIndexRows):
     """The stored (rowid, document) of each listing id met, as this batch leaves it."""
     history: list[tuple[Any, ...]] = field(default_factory=list)
     """The rows of ``listing_history``: what the batch changed in each listing."""
+    keep_before: bool = False
+    """Whether each change carries the document it replaced (:attr:`CatalogueChange.before`)."""
 
 
 class SQLiteWrites(SQLiteCatalogueBase):
@@ -120,14 +120,16 @@ class SQLiteWrites(SQLiteCatalogueBase):
                 self._bump_generation(db)
             db.execute("ANALYZE")
 
-    def upsert_listings(self, records: Iterable[dict[str, Any]], as_stored: bool = False) -> list[CatalogueChange]:
+    def upsert_listings(
+        self, records: Iterable[dict[str, Any]], as_stored: bool = False, at: float | None = None
+    ) -> list[CatalogueChange]:
         """``as_stored``: the records are documents another store completed (a replica's copy of PostgreSQL's),
-        stored as they are."""
+        stored as they are. ``at``: the time of the write (a simulated one's), now when None."""
         changes: list[CatalogueChange] = []
         records = _last_of_each(records, listing_key)
-        now = None if as_stored else time.time()
+        now = None if as_stored else (time.time() if at is None else at)
         with self._transaction() as db:
-            batch = _ListingBatch()
+            batch = _ListingBatch(keep_before=before_wanted(self.listeners))
             for record in records:
                 changes.append(self._add_listing(db, record, batch, now))
             self._insert_listing_rows(db, batch)
@@ -178,7 +180,8 @@ class SQLiteWrites(SQLiteCatalogueBase):
         if lat is not None and lng is not None:
             batch.geo_rows.append((rowid, lat, lat, lng, lng))
         batch.province_pairs.update(province_pairs(record))
-        return CatalogueChange("listing", "updated" if row else "created", listing_id, changed)
+        before = row[1] if row is not None and batch.keep_before else None
+        return CatalogueChange("listing", "updated" if row else "created", listing_id, changed, before)
 
     @staticmethod
     def _insert_listing_rows(db: sqlite3.Connection, batch: _ListingBatch) -> None:
@@ -191,7 +194,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
         db.executemany("INSERT INTO listing_plan_values VALUES (?, ?, ?, ?, ?, ?)", batch.plan_values)
         db.executemany("INSERT INTO listing_plan_units VALUES (?, ?, ?, ?, ?, ?)", batch.plan_units)
         db.executemany("INSERT INTO plan_ids VALUES (?, ?)", sorted(batch.plan_ids))
-        db.executemany(_INSERT_HISTORY, batch.history)
+        db.executemany(INSERT_HISTORY, batch.history)
         db.executemany(
             "INSERT OR IGNORE INTO labels VALUES (?, ?, ?)",
             [(a, t, lbl) for (a, t), lbl in batch.labels.items()],
@@ -212,7 +215,11 @@ class SQLiteWrites(SQLiteCatalogueBase):
     def _notify(self, changes: list[CatalogueChange]) -> list[CatalogueChange]:
         return notify_listeners(self.listeners, changes)
 
-    def delete_listing(self, listing_id: str) -> list[CatalogueChange]:
+    def delete_listing(
+        self, listing_id: str, at: float | None = None, as_stored: bool = False
+    ) -> list[CatalogueChange]:
+        """``as_stored``: another store's delete, applied to a replica's copy of it (whose history is the other
+        store's, copied: none is recorded here)."""
         with self._transaction() as db:
             row = db.execute(_SELECT_LISTING_DOC, (listing_id,)).fetchone()
             if row is None:
@@ -220,13 +227,14 @@ class SQLiteWrites(SQLiteCatalogueBase):
             old = decode_document(row[1])
             touched = reference_keys(old)
             self._delete_listing_rows(db, row[0])
-            if self._recording:
-                gone = listing_changes(old, None, iso_time(time.time()))
-                db.executemany(_INSERT_HISTORY, history_rows(gone, province_of(old.get("state"))))
+            if self._recording and not as_stored:
+                gone = listing_changes(old, None, iso_time(time.time() if at is None else at))
+                db.executemany(INSERT_HISTORY, history_rows(gone, province_of(old.get("state"))))
             db.execute("DELETE FROM listing_views WHERE listing_id = ?", (listing_id,))
             self._refresh_profile_provinces(db, touched)
             self._bump_generation(db)
-        return self._notify([CatalogueChange("listing", "deleted", listing_id)])
+        before = row[1] if before_wanted(self.listeners) else None
+        return self._notify([CatalogueChange("listing", "deleted", listing_id, before=before)])
 
     def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]:
         changes = []
@@ -333,11 +341,13 @@ class SQLiteWrites(SQLiteCatalogueBase):
         generation: int,
         listings: dict[str, dict[str, Any] | None],
         profiles: dict[str, dict[str, Any] | None],
+        history: Iterable[Sequence[HistoryRow]] = (),
     ) -> bool:
         """Makes this copy of ``source`` hold its catalogue at ``generation``, given what changed since the
-        generation it holds (the documents by key, None for a record deleted), in one transaction that records the
-        position reached: a process killed meanwhile leaves the copy as it was. Answers False when the copy already
-        stood there (another process applied it)."""
+        generation it holds (the documents by key, None for a record deleted) and the history the source recorded
+        meanwhile (pages of rows, in its order), in one transaction that records the position reached: a process
+        killed meanwhile leaves the copy as it was. Answers False when the copy already stood there (another
+        process applied it). The copy records no history of its own: the source's is the history."""
         with self._transaction():
             position = self.copy_position()  # read in the transaction: another process may have applied it
             if position is None or position[0] != source:
@@ -346,7 +356,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
                 return False
             for listing_id, document in listings.items():
                 if document is None:
-                    self.delete_listing(listing_id)
+                    self.delete_listing(listing_id, as_stored=True)
             for path, document in profiles.items():
                 if document is None:
                     self.delete_profile(path)
@@ -354,8 +364,15 @@ class SQLiteWrites(SQLiteCatalogueBase):
                 self.upsert_profiles(written_profiles)
             if written_listings := [document for document in listings.values() if document is not None]:
                 self.upsert_listings(written_listings, as_stored=True)
+            for rows in history:
+                self.copy_history(rows)
             self.mark_copy(source, generation)
         return True
+
+    def copy_history(self, rows: Sequence[HistoryRow]) -> None:
+        """Adds history rows another store recorded (a replica's copy of PostgreSQL's), after those held."""
+        with self._transaction() as db:
+            db.executemany(INSERT_HISTORY, rows)
 
     def mark_copy(self, source: str, generation: int) -> None:
         """Records that this file holds ``source``'s catalogue at ``generation`` (in the current transaction)."""
