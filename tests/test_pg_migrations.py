@@ -15,8 +15,9 @@ pg_cluster = pg_support.pg_cluster
 pg_empty_database = pg_support.pg_empty_database
 
 EXTENSIONS = {"unaccent", "pg_trgm", "cube", "earthdistance"}
-HEAD = "0007"
-"""The newest revision: 0001 the catalogue, 0002 the accounts and webhooks, 0003 the webhook idempotency keys."""
+HEAD = "0008"
+"""The newest revision: 0001 the catalogue, 0002 the accounts and webhooks, 0003 the webhook idempotency keys, ...,
+0007 the listing history, 0008 the selections of filtered webhook subscriptions."""
 
 
 def test_the_cluster_runs_postgresql_15(pg_empty_database: str) -> None:

@@ -104,6 +104,41 @@ class SubscriptionLimitReached(ApiError, ValueError):
 
 
 @dataclass(frozen=True)
+class Selection:
+    """What a subscription to listing events hears of, beyond its event (contract.md, "Filtered subscriptions"):
+    listings matching ``filter_query`` and ``unit_filter`` (the search grammars, as given) before or after a write,
+    and changes to ``fields``. Empty, it hears of everything, as subscriptions always did."""
+
+    filter_query: str | None = None
+    unit_filter: str | None = None
+    fields: tuple[str, ...] | None = None
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.filter_query or self.unit_filter)
+
+    def __bool__(self) -> bool:
+        return self.filtered or self.fields is not None
+
+    def stored(self) -> tuple[str | None, str | None, str | None]:
+        """The three columns that keep it (``fields`` as a JSON array)."""
+        fields = None if self.fields is None else orjson.dumps(list(self.fields)).decode()
+        return self.filter_query, self.unit_filter, fields
+
+    @classmethod
+    def of_columns(cls, filter_query: str | None, unit_filter: str | None, fields: str | None) -> Selection:
+        return cls(filter_query, unit_filter, None if fields is None else tuple(orjson.loads(fields)))
+
+    def public(self) -> dict[str, Any]:
+        """Only what is set: a subscription without a selection is shown as it always was."""
+        shown: dict[str, Any] = {"filterQuery": self.filter_query, "unitFilter": self.unit_filter}
+        shown = {name: value for name, value in shown.items() if value}
+        if self.fields is not None:
+            shown["fields"] = list(self.fields)
+        return shown
+
+
+@dataclass(frozen=True)
 class Subscription:
     id: str
     key_id: int
@@ -112,11 +147,15 @@ class Subscription:
     target_url: str
     secret: str
     created_at: str
+    selection: Selection = Selection()
 
     @classmethod
-    def new(cls, key_id: int, env: str, event: str, target_url: str) -> Subscription:
+    def new(
+        cls, key_id: int, env: str, event: str, target_url: str, selection: Selection | None = None
+    ) -> Subscription:
         """A subscription not yet stored: its id, secret and creation time made here."""
-        return cls("wh_" + uuid.uuid4().hex[:20], key_id, env, event, target_url, new_secret(), now_iso())
+        made = ("wh_" + uuid.uuid4().hex[:20], key_id, env, event, target_url, new_secret(), now_iso())
+        return cls(*made, selection or Selection())
 
     def public(self, with_secret: bool = False) -> dict[str, Any]:
         body = {
@@ -125,6 +164,7 @@ class Subscription:
             "targetUrl": self.target_url,
             "event": self.event,
             "createdAt": self.created_at,
+            **self.selection.public(),
         }
         if with_secret:
             body["secret"] = self.secret
@@ -234,10 +274,21 @@ class Outbox(Protocol):
     delivery to one; otherwise one process of the machine sends: see :attr:`DeliveryWorker.exclusive`)."""
 
     def subscribe(
-        self, key_id: int, env: str, event: str, target_url: str, limit: int = MAX_SUBSCRIPTIONS_PER_KEY
+        self,
+        key_id: int,
+        env: str,
+        event: str,
+        target_url: str,
+        limit: int = MAX_SUBSCRIPTIONS_PER_KEY,
+        selection: Selection | None = None,
     ) -> Subscription:
         """A new subscription of the key; :class:`SubscriptionLimitReached` if it already holds ``limit``, however
         many are created at the same time."""
+        ...
+
+    def filtering(self, env: str) -> bool:
+        """Whether a subscription in ``env`` has a filter: only then need a write keep its listings' earlier
+        documents (:attr:`~precon.service.stores.types.CatalogueChange.before`)."""
         ...
 
     def subscriptions(

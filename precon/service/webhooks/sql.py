@@ -26,6 +26,7 @@ from precon.service.webhooks.model import (
     Event,
     IdempotencyKey,
     RetrySchedule,
+    Selection,
     StoredAnswer,
     Subscription,
     SubscriptionLimitReached,
@@ -40,6 +41,8 @@ from precon.service.webhooks.model import (
 
 TABLES = ("subscriptions", "events", "deliveries", "attempts", "idempotency_keys")
 SUBSCRIPTION_FILTERS = ("key_id", "event", "env")
+SUBSCRIPTION_COLUMNS = "id, key_id, env, event, target_url, secret, created_at, filter_query, unit_filter, fields"
+"""A subscription's row: :class:`~precon.service.webhooks.model.Subscription`'s fields, its selection in three."""
 DELIVERY_FILTERS = ("d.subscription_id", "d.id")
 DELIVERY_COLUMNS = (
     "d.id, d.event_id, e.type, e.env, d.subscription_id, d.target_url, d.status, d.attempts, "
@@ -71,12 +74,16 @@ class OutboxStatements:
             return dialect.sql(template, **names)
 
         self.subscribe = sql(
-            "INSERT INTO {subscriptions} SELECT ?, ?, ?, ?, ?, ?, ? "
+            f"INSERT INTO {{subscriptions}}({SUBSCRIPTION_COLUMNS}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
             "WHERE (SELECT count(*) FROM {subscriptions} WHERE key_id = ?) < ?"
+        )
+        self.filtering = sql(
+            "SELECT 1 FROM {subscriptions} WHERE env = ? AND (filter_query IS NOT NULL OR unit_filter IS NOT NULL) "
+            "LIMIT 1"
         )
         self.subscriptions = {
             chosen: sql(
-                "SELECT id, key_id, env, event, target_url, secret, created_at FROM {subscriptions}"
+                f"SELECT {SUBSCRIPTION_COLUMNS} FROM {{subscriptions}}"
                 + (" WHERE " + _where(chosen) if chosen else "")
                 + " ORDER BY created_at, id"
             )
@@ -177,17 +184,23 @@ class SqlOutbox(SqlStore):
     # -- subscriptions ---------------------------------------------------------------------------------------
 
     def subscribe(
-        self, key_id: int, env: str, event: str, target_url: str, limit: int = MAX_SUBSCRIPTIONS_PER_KEY
+        self,
+        key_id: int,
+        env: str,
+        event: str,
+        target_url: str,
+        limit: int = MAX_SUBSCRIPTIONS_PER_KEY,
+        selection: Selection | None = None,
     ) -> Subscription:
         """A new subscription of the key; :class:`SubscriptionLimitReached` if it already holds ``limit``.
 
         The count and the insert are one statement, in a transaction that creates of the same key on any thread,
         process or replica wait for: they count one another and cannot take a key past the limit.
         """
-        s = Subscription.new(key_id, env, event, target_url)
+        s = Subscription.new(key_id, env, event, target_url, selection)
         with self._transaction() as db:
             self._lock_subscriptions(db, key_id)
-            row = (s.id, key_id, env, event, target_url, s.secret, s.created_at, key_id, limit)
+            row = (s.id, key_id, env, event, target_url, s.secret, s.created_at, *s.selection.stored(), key_id, limit)
             inserted = db.execute(self.statements.subscribe, row).rowcount
         if inserted != 1:
             raise SubscriptionLimitReached(limit)
@@ -199,7 +212,10 @@ class SqlOutbox(SqlStore):
         given = {"key_id": key_id, "event": event, "env": env}
         chosen = tuple(column for column, value in given.items() if value is not None)
         rows = self._rows(self.statements.subscriptions[chosen], [given[column] for column in chosen])
-        return [Subscription(*row) for row in rows]
+        return [Subscription(*row[:7], Selection.of_columns(*row[7:])) for row in rows]
+
+    def filtering(self, env: str) -> bool:
+        return bool(self._rows(self.statements.filtering, (env,)))
 
     def unsubscribe(self, key_id: int, subscription_id: str) -> bool:
         """Removes a subscription; its deliveries still waiting are cancelled (the log keeps them)."""

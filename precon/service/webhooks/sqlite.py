@@ -17,6 +17,8 @@ from precon.service.sqlite_files import Connections
 from precon.service.webhooks.model import CLAIM_LEASE_S, CLAIMANT, Due, IdempotencyKey
 from precon.service.webhooks.sql import OutboxStatements, SqlOutbox
 
+SELECTION_COLUMNS = ("filter_query", "unit_filter", "fields")
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS subscriptions(
   id TEXT PRIMARY KEY,
@@ -25,7 +27,10 @@ CREATE TABLE IF NOT EXISTS subscriptions(
   event TEXT NOT NULL,
   target_url TEXT NOT NULL,
   secret TEXT NOT NULL,
-  created_at TEXT NOT NULL);
+  created_at TEXT NOT NULL,
+  filter_query TEXT,
+  unit_filter TEXT,
+  fields TEXT);
 CREATE INDEX IF NOT EXISTS subscriptions_by_key ON subscriptions(key_id, created_at);
 CREATE INDEX IF NOT EXISTS subscriptions_by_event ON subscriptions(event, env);
 CREATE TABLE IF NOT EXISTS events(
@@ -86,6 +91,10 @@ class WebhookStore(SQLiteFileStore, SqlOutbox):
         columns = {row[1] for row in db.execute("PRAGMA table_info(deliveries)")}
         if "claimed_by" not in columns:  # an outbox written before claims were recorded
             db.execute("ALTER TABLE deliveries ADD COLUMN claimed_by TEXT")
+        columns = {row[1] for row in db.execute("PRAGMA table_info(subscriptions)")}
+        for column in SELECTION_COLUMNS:  # an outbox written before subscriptions were filtered
+            if column not in columns:
+                db.execute(f"ALTER TABLE subscriptions ADD COLUMN {column} TEXT")
 
     def _lock_subscriptions(self, db: Connection, key_id: int) -> None:
         """Nothing to take: the write transaction holds the whole file from its start (``BEGIN IMMEDIATE``)."""
