@@ -13,6 +13,7 @@ from precon.service.stores.records import province_of
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import CatalogueChange
 from precon.service.webhooks.model import Event, Outbox, Subscription
+from precon.service.webhooks.selection import MATCHED, Write, selected_events
 
 if TYPE_CHECKING:
     from precon.service.stores.postgres.store import PostgresCatalogueStore
@@ -104,6 +105,11 @@ class CatalogueNotifier:
         allowed = self._allowing(province)
         return [s for s in chosen if s.key_id in allowed]
 
+    def wants_before(self) -> bool:
+        """Whether a write should keep the documents it replaces for this notifier: only while a subscription in
+        its env has a filter (see :mod:`precon.service.webhooks.selection`)."""
+        return self.webhooks.filtering(self.env)
+
     def _events(self, change: CatalogueChange) -> list[Event]:
         event_type = f"{change.kind}.{change.action}"
         if change.kind == "profile":
@@ -111,13 +117,23 @@ class CatalogueNotifier:
         record = self.store.get_listings([change.key], None).get(change.key)
         province = province_of(record.get("state")) if record else None
         subscribers = self._subscribers(event_type, province if change.action != "deleted" else None)
-        if not subscribers:
+        matched = self._subscribers(MATCHED, province) if record is not None else []
+        if not subscribers and not matched:
             return []
         listing = record if record is not None else {"listingId": change.key, "path": f"Listings/{change.key}"}
         data: dict[str, Any] = {"listing": {**listing, "objectID": change.key}}
         if change.action == "updated" and change.entries is not None:
             data["changes"] = change.entries
-        return [Event(event_type, self.env, data, subscribers)]
+        plain = [s for s in subscribers if not s.selection]
+        events = [Event(event_type, self.env, data, plain)] if plain else []
+        selective = [s for s in subscribers if s.selection] + matched
+        if selective:
+            write = Write.of(change, record)
+            if record is None and write.before is not None and self.env != "sandbox":  # where it stood
+                allowed = self._allowing(province_of(write.before.get("state")))
+                selective = [s for s in selective if s.key_id in allowed]
+            events += selected_events(write, event_type, self.env, data, selective)
+        return events
 
     # -- profiles --------------------------------------------------------------------------------------------
 
