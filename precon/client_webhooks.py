@@ -3,7 +3,7 @@ service only) the delivery log, replay and send-now."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
@@ -45,10 +45,20 @@ class WebhookOperations:
         event: str,
         env: Literal["live", "sandbox"] = "live",
         *,
+        filter_query: str | None = None,
+        unit_filter: str | None = None,
+        fields: Sequence[str] | None = None,
         version: str | None = None,
         province: str | None = None,
     ) -> WebhookSubscription:
-        body = {"env": env, "targetUrl": target_url, "event": event}
+        """A subscription; with ``filter_query``, ``unit_filter`` or ``fields`` (listing events, this project's
+        service only) it hears only of the listings matching the filters before or after a change, and of changes
+        to those fields (``listing.matched``: a listing coming to match)."""
+        body: dict[str, Any] = {"env": env, "targetUrl": target_url, "event": event}
+        selection = {"filterQuery": filter_query, "unitFilter": unit_filter, "fields": fields}
+        body.update(
+            {name: list(value) if name == "fields" else value for name, value in selection.items() if value is not None}
+        )
         data, meta = self.call("POST", "webhooks", body=body, version=version, province=province)
         return self._parse(WebhookSubscription, data, meta)
 

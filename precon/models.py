@@ -58,6 +58,7 @@ WEBHOOK_EVENTS: tuple[str, ...] = (
     "listing.created",
     "listing.updated",
     "listing.deleted",
+    "listing.matched",
     "profile.created",
     "profile.updated",
     "profile.deleted",
@@ -508,6 +509,11 @@ class WebhookSubscription(Record):
     event: str
     createdAt: Timestamp = None
     secret: str | None = None
+    filterQuery: str | None = None
+    """(ours) Only listings matching this filter before or after a change; None: every listing."""
+    unitFilter: str | None = None
+    fields: list[str] | None = None
+    """(ours) Only changes to these fields; None: every change."""
 
 
 class DeliveryAttempt(Record):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import typing
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from enum import Enum
@@ -70,6 +71,7 @@ from precon.service.errors import bad_request
 from precon.service.search.text import TextQuery
 from precon.service.stores.history import iso_time
 from precon.service.stores.types import MAX_FACET_VALUES, GeoCircle, HistoryQuery, ListingQuery, ProfileQuery
+from precon.service.webhooks.model import Selection
 
 if typing.TYPE_CHECKING:
     from precon.service.api.calls import Call
@@ -327,21 +329,60 @@ def history_query(call: Call[ListingRequest], listing_id: str | None) -> History
     asked = call.params
     page, per_page = asked.page_and_size()
     fields = tuple(names(asked.fields))
-    unknown = [name for name in fields if name not in HISTORY_FIELDS]
-    if unknown:
-        raise bad_request(f"fields: {unknown[0]!r} is not a field of a listing, a floor plan or a unit")
+    known_fields(fields)
     scopes: tuple[str, ...] = (asked.scope.value,) if asked.scope is not None else ()
     if not is_visible(call.version, "floorPlans"):
         if scopes and scopes != ("listing",):
             raise bad_request(f"scope: {call.version} has no floor plans; use scope=listing")
         scopes = ("listing",)
-        hidden = [name for name in fields if not is_visible(call.version, name)]
-        if hidden:
-            raise bad_request(f"fields: {hidden[0]!r} is not an attribute of a {call.version} listing")
+        shown_fields(call.version, fields)
         if not fields:  # every field it shows, and the listing's creation and deletion
             shown = tuple(name for name in LISTING_FIELDS if is_visible(call.version, name))
             return HistoryQuery(listing_id, scopes, shown, page * per_page, per_page, records=True)
     return HistoryQuery(listing_id, scopes, fields, page * per_page, per_page)
+
+
+def known_fields(fields: Sequence[str]) -> None:
+    """A 400 naming the first of ``fields`` that is no field of a listing, a floor plan or a unit."""
+    unknown = [name for name in fields if name not in HISTORY_FIELDS]
+    if unknown:
+        raise bad_request(f"fields: {unknown[0]!r} is not a field of a listing, a floor plan or a unit")
+
+
+def shown_fields(version: str, fields: Sequence[str]) -> None:
+    """A 400 naming the first of ``fields`` that ``version`` does not show (under ``v1-lite``, a plan's or a unit's
+    fields too: it shows no floor plans)."""
+    hidden = [name for name in fields if not is_visible(version, name)]
+    if hidden:
+        raise bad_request(f"fields: {hidden[0]!r} is not an attribute of a {version} listing")
+
+
+def webhook_selection(
+    version: str, event: str, filter_query: str | None, units: str | None, fields: Sequence[str] | None
+) -> Selection:
+    """What a new subscription hears of (its filters checked and scoped as a search's under ``version``, its
+    ``fields`` as ``changes`` checks them): a 400 names the parameter and what is wrong."""
+    listing_filter(version, filter_query)
+    unit_filter(units, version)
+    chosen = None
+    if fields is not None:
+        chosen = tuple(dict.fromkeys(fields))
+        if not chosen:
+            raise bad_request("fields: name at least one field, or leave fields out to hear of every change")
+        if len(fields) > len(HISTORY_FIELDS):
+            raise bad_request(
+                f"fields: {len(fields)} names given; at most {len(HISTORY_FIELDS)} (the fields of a listing, a "
+                "floor plan and a unit), each once"
+            )
+        known_fields(chosen)
+        shown_fields(version, chosen)
+    given = [text if (text or "").strip() else None for text in (filter_query, units)]
+    selection = Selection(given[0], given[1], chosen)
+    if selection and not event.startswith("listing."):
+        raise bad_request(f"filterQuery, unitFilter and fields select listings: {event} takes none of them")
+    if event == "listing.matched" and not selection.filtered:
+        raise bad_request("listing.matched needs filterQuery or unitFilter: it fires when a listing comes to match")
+    return selection
 
 
 def changes_query(call: Call[ListingRequest]) -> HistoryQuery:

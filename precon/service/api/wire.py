@@ -221,6 +221,9 @@ class Subscription(Wire):
     targetUrl: str
     event: str
     createdAt: str
+    filterQuery: str | None = Field(None, description="(ours) Present when the subscription has one")
+    unitFilter: str | None = Field(None, description="(ours) Present when the subscription has one")
+    fields: list[str] | None = Field(None, description="(ours) Present when the subscription has them")
 
 
 class NewSubscription(Subscription):

@@ -18,7 +18,13 @@ from precon.service.api.calls import Call
 from precon.service.api.operations import NOT_FOUND, operation
 from precon.service.api.parameters import Collection
 from precon.service.api.pipeline import calls_of
-from precon.service.api.requests import DELETE_WEBHOOK, WEBHOOK_DELIVERIES, WEBHOOKS, WebhookRequest
+from precon.service.api.requests import (
+    DELETE_WEBHOOK,
+    WEBHOOK_DELIVERIES,
+    WEBHOOKS,
+    WebhookRequest,
+    webhook_selection,
+)
 from precon.service.api.responses import answer, encode, envelope
 from precon.service.api.shaping import profile_object
 from precon.service.errors import bad_request, not_found
@@ -83,6 +89,19 @@ class NewSubscriptionBody(BaseModel):
     env: Literal["live", "sandbox"] = Field(description="Which catalogue's events: `live` or `sandbox`")
     targetUrl: str = Field(max_length=MAX_URL_LENGTH, description="An https URL at a public address")
     event: WebhookEvent
+    filterQuery: Text | None = Field(
+        None,
+        description="(ours) Only listings that match this filter (the search grammar) before or after the change; "
+        "listing events only",
+    )
+    unitFilter: Text | None = Field(
+        None, description="(ours) Only listings with a floor plan (and unit) that matches, before or after the change"
+    )
+    fields: list[Text] | None = Field(
+        None,
+        description="(ours) Only changes to these fields of a listing, a floor plan or a unit (`startPrice`, "
+        "`status`, `price` ...); deliveries carry only their entries in `data.changes`",
+    )
 
     model_config = {
         "json_schema_extra": {
@@ -182,7 +201,8 @@ async def create_subscription(
         target = await policy.check_url_async(body.targetUrl)
     except TargetRefused as refused:
         raise bad_request(target_refusal(body.targetUrl, refused, policy)) from None
-    subscription = webhooks.subscribe(call.key.key_id, body.env, body.event.value, target)
+    selection = webhook_selection(call.version, body.event.value, body.filterQuery, body.unitFilter, body.fields)
+    subscription = webhooks.subscribe(call.key.key_id, body.env, body.event.value, target, selection=selection)
     return answer(call.request, subscription.public(with_secret=True), NO_STORE)
 
 
