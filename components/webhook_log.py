@@ -113,10 +113,21 @@ def subscriptions_frame(subscriptions: list[WebhookSubscription]) -> pd.DataFram
             "env": ENV_LABELS.get(s.env, s.env),
             "target": s.targetUrl,
             "created": when(s.createdAt),
+            "only": selection_text(s),
         }
         for s in subscriptions
     ]
-    return pd.DataFrame(rows, columns=["id", "event", "env", "created", "target"])
+    return pd.DataFrame(rows, columns=["id", "event", "env", "created", "target", "only"])
+
+
+def selection_text(subscription: WebhookSubscription) -> str:
+    """What a filtered subscription hears of, in one cell (empty for one that hears of everything)."""
+    parts = [
+        f"filter {subscription.filterQuery}" if subscription.filterQuery else "",
+        f"units {subscription.unitFilter}" if subscription.unitFilter else "",
+        f"fields {', '.join(subscription.fields)}" if subscription.fields else "",
+    ]
+    return " · ".join(part for part in parts if part)
 
 
 def next_attempt(delivery: WebhookDelivery, now: datetime | None = None) -> str:

@@ -273,6 +273,7 @@ def render_subscriptions(subscriptions: list[WebhookSubscription]) -> None:
             "env": st.column_config.TextColumn("Env"),
             "created": st.column_config.TextColumn("Created"),
             "target": st.column_config.TextColumn("Target URL", width="large"),
+            "only": st.column_config.TextColumn("Only", help="A filtered subscription's filters and fields"),
         },
         key="wh_subscriptions_table",
     )
