@@ -55,6 +55,8 @@ def _changes(listing_id: str, at: str, old: Mapping[str, Any] | None, new: Mappi
     old_plans, new_plans = _keyed(old.get("floorPlans"), "id"), _keyed(new.get("floorPlans"), "id")
     for plan_key in _union(old_plans, new_plans):
         before_plan, after_plan = old_plans.get(plan_key), new_plans.get(plan_key)
+        if before_plan is after_plan or (before_plan == after_plan and _same_types(before_plan, after_plan)):
+            continue  # most plans of a write are unchanged: compared whole, in C, before field by field
         if before_plan is None or after_plan is None:
             yield entry("floorPlan", plan_key, None, None, "created" if before_plan is None else "deleted")
             continue
@@ -64,6 +66,8 @@ def _changes(listing_id: str, at: str, old: Mapping[str, Any] | None, new: Mappi
         new_units = _keyed(after_plan.get("units"), "unitNumber")
         for unit_key in _union(old_units, new_units):
             before_unit, after_unit = old_units.get(unit_key), new_units.get(unit_key)
+            if before_unit is after_unit or (before_unit == after_unit and _same_types(before_unit, after_unit)):
+                continue
             if before_unit is None or after_unit is None:
                 yield entry("unit", plan_key, unit_key, None, "created" if before_unit is None else "deleted")
                 continue
@@ -82,11 +86,26 @@ def _fields(old: Mapping[str, Any], new: Mapping[str, Any], scope: Scope) -> Ite
             yield field, before, after
 
 
+def _same_types(old: Any, new: Any) -> bool:
+    """Whether two equal values are alike in their booleans too (``True == 1``, yet a change): compared field by
+    field only where a boolean and a number might meet."""
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        return all(_same_types(value, new.get(key)) for key, value in old.items() if isinstance(value, bool | int))
+    return isinstance(old, bool) == isinstance(new, bool)
+
+
 def _keyed(items: Any, key: str) -> dict[str, Mapping[str, Any]]:
     """The records of a list by their ``key`` (their position where they lack one), in order."""
-    found: dict[str, Mapping[str, Any]] = {}
     if isinstance(items, Mapping):
         items = [items]
+    if isinstance(items, list):
+        try:  # the usual list: records each with a key of its own
+            found: dict[str, Mapping[str, Any]] = {item[key]: item for item in items}
+            if len(found) == len(items) and all(type(name) is str and name for name in found):
+                return found
+        except (TypeError, KeyError):
+            pass
+    found = {}
     for position, item in enumerate(items if isinstance(items, list) else ()):
         if isinstance(item, Mapping):
             name = item.get(key)

@@ -19,7 +19,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import orjson
 
 from precon.filters import Expr
 from precon.schema import SEARCHABLE_PROFILE_WEIGHTS
@@ -28,7 +27,6 @@ from precon.service.search.facets import facet_for
 from precon.service.search.plans import PlanIndex
 from precon.service.search.sql_filter import FILTER_KEYS
 from precon.service.search.text import TextQuery, TypoIndex
-from precon.service.stores.history import entry_of
 from precon.service.stores.records import (
     BOX_MARGIN_DEG,
     _bounding_box,
@@ -44,8 +42,6 @@ from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
 from precon.service.stores.sqlite.sql_search import bm25_join, search_listings_sql
 from precon.service.stores.types import (
     GeoCircle,
-    HistoryPage,
-    HistoryQuery,
     ListingQuery,
     ProfileQuery,
     SearchHits,
@@ -379,24 +375,6 @@ class SQLiteReads(SQLiteCatalogueBase):
             params.append(province)
         return {listing_id: decode_document(blob) for listing_id, blob in db.execute(sql, params)}
 
-    def listing_history(self, query: HistoryQuery) -> HistoryPage:
-        """A page of history entries, newest first, and the provinces the listing stood in."""
-        where, params = _history_where(query)
-        with self._reading() as db:
-            total = db.execute(f"SELECT count(*) FROM listing_history WHERE {where}", params).fetchone()[0]
-            rows = db.execute(
-                "SELECT at, listing_id, province, scope, plan, unit, field, change, from_value, to_value "
-                f"FROM listing_history WHERE {where} ORDER BY seq DESC LIMIT ? OFFSET ?",
-                [*params, query.limit, query.offset],
-            ).fetchall()
-            provinces: set[str | None] = set()
-            if query.listing_id is not None:
-                held = db.execute(
-                    "SELECT DISTINCT province FROM listing_history WHERE listing_id = ?", [query.listing_id]
-                )
-                provinces = {row[0] for row in held}
-        return HistoryPage(total, [entry_of(row) for row in rows], provinces)
-
     def matching_listing_ids(self, query: ListingQuery) -> list[str]:
         """The ids of every listing the query matches now (a changes feed keeps their entries)."""
         index = None
@@ -571,28 +549,3 @@ def _first_in_order(matched: IntArray, primary: FloatArray, rank: IntArray, coun
             matched, primary, rank = matched[kept], primary[kept], rank[kept]
     ordered: IntArray = matched[np.lexsort((rank, primary))]
     return ordered
-
-
-def _history_where(query: HistoryQuery) -> tuple[str, list[Any]]:
-    """The WHERE clause (and its parameters) of the history entries a query asks for."""
-    clauses, params = ["1"], []
-    if query.listing_id is not None:
-        clauses.append("listing_id = ?")
-        params.append(query.listing_id)
-    if query.scopes:
-        clauses.append(f"scope IN ({', '.join('?' * len(query.scopes))})")
-        params += query.scopes
-    if query.fields:
-        named = f"field IN ({', '.join('?' * len(query.fields))})"
-        clauses.append(f"({named} OR field IS NULL)" if query.records else named)
-        params += query.fields
-    for value, test in ((query.since, "at >= ?"), (query.until, "at <= ?")):
-        if value is not None:
-            clauses.append(test)
-            params.append(value)
-    sets = ((query.changes or None, "change"), (query.listing_ids, "listing_id"), (query.provinces, "province"))
-    for values, column in sets:
-        if values is not None:  # a list of any length, as one parameter
-            clauses.append(f"{column} IN (SELECT value FROM json_each(?))")
-            params.append(orjson.dumps(list(values)).decode())
-    return " AND ".join(clauses), params

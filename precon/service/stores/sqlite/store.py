@@ -37,6 +37,7 @@ from precon.service.stores.sqlite.catalogue import (
     _prepare_connection,
     _schema,
 )
+from precon.service.stores.sqlite.history import SQLiteHistory
 from precon.service.stores.sqlite.reads import SQLiteReads
 from precon.service.stores.sqlite.writes import SQLiteWrites
 from precon.service.stores.types import (
@@ -66,7 +67,7 @@ __all__ = [
 log = logging.getLogger("precon.store")
 
 
-class SQLiteStore(SQLiteWrites, SQLiteReads):
+class SQLiteStore(SQLiteWrites, SQLiteReads, SQLiteHistory):
     """A catalogue in one SQLite file (WAL): one connection per thread, writes serialised by SQLite.
 
     Listing searches run on the in-memory column index (``engine="columns"``, the default) or on SQL alone

@@ -1,0 +1,82 @@
+"""The SQLite store's history: the entries its writes record (:mod:`.writes`), read back newest first, and what a
+simulation needs of them (the newest change, entries of a simulated past written in bulk)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from precon.service.stores.history import HistoryRow, entry_of
+from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
+from precon.service.stores.types import HistoryPage, HistoryQuery
+
+INSERT_HISTORY = (
+    "INSERT INTO listing_history(at, listing_id, province, scope, plan, unit, field, change, from_value, to_value) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+class SQLiteHistory(SQLiteCatalogueBase):
+    """Reading the catalogue's history, and writing a simulated past's."""
+
+    def listing_history(self, query: HistoryQuery) -> HistoryPage:
+        """A page of history entries, newest first, and the provinces the listing stood in."""
+        where, params = _history_where(query)
+        with self._reading() as db:
+            total = db.execute(f"SELECT count(*) FROM listing_history WHERE {where}", params).fetchone()[0]
+            rows = db.execute(
+                "SELECT at, listing_id, province, scope, plan, unit, field, change, from_value, to_value "
+                f"FROM listing_history WHERE {where} ORDER BY seq DESC LIMIT ? OFFSET ?",
+                [*params, query.limit, query.offset],
+            ).fetchall()
+            provinces: set[str | None] = set()
+            if query.listing_id is not None:
+                held = db.execute(
+                    "SELECT DISTINCT province FROM listing_history WHERE listing_id = ?", [query.listing_id]
+                )
+                provinces = {row[0] for row in held}
+        return HistoryPage(total, [entry_of(row) for row in rows], provinces)
+
+    def newest_change(self) -> str | None:
+        """The time of the catalogue's newest entry (None without history)."""
+        with self._reading() as db:
+            row = db.execute("SELECT at FROM listing_history ORDER BY seq DESC LIMIT 1").fetchone()
+        return None if row is None else str(row[0])
+
+    def listing_ids(self) -> list[str]:
+        """Every stored listing's id, in order."""
+        with self._reading() as db:
+            return [str(row[0]) for row in db.execute("SELECT listing_id FROM listings ORDER BY listing_id")]
+
+    def record_past(self, rows: Iterable[HistoryRow]) -> None:
+        """Writes the entries of a past that was simulated in memory (:func:`precon.service.stores.simulation.
+        simulated_past`), in their order, in one transaction: a new catalogue's history, written with it."""
+        with self._transaction() as db:
+            db.executemany(INSERT_HISTORY, rows)
+
+
+def _history_where(query: HistoryQuery) -> tuple[str, list[Any]]:
+    """The WHERE clause (and its parameters) of the history entries a query asks for."""
+    clauses, params = ["1"], []
+    if query.listing_id is not None:
+        clauses.append("listing_id = ?")
+        params.append(query.listing_id)
+    if query.scopes:
+        clauses.append(f"scope IN ({', '.join('?' * len(query.scopes))})")
+        params += query.scopes
+    if query.fields:
+        named = f"field IN ({', '.join('?' * len(query.fields))})"
+        clauses.append(f"({named} OR field IS NULL)" if query.records else named)
+        params += query.fields
+    for value, test in ((query.since, "at >= ?"), (query.until, "at <= ?")):
+        if value is not None:
+            clauses.append(test)
+            params.append(value)
+    sets = ((query.changes or None, "change"), (query.listing_ids, "listing_id"), (query.provinces, "province"))
+    for values, column in sets:
+        if values is not None:  # a list of any length, as one parameter
+            clauses.append(f"{column} IN (SELECT value FROM json_each(?))")
+            params.append(orjson.dumps(list(values)).decode())
+    return " AND ".join(clauses), params
