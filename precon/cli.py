@@ -345,12 +345,20 @@ def prepare_catalogue(data_dir: Path) -> None:
     settings = ServiceSettings(data_dir=data_dir, dev=True)
     started = time.perf_counter()
     bar: Any = None
+    listings = 0
 
     def progress(what: str, records: int) -> None:
-        nonlocal bar
+        nonlocal bar, listings
         if what == "generated":
-            click.echo(f"Generated {records:,} listings in {time.perf_counter() - started:.1f} s; loading…", err=True)
-            bar = click.progressbar(length=records, label="listings", file=sys.stderr)
+            listings = records
+            click.echo(f"Generated {records:,} listings in {time.perf_counter() - started:.1f} s", err=True)
+        elif what == "history":
+            click.echo(
+                f"Simulated {settings.default_history_days} days of market history ({records:,} changes) by "
+                f"{time.perf_counter() - started:.1f} s; loading…",
+                err=True,
+            )
+            bar = click.progressbar(length=listings, label="listings", file=sys.stderr)
         elif what == "listings" and bar is not None:
             bar.update(records)
 
@@ -409,6 +417,49 @@ def generate_catalogue(
     )
 
 
+@catalogue.command("simulate")
+@click.option("--days", required=True, type=click.IntRange(1, 3650), help="How many days to move forward.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--wait", "wait_s", default=600.0, show_default=True, help="Seconds to wait for an import running.")
+@data_option
+@database_option
+def simulate_catalogue(days: int, seed: int, wait_s: float, data_dir: Path, database_url: str | None) -> None:
+    """Move the catalogue forward in time from its newest change, day by day: releases, sales, launches,
+    sell-outs, stalls and delays, each day one write (so history is recorded and webhooks hear of it)."""
+    from precon.service.stores.exclusive import CatalogueBusy, exclusive
+    from precon.service.stores.simulation import simulate
+    from precon.service.stores.sqlite.store import SQLiteStore
+
+    settings = ServiceSettings(data_dir=data_dir, database_url=database_url)
+    bar = click.progressbar(length=days, label="days", file=sys.stderr)
+
+    def waiting(holder: str) -> None:
+        click.echo(f"waiting for {holder} to finish (at most {wait_s:.0f} s)…", err=True)
+
+    with _database_errors(database_url, "; the days written so far are kept, each whole"):
+        lock = (
+            contextlib.nullcontext()
+            if database_url
+            else exclusive(settings.catalogue_path, "simulate", wait_s, waiting)
+        )
+        try:
+            with lock:
+                store = _open_postgres(database_url) if database_url else SQLiteStore(settings.catalogue_path)
+                try:
+                    with _subscribers(settings, "live") as notify, bar:
+                        notify(store)
+                        report = simulate(store, days, seed, progress=lambda day, written: bar.update(1))
+                finally:
+                    store.close()
+        except CatalogueBusy as busy:
+            raise click.ClickException(f"{busy}; nothing was simulated") from None
+    click.echo(
+        f"simulated {report.first_day} to {report.last_day}: {report.listings_written:,} listing updates in "
+        f"{report.writes} writes, {report.entries:,} history entries, in {report.seconds:.1f} s",
+        err=True,
+    )
+
+
 def _replace_sqlite(target: Path, listings: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> None:
     """The catalogue file replaced whole by one holding these records (written beside it, then renamed)."""
     from precon.service.stores.loading import load
@@ -434,21 +485,25 @@ def _replace_sqlite(target: Path, listings: list[dict[str, Any]], profiles: list
 def import_catalogue(file: Path, sandbox: bool, data_dir: Path, database_url: str | None) -> None:
     """Load listings and profiles from JSON or NDJSON; bad records are reported by line and skipped. Into
     PostgreSQL (--database) the whole import is one transaction."""
+    from precon.service.stores.exclusive import CatalogueBusy, exclusive
     from precon.service.stores.importer import import_file
     from precon.service.stores.sqlite.store import SQLiteStore
 
     settings = ServiceSettings(data_dir=data_dir, database_url=database_url)
     with _database_errors(database_url, "; nothing was imported"):
-        if database_url:
-            store = _open_postgres(database_url, sandbox)
-        else:
-            store = SQLiteStore(settings.sandbox_path if sandbox else settings.catalogue_path)
+        target = settings.sandbox_path if sandbox else settings.catalogue_path
+        lock: Any = contextlib.nullcontext() if database_url else exclusive(target, f"an import of {file.name}")
         try:
-            with _subscribers(settings, "sandbox" if sandbox else "live") as notify:
-                notify(store)
-                report = import_file(store, file)
-        finally:
-            store.close()
+            with lock:
+                store = _open_postgres(database_url, sandbox) if database_url else SQLiteStore(target)
+                try:
+                    with _subscribers(settings, "sandbox" if sandbox else "live") as notify:
+                        notify(store)
+                        report = import_file(store, file)
+                finally:
+                    store.close()
+        except CatalogueBusy as busy:
+            raise click.ClickException(f"{busy}; nothing was imported") from None
     for line, problem in report.problems:
         click.echo(f"{file}:{line}: skipped: {problem}", err=True)
     click.echo(

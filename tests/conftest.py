@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,10 @@ import pytest
 from precon.service.config import ServiceSettings
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
+
+# A new data directory's catalogue is generate()'s, without the simulated past a served one gets: what most tests
+# check it against (tests/test_simulation.py tests the past, and the services and processes started here inherit it).
+os.environ.setdefault("PRECON_SERVICE_DEFAULT_HISTORY_DAYS", "0")
 
 TEST_LISTINGS = 400
 TEST_SEED = 11

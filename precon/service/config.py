@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from precon.service.webhooks.model import PRODUCTION_SCHEDULE_S
@@ -31,6 +31,9 @@ class ServiceSettings(BaseSettings):
     default_listings: int = 2500
     """Listings generated into a new data directory's catalogue."""
     default_seed: int = 0
+    default_history_days: int = Field(default=730, ge=0, le=3650)
+    """Days of simulated market history a new data directory's catalogue comes with (0: none, the catalogue as
+    generated)."""
     webhook_retry_schedule: list[float] = list(PRODUCTION_SCHEDULE_S)
     """Seconds to wait before each retry of a failed delivery; when spent, the delivery has failed."""
     webhook_first_delay: float = 0.0

@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
@@ -24,7 +25,8 @@ from precon.service.accounts.model import Accounts
 from precon.service.accounts.sqlite import AccountStore
 from precon.service.app import create_app
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
-from precon.service.stores.loading import Progress, load
+from precon.service.stores.loading import Progress, load, load_past
+from precon.service.stores.simulation import simulated_past
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.webhooks.model import Outbox
 from precon.service.webhooks.notify import CatalogueNotifier
@@ -114,7 +116,12 @@ class DataDirectory:
             generated = catalogue.generate(settings.default_listings, settings.default_seed)
             if progress is not None:
                 progress("generated", len(generated.listings))
-            load(live, generated.listings, generated.profiles, progress)
+            past = simulated_past(
+                generated.listings, settings.default_history_days, settings.default_seed, datetime.now(UTC).date()
+            )
+            if progress is not None:
+                progress("history", len(past.history))
+            load_past(live, past, generated.profiles, progress)
         sandbox = SQLiteStore(settings.sandbox_path, shared_indexes=shared)
         if sandbox.counts()["listings"] == 0:
             fixed = catalogue.sandbox()

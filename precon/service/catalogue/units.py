@@ -79,7 +79,7 @@ def draw_units(lid: str, plans: list[dict[str, Any]], total: int, floors: int, p
         units[id(plan)].append({"unitNumber": _unit_number(floor, stack, ground), "floor": str(floor), "price": price})
     _draw_statuses(rand, [u for plan in plans for u in units[id(plan)]], sold_share)
     for plan in plans:
-        _finish_plan(plan, units[id(plan)])
+        finish_plan(plan, units[id(plan)])
 
 
 def _draw_statuses(rand: Any, units: list[dict[str, Any]], sold_share: float) -> None:
@@ -93,7 +93,7 @@ def _draw_statuses(rand: Any, units: list[dict[str, Any]], sold_share: float) ->
         unit["status"] = SOLD if draw < odds else RESERVED if draw < odds + 0.03 * (sold_share > 0) else AVAILABLE
 
 
-def _finish_plan(plan: dict[str, Any], units: list[dict[str, Any]]) -> None:
+def finish_plan(plan: dict[str, Any], units: list[dict[str, Any]]) -> None:
     units.sort(key=lambda u: (int(u["floor"]), u["unitNumber"]))
     plan["units"] = units
     available = [u["price"] for u in units if u["status"] == AVAILABLE]
@@ -109,7 +109,7 @@ def sell_out(plan: dict[str, Any]) -> None:
     if plan.get("units"):
         for unit in plan["units"]:
             unit["status"] = SOLD
-        _finish_plan(plan, plan["units"])
+        finish_plan(plan, plan["units"])
 
 
 def withdraw_prices(plan: dict[str, Any]) -> None:

@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from itertools import islice
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from precon.service.stores.history import HistoryRow
 from precon.service.stores.types import CatalogueChange
+
+if TYPE_CHECKING:
+    from precon.service.stores.simulation import Past
 
 BATCH = 2000
 
@@ -50,3 +54,29 @@ def load(
             if progress is not None:
                 progress("listings", len(batch))
     return changes
+
+
+class PastLoadable(Protocol):
+    """A store a simulated past is loaded into: documents stored as they are, and their history beside them."""
+
+    def bulk_load(self) -> AbstractContextManager[None]: ...
+    def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
+    def upsert_listings(self, records: Iterable[dict[str, Any]], as_stored: bool = False) -> list[CatalogueChange]: ...
+    def record_past(self, rows: Iterable[HistoryRow]) -> None: ...
+
+
+def load_past(
+    store: PastLoadable, past: Past, profiles: Iterable[dict[str, Any]], progress: Progress | None = None
+) -> None:
+    """Writes a new catalogue with its simulated past (:func:`precon.service.stores.simulation.simulated_past`):
+    profiles, the listings as the past left them, then the history that led there."""
+    with store.bulk_load():
+        for batch in batched(profiles):
+            store.upsert_profiles(batch)
+            if progress is not None:
+                progress("profiles", len(batch))
+        for batch in batched(past.listings):
+            store.upsert_listings(batch, as_stored=True)
+            if progress is not None:
+                progress("listings", len(batch))
+        store.record_past(past.history)
