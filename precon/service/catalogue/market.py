@@ -25,14 +25,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from random import Random
 from typing import Any
 
 from precon.service.catalogue.floor_plans import priced_sizes
 from precon.service.catalogue.prices import _INCENTIVES, PriceRange, round_price
-from precon.service.catalogue.units import AVAILABLE, RESERVED, SOLD, finish_plan
+from precon.service.catalogue.units import AVAILABLE, RESERVED, SOLD
 
 SELLING, PENDING, SOLD_OUT = "Selling Now", "Pending", "Sold Out"
 
@@ -109,7 +109,11 @@ class Listing:
     complete: bool
     launched_weeks: int = LAUNCH_WEEKS
     """Weeks since the project launched (while under :data:`LAUNCH_WEEKS`, its launch burst lasts)."""
-    has_units: bool = field(default=False)
+    units: int = 0
+
+    @property
+    def has_units(self) -> bool:
+        return self.units > 0
 
     @classmethod
     def of(cls, doc: dict[str, Any]) -> Listing:
@@ -125,7 +129,7 @@ class Listing:
             available=sum(u.get("status") == AVAILABLE for u in units),
             reserved=sum(u.get("status") == RESERVED for u in units),
             complete=str(doc.get("constructionStatus") or "").lower() == "complete",
-            has_units=bool(units),
+            units=len(units),
         )
 
 
@@ -167,7 +171,7 @@ def draw_week(state: Listing, week: Week, rng: Random) -> Draws:
     draws.sales = _poisson(state.available * min(0.5, WEEKLY_HAZARD * pace), rand[2])
     draws.firmed = _binomial(state.reserved, FIRM_UP, rand[3])
     draws.fell_through = _binomial(state.reserved - draws.firmed, FALL_THROUGH, rand[4])
-    sold_share = 1 - state.available / max(1, state.available + state.reserved) if state.has_units else 0.5
+    sold_share = 1 - (state.available + state.reserved) / state.units if state.units else 0.5
     draws.release = state.available > 3 and sold_share > 0.3 and rand[5] < 0.025 * week.pace
     draws.cut = slow and state.available > 3 and rand[6] < 0.004
     draws.incentive = slow and rand[7] < 0.01
@@ -289,9 +293,23 @@ class _Plans:
     def finished(self) -> list[dict[str, Any]]:
         """The plans, each changed one's status and start price following its units."""
         for p in self.touched:
-            if self.plans[p].get("units"):
-                finish_plan(self.plans[p], self.plans[p]["units"])
+            _finish(self.plans[p])
         return self.plans
+
+
+def _finish(plan: dict[str, Any]) -> None:
+    """A plan's status and start price from its units (as :func:`~precon.service.catalogue.units.finish_plan`
+    makes them, for any plan a store holds: a mirrored one may lack a price or a readable floor)."""
+    units = [unit for unit in plan.get("units") or () if isinstance(unit, dict)]
+    if not units:
+        return
+    available = [u.get("price") for u in units if u.get("status") == AVAILABLE]
+    plan["status"] = AVAILABLE if available else "Sold Out"
+    if isinstance(plan.get("startPrice"), int | float) and not isinstance(plan.get("startPrice"), bool):
+        priced = [p for p in available if isinstance(p, int | float)]
+        priced = priced or [u.get("price") for u in units if isinstance(u.get("price"), int | float)]
+        if priced:
+            plan["startPrice"] = min(priced)
 
 
 def _plans(doc: dict[str, Any]) -> list[dict[str, Any]]:

@@ -96,26 +96,37 @@ def plan_rows(record: dict[str, Any], rowid: int) -> tuple[list[PlanRow], list[V
     units: list[UnitRow] = []
     for index, plan in enumerate(floor_plans(record)):
         plans.append((rowid, index))
-        for name, field in FIELD_CODES.items():
-            raw = plan.get(name)
-            for value in raw if isinstance(raw, list | tuple) else () if raw is None else (raw,):
-                row = _value_row(rowid, index, field, value)
-                if row is not None:
-                    values.append(row)
-        listed = plan.get("units")
-        for unit in listed if isinstance(listed, list) else ():
-            if isinstance(unit, dict):
-                typed = unit_values(unit)
-                status = typed["status"]
-                folded = None if status is None else fold_text(status)
-                units.append((rowid, index, folded, as_number(status), typed["price"], typed["floor"]))
+        one_plan_rows(plan, rowid, index, values, units)
     return plans, values, units
+
+
+def one_plan_rows(plan: dict[str, Any], rowid: int, index: int, values: list[ValueRow], units: list[UnitRow]) -> None:
+    """Adds the rows of ``listing_plan_values`` and ``listing_plan_units`` of the listing's plan ``index``."""
+    for name, field in FIELD_CODES.items():
+        raw = plan.get(name)
+        for value in raw if isinstance(raw, list | tuple) else () if raw is None else (raw,):
+            row = _value_row(rowid, index, field, value)
+            if row is not None:
+                values.append(row)
+    listed = plan.get("units")
+    for unit in listed if isinstance(listed, list) else ():
+        if isinstance(unit, dict):
+            typed = unit_values(unit)
+            status = typed["status"]
+            folded = None if status is None else fold_text(status)
+            units.append((rowid, index, folded, as_number(status), typed["price"], typed["floor"]))
 
 
 def delete_plan_rows(db: sqlite3.Connection, rowid: int) -> None:
     db.execute("DELETE FROM listing_plans WHERE listing = ?", (rowid,))
     db.execute("DELETE FROM listing_plan_values WHERE listing = ?", (rowid,))
     db.execute("DELETE FROM listing_plan_units WHERE listing = ?", (rowid,))
+
+
+def delete_one_plan_rows(db: sqlite3.Connection, rowid: int, index: int) -> None:
+    """The value and unit rows of one plan of the listing (its ``listing_plans`` row stays)."""
+    db.execute("DELETE FROM listing_plan_values WHERE listing = ? AND idx = ?", (rowid, index))
+    db.execute("DELETE FROM listing_plan_units WHERE listing = ? AND idx = ?", (rowid, index))
 
 
 def field_code(name: str) -> int:

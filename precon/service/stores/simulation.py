@@ -85,7 +85,7 @@ class Simulation:
                 by_city.setdefault(state.city, []).append(state.start_price)
         self.medians = {city: statistics.median(prices) for city, prices in by_city.items()}
         self._published: list[list[str]] = [[] for _ in range(PUBLISHED_EVERY)]
-        for listing_id in self.listings:
+        for listing_id in sorted(self.listings):  # each day's writes in one order, whoever read the documents
             self._published[_fortnight_day(listing_id)].append(listing_id)
 
     def days(self, count: int) -> Iterator[tuple[date, list[tuple[Listing, Draws]]]]:

@@ -23,7 +23,13 @@ from precon.schema import (
     SEARCHABLE_LISTING_FIELDS,
     SEARCHABLE_PROFILE_FIELDS,
 )
-from precon.service.search.plans import delete_plan_rows
+from precon.service.search.plans import (
+    delete_one_plan_rows,
+    delete_plan_rows,
+    floor_plans,
+    one_plan_rows,
+    plan_rows,
+)
 from precon.service.search.text import searchable_text
 from precon.service.stores.derived import complete_listing
 from precon.service.stores.history import HistoryRow, history_rows, iso_time, listing_changes
@@ -34,6 +40,7 @@ from precon.service.stores.records import (
     as_stored_listing,
     decode_document,
     encode_document,
+    index_multi,
     listing_columns,
     listing_key,
     province_of,
@@ -66,6 +73,11 @@ _INSERT_LISTING = (
     + ") VALUES ("
     + ", ".join("?" * (6 + len(_SCALAR_COLUMNS)))
     + ")"
+)
+_UPDATE_LISTING = (
+    "UPDATE listings SET province = ?, featured = ?, updated_at = ?, geo_lat = ?, geo_lng = ?, "
+    + ", ".join(f"{column} = ?" for column in _SCALAR_COLUMNS)
+    + " WHERE id = ?"
 )
 _INSERT_LISTING_FTS = (
     f"INSERT INTO listing_fts(rowid, {', '.join(SEARCHABLE_LISTING_FIELDS)}) "
@@ -161,7 +173,6 @@ class SQLiteWrites(SQLiteCatalogueBase):
         if row is not None:
             old = decode_document(row[1])
             batch.touched_profiles.update(reference_keys(old))
-            self._delete_listing_rows(db, row[0])
             batch.replaced = True
         changed: list[dict[str, Any]] | None = None
         if now is not None:
@@ -169,6 +180,12 @@ class SQLiteWrites(SQLiteCatalogueBase):
             if self._recording:
                 changed = listing_changes(old, record, iso_time(now))
                 batch.history += history_rows(changed, province_of(record.get("state")))
+        before = row[1] if row is not None and batch.keep_before else None
+        if row is not None and old is not None and not self._bulk:
+            batch.existing[listing_id] = (row[0], _rewrite_in_place(db, row[0], old, record, batch))
+            return CatalogueChange("listing", "updated", listing_id, changed, before)
+        if row is not None:
+            self._delete_listing_rows(db, row[0])
         lat, lng = _geo_point(record)
         rowid = db.execute(_INSERT_LISTING, [listing_id, *listing_columns(record, lat, lng, batch.labels)]).lastrowid
         assert rowid is not None
@@ -180,7 +197,6 @@ class SQLiteWrites(SQLiteCatalogueBase):
         if lat is not None and lng is not None:
             batch.geo_rows.append((rowid, lat, lat, lng, lng))
         batch.province_pairs.update(province_pairs(record))
-        before = row[1] if row is not None and batch.keep_before else None
         return CatalogueChange("listing", "updated" if row else "created", listing_id, changed, before)
 
     @staticmethod
@@ -404,3 +420,62 @@ class SQLiteWrites(SQLiteCatalogueBase):
                 "views = views + 1, last_view = excluded.last_view",
                 (listing_id, weight, now),
             )
+
+
+def _rewrite_in_place(
+    db: sqlite3.Connection, rowid: int, old: dict[str, Any], new: dict[str, Any], batch: _ListingBatch
+) -> bytes:
+    """A stored listing rewritten where it stands (its row id kept): only the rows that differ between ``old`` and
+    ``new`` are deleted here or added to ``batch``, so a write that sells a unit replaces that plan's rows, not the
+    listing's hundreds. The new document's bytes."""
+    lat, lng = _geo_point(new)
+    db.execute(_UPDATE_LISTING, [*listing_columns(new, lat, lng, batch.labels), rowid])
+    document = encode_document(new)
+    db.execute("UPDATE listing_docs SET doc = ? WHERE id = ?", (document, rowid))
+    terms_before: set[tuple[str, str, int]] = set()
+    numbers_before: set[tuple[str, float, int]] = set()
+    terms_after: set[tuple[str, str, int]] = set()
+    numbers_after: set[tuple[str, float, int]] = set()
+    index_multi(old, rowid, terms_before, numbers_before, {})
+    index_multi(new, rowid, terms_after, numbers_after, batch.labels)
+    db.executemany("DELETE FROM listing_terms WHERE attr = ? AND term = ? AND listing = ?", terms_before - terms_after)
+    db.executemany(
+        "DELETE FROM listing_numbers WHERE attr = ? AND num = ? AND listing = ?", numbers_before - numbers_after
+    )
+    batch.terms |= terms_after - terms_before
+    batch.numbers |= numbers_after - numbers_before
+    _rewrite_plans(db, rowid, floor_plans(old), floor_plans(new), batch)
+    text = searchable_text(new, SEARCHABLE_LISTING_FIELDS)
+    if text != searchable_text(old, SEARCHABLE_LISTING_FIELDS):
+        db.execute("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
+        batch.fts_rows.append((rowid, *text))
+    if _geo_point(old) != (lat, lng):
+        db.execute("DELETE FROM listing_geo WHERE id = ?", (rowid,))
+        if lat is not None and lng is not None:
+            batch.geo_rows.append((rowid, lat, lat, lng, lng))
+    batch.attribute_names.update(new)
+    batch.touched_profiles.update(reference_keys(new))
+    batch.province_pairs.update(province_pairs(new))
+    return document
+
+
+def _rewrite_plans(
+    db: sqlite3.Connection, rowid: int, old: list[dict[str, Any]], new: list[dict[str, Any]], batch: _ListingBatch
+) -> None:
+    """The plan rows of a listing rewritten in place: those of each plan that changed (all when plans came or
+    went), and its plan ids that differ."""
+    if len(old) != len(new):
+        delete_plan_rows(db, rowid)
+        plans, values, units = plan_rows({"floorPlans": new}, rowid)
+        batch.plans += plans
+        batch.plan_values += values
+        batch.plan_units += units
+    else:
+        for index, (was, now) in enumerate(zip(old, new, strict=True)):
+            if was != now:
+                delete_one_plan_rows(db, rowid, index)
+                one_plan_rows(now, rowid, index, batch.plan_values, batch.plan_units)
+    ids_before = {(plan["id"], rowid) for plan in old if isinstance(plan.get("id"), str)}
+    ids_after = {(plan["id"], rowid) for plan in new if isinstance(plan.get("id"), str)}
+    db.executemany("DELETE FROM plan_ids WHERE plan_id = ? AND listing = ?", ids_before - ids_after)
+    batch.plan_ids |= ids_after - ids_before
