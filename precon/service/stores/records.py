@@ -222,6 +222,7 @@ def index_multi(
                 add(attribute, value)
         elif values is not None:
             add(attribute, values)
+    deep_seen: set[tuple[str, type, Any]] = set()
     for parent, children in _NESTED_MULTI.items():
         items = record.get(parent)
         if isinstance(items, dict):
@@ -234,7 +235,11 @@ def index_multi(
             for attribute, leaf in children:
                 if "." in leaf:  # deeper (floorPlans.units.status): every value at the path, through arrays
                     for element in _collect(item, leaf):
-                        add(attribute, element)
+                        # Hundreds of units hold a few statuses: each added once (True and 1 kept apart).
+                        seen = (attribute.path, type(element), element)
+                        if isinstance(element, str | int | float) and seen not in deep_seen:
+                            deep_seen.add(seen)
+                            add(attribute, element)
                     continue
                 value = item.get(leaf)
                 if isinstance(value, list):
