@@ -15,9 +15,10 @@ pg_cluster = pg_support.pg_cluster
 pg_empty_database = pg_support.pg_empty_database
 
 EXTENSIONS = {"unaccent", "pg_trgm", "cube", "earthdistance"}
-HEAD = "0008"
+HEAD = "0009"
 """The newest revision: 0001 the catalogue, 0002 the accounts and webhooks, 0003 the webhook idempotency keys, ...,
-0007 the listing history, 0008 the selections of filtered webhook subscriptions."""
+0007 the listing history, 0008 the selections of filtered webhook subscriptions, 0009 what deleted listings last
+were."""
 
 
 def test_the_cluster_runs_postgresql_15(pg_empty_database: str) -> None:

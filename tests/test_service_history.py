@@ -211,3 +211,28 @@ def test_the_typed_client_reads_and_pages_through_the_changes(api: Api) -> None:
         mine = client.changes(filter=f"listingId:{listing['listingId']}", per_page=1000)
         assert mine.results and {e.listingId for e in mine.results} == {listing["listingId"]}
         assert client.changes(since=every[0].at.timestamp(), per_page=1000).total >= 1
+
+
+def test_a_deleted_listing_matches_a_changes_filter_on_what_it_last_was(api: Api) -> None:
+    gone = next(r for r in api.all_listings() if _province(r) not in ("on", "") and r["floorPlans"])
+    lid, province, city = gone["listingId"], _province(gone), gone["cityOrDistrict"]
+    name_word = gone["name"].split()[0]
+    api.directory.live.delete_listing(lid)
+    assert api.get("/v1/all/listing", id=lid).status_code == 404
+
+    def entries(path: str = CHANGES, key: str = KEY_ALL, **params: str) -> list[dict[str, Any]]:
+        return [e for e in api.ok(path, key, perPage=1000, **params)["results"] if e["listingId"] == lid]
+
+    by_city = entries(filterQuery=f'cityOrDistrict:"{city}"')
+    assert [e["change"] for e in by_city][:1] == ["deleted"] and by_city[-1]["change"] == "created"
+    assert len(by_city) == api.ok(HISTORY, id=lid)["total"]
+    assert entries(filterQuery=f'NOT cityOrDistrict:"{city}"') == []
+    assert entries(search=name_word) == by_city
+    assert entries(unitFilter="numberOfBedrooms >= 0") == by_city
+    assert entries(unitFilter="numberOfBedrooms > 99") == []
+    assert entries(f"/v1/{province}/changes", filterQuery=f'cityOrDistrict:"{city}"') == by_city
+    assert entries("/v1/on/changes", KEY_ONTARIO, filterQuery=f'cityOrDistrict:"{city}"') == []
+    # Written again, it is a listing again: matched on what it is now.
+    api.directory.live.upsert_listings([{**gone, "cityOrDistrict": "Elsewhere"}])
+    assert entries(filterQuery=f'cityOrDistrict:"{city}"') == []
+    assert entries(filterQuery='cityOrDistrict:"Elsewhere"')[0]["change"] == "created"

@@ -396,7 +396,8 @@ def changes_query(call: Call[ListingRequest]) -> HistoryQuery:
     listing_ids = None
     if asked.filterQuery or asked.unitFilter or asked.search:
         matching = listing_query(call, facets=(), limit=0)
-        listing_ids = tuple(call.store.matching_listing_ids(matching))
+        # The listings that match now, and the deleted ones whose last state matched.
+        listing_ids = (*call.store.matching_listing_ids(matching), *call.store.deleted_matching(matching))
     provinces = None if call.provinces is None else tuple(sorted(call.provinces))
     changes = (asked.change.value,) if asked.change is not None else ()
     return replace(query, since=since, until=until, changes=changes, listing_ids=listing_ids, provinces=provinces)

@@ -119,6 +119,8 @@ class CatalogueCopy:
                     local.upsert_listings(listings, as_stored=True)
                 for rows in snapshot.history():
                     local.copy_history(rows)
+                for deleted in snapshot.deleted_listings():
+                    local.copy_deleted(deleted)
                 local.mark_copy(self.source, snapshot.generation)
             generation = snapshot.generation
         self.applied_at = time.time()
@@ -169,6 +171,7 @@ def _empty(local: SQLiteStore) -> None:
             db.execute(f"DELETE FROM {table}")  # fixed names
     db.execute("DELETE FROM listing_views")
     db.execute("DELETE FROM listing_history")  # the snapshot holds all of PostgreSQL's
+    db.execute("DELETE FROM deleted_listings")
 
 
 class ViewCounter:

@@ -37,7 +37,7 @@ from psycopg_pool import ConnectionPool
 from precon.service.sql_stores import Connection
 from precon.service.stores.postgres.catalogue_base import Entry, PostgresCatalogueBase
 from precon.service.stores.replica import ReplicaCatalogue
-from precon.service.stores.types import CatalogueChange
+from precon.service.stores.types import CatalogueChange, before_wanted
 from precon.service.webhooks.model import CLAIM_LEASE_S, Event, claims_of_host, process_alive
 from precon.service.webhooks.postgres import NOW, PostgresWebhookStore
 
@@ -95,6 +95,10 @@ class ChangeJournal:
     def table(self) -> str:
         """The journal's table, qualified: the outbox's connections have no catalogue's schema on their path."""
         return f'"{self.schema}".catalogue_changes'  # a schema name checked by schema_options
+
+    def wants_before(self) -> bool:
+        """Whether the events' reader judges a listing on what it was before a write (a filtered subscription)."""
+        return before_wanted([self.reader])
 
     def record(self, db: psycopg.Connection[Any], changes: Sequence[CatalogueChange]) -> list[Entry]:
         """Records ``changes`` in the write transaction of ``db``, claimed by this process: their entries."""

@@ -27,10 +27,9 @@ from typing import Any
 import orjson
 
 from precon import filters
-from precon.filters import Expr
 from precon.schema import FLOOR_PLAN_RECORD_FIELDS, LISTING_FIELDS, UNIT_RECORD_FIELDS
+from precon.service.search.documents import DocumentFilter
 from precon.service.search.plans import floor_plans
-from precon.service.search.sql_filter import PATH_ALIASES
 from precon.service.stores.types import CatalogueChange
 from precon.service.webhooks.model import Event, Selection, Subscription
 
@@ -99,30 +98,12 @@ def reverted(after: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> 
     return before
 
 
-@dataclass(frozen=True)
-class Filter:
-    """A subscription's filters, parsed once (they were checked when it was made)."""
-
-    expression: Expr | None
-    units: Expr | None
-
-    def matches(self, document: Mapping[str, Any] | None) -> bool:
-        if document is None:
-            return False
-        if self.expression is not None:
-            aliased = {**document, **{a: document.get(p) for a, p in PATH_ALIASES.items() if a not in document}}
-            if not filters.evaluate(self.expression, aliased):
-                return False
-        units = self.units
-        return units is None or any(filters.plan_matches(units, plan) for plan in floor_plans(dict(document)))
-
-
 @lru_cache(maxsize=1024)
-def filter_of(filter_query: str | None, unit_filter: str | None) -> Filter | None:
+def filter_of(filter_query: str | None, unit_filter: str | None) -> DocumentFilter | None:
     """The filters of a subscription, or None if one no longer parses (the grammar changed since): it matches
     nothing then, rather than everything."""
     try:
-        return Filter(filters.parse(filter_query), filters.parse(unit_filter))
+        return DocumentFilter(filters.parse(filter_query), filters.parse(unit_filter))
     except filters.FilterSyntaxError:
         return None
 

@@ -190,6 +190,11 @@ class Snapshot:
     def listings(self) -> Iterator[list[dict[str, Any]]]:
         return self._documents("SELECT doc::text FROM listings ORDER BY listing_id")
 
+    def deleted_listings(self) -> Iterator[list[tuple[str, str | None, bytes]]]:
+        """What each deleted listing last was: (id, province, its document's JSON bytes)."""
+        for rows in self._rows("SELECT listing_id, province, doc::text FROM deleted_listings", SNAPSHOT_BATCH):
+            yield [(str(listing_id), province, text.encode()) for listing_id, province, text in rows]
+
     def history(self) -> Iterator[list[HistoryRow]]:
         """Every history row, in the order written (a copy rebuilt from the snapshot ends with PostgreSQL's)."""
         for rows in self._rows(_SELECT_HISTORY + " ORDER BY seq", HISTORY_PAGE):

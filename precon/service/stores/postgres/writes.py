@@ -17,7 +17,7 @@ import math
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 
@@ -33,7 +33,7 @@ from precon.service.stores.records import (
     province_of,
     stored_profile,
 )
-from precon.service.stores.types import TRENDING_DECAY_PER_S, TRENDING_EPOCH_S, CatalogueChange
+from precon.service.stores.types import TRENDING_DECAY_PER_S, TRENDING_EPOCH_S, CatalogueChange, before_wanted
 
 _COPY_LISTINGS = "COPY listings(id, listing_id, province, doc) FROM STDIN"
 _COPY_HISTORY = (
@@ -62,13 +62,17 @@ class PostgresWrites(PostgresCatalogueBase):
             return self._notify(changes)
         now = time.time() if at is None else at
         with self._write() as db:
+            keep_before = self._wants_before()
+            texts: dict[str, str] = {}
             existing = {
-                listing_id: (rowid, _document(text))
+                listing_id: (rowid, _document(texts.setdefault(listing_id, text) if keep_before else text))
                 for listing_id, rowid, text in db.execute(
                     "SELECT listing_id, id, doc::text FROM listings WHERE listing_id = ANY(%s)",
                     ([listing_id for listing_id, _ in batch],),
                 )
             }
+            if created := [listing_id for listing_id, _ in batch if listing_id not in existing]:
+                db.execute("DELETE FROM deleted_listings WHERE listing_id = ANY(%s)", (created,))
             if existing:  # their rows in the other tables go with them (ON DELETE CASCADE)
                 db.execute("DELETE FROM listings WHERE id = ANY(%s)", ([rowid for rowid, _ in existing.values()],))
             new_ids = [
@@ -92,7 +96,9 @@ class PostgresWrites(PostgresCatalogueBase):
                 references.update((key, rowid) for key in indexed_reference_keys(stored))
                 entries = listing_changes(old, stored, iso_time(now))
                 history += history_rows(entries, province)
-                changes.append(CatalogueChange("listing", "created" if old is None else "updated", listing_id, entries))
+                before = texts[listing_id].encode() if listing_id in texts else None
+                action: Literal["created", "updated"] = "created" if old is None else "updated"
+                changes.append(CatalogueChange("listing", action, listing_id, entries, before))
             with db.cursor() as cursor:
                 for statement, table_rows in (
                     (_COPY_LISTINGS, rows),
@@ -105,6 +111,10 @@ class PostgresWrites(PostgresCatalogueBase):
             _record_history(db, self._bump_generation(db, changes), history)
         return self._notify(changes)
 
+    def _wants_before(self) -> bool:
+        """Whether a listener, or the journal's reader, wants each change's earlier document."""
+        return before_wanted([*self.listeners, *([self.journal] if self.journal is not None else [])])
+
     def delete_listing(self, listing_id: str, at: float | None = None) -> list[CatalogueChange]:
         """``at``: the time of the write (a simulated one's), now when None; the listing's ``deleted`` entry keeps
         the province it stood in, where a key may still read its history."""
@@ -115,8 +125,14 @@ class PostgresWrites(PostgresCatalogueBase):
             ).fetchone()
             if row is None:
                 return []
+            db.execute(
+                "INSERT INTO deleted_listings VALUES (%s, %s, %s::json) ON CONFLICT (listing_id) DO UPDATE "
+                "SET province = excluded.province, doc = excluded.doc",
+                (listing_id, row[0], row[1]),
+            )
             entries = listing_changes(_document(row[1]), None, iso_time(now))
-            changes = [CatalogueChange("listing", "deleted", listing_id, entries)]
+            before = row[1].encode() if self._wants_before() else None
+            changes = [CatalogueChange("listing", "deleted", listing_id, entries, before)]
             db.execute("DELETE FROM listing_views WHERE listing_id = %s", (listing_id,))
             _record_history(db, self._bump_generation(db, changes), history_rows(entries, row[0]))
         return self._notify(changes)

@@ -92,6 +92,7 @@ CREATE TABLE IF NOT EXISTS listing_history(
   plan TEXT, unit TEXT, field TEXT, change TEXT NOT NULL, from_value BLOB, to_value BLOB);
 CREATE INDEX IF NOT EXISTS history_by_listing ON listing_history(listing_id, seq);
 CREATE INDEX IF NOT EXISTS history_by_time ON listing_history(at);
+CREATE TABLE IF NOT EXISTS deleted_listings(listing_id TEXT PRIMARY KEY, province TEXT, doc BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS listing_views(
   listing_id TEXT PRIMARY KEY, rank REAL NOT NULL, views INTEGER NOT NULL, last_view REAL NOT NULL)
   WITHOUT ROWID;

@@ -8,9 +8,12 @@ from typing import Any
 
 import orjson
 
+from precon.schema import SEARCHABLE_LISTING_FIELDS
+from precon.service.search.documents import DocumentFilter
 from precon.service.stores.history import HistoryRow, entry_of
+from precon.service.stores.records import decode_document
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
-from precon.service.stores.types import HistoryPage, HistoryQuery
+from precon.service.stores.types import HistoryPage, HistoryQuery, ListingQuery
 
 INSERT_HISTORY = (
     "INSERT INTO listing_history(at, listing_id, province, scope, plan, unit, field, change, from_value, to_value) "
@@ -49,6 +52,22 @@ class SQLiteHistory(SQLiteCatalogueBase):
         """Every stored listing's id, in order."""
         with self._reading() as db:
             return [str(row[0]) for row in db.execute("SELECT listing_id FROM listings ORDER BY listing_id")]
+
+    def deleted_matching(self, query: ListingQuery) -> list[str]:
+        """The ids of the deleted listings whose last document matches the query's filters and words (in its
+        province, when it names one): what a ``changes`` feed keeps of them."""
+        judged = DocumentFilter(
+            query.filter,
+            query.unit_filter,
+            tuple(query.text.words) if query.text is not None else (),
+            (query.text.columns if query.text is not None else ()) or SEARCHABLE_LISTING_FIELDS,
+        )
+        sql, params = "SELECT listing_id, doc FROM deleted_listings", []
+        if query.province is not None:
+            sql, params = sql + " WHERE province = ?", [query.province]
+        with self._reading() as db:
+            rows = db.execute(sql + " ORDER BY listing_id", params).fetchall()
+        return [str(listing_id) for listing_id, doc in rows if judged.matches(decode_document(doc))]
 
     def record_past(self, rows: Iterable[HistoryRow]) -> None:
         """Writes the entries of a past that was simulated in memory (:func:`precon.service.stores.simulation.

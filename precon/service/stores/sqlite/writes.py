@@ -101,6 +101,8 @@ class _ListingBatch(ListingIndexRows):
     """Whether a listing already stored was rewritten (else the batch only added listings)."""
     existing: dict[str, Any] = field(default_factory=dict)
     """The stored (rowid, document) of each listing id met, as this batch leaves it."""
+    created: list[str] = field(default_factory=list)
+    """The ids of the listings the batch adds (a listing deleted before is no longer)."""
     history: list[tuple[Any, ...]] = field(default_factory=list)
     """The rows of ``listing_history``: what the batch changed in each listing."""
     keep_before: bool = False
@@ -186,6 +188,8 @@ class SQLiteWrites(SQLiteCatalogueBase):
             return CatalogueChange("listing", "updated", listing_id, changed, before)
         if row is not None:
             self._delete_listing_rows(db, row[0])
+        else:
+            batch.created.append(listing_id)
         lat, lng = _geo_point(record)
         rowid = db.execute(_INSERT_LISTING, [listing_id, *listing_columns(record, lat, lng, batch.labels)]).lastrowid
         assert rowid is not None
@@ -201,6 +205,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
 
     @staticmethod
     def _insert_listing_rows(db: sqlite3.Connection, batch: _ListingBatch) -> None:
+        db.executemany("DELETE FROM deleted_listings WHERE listing_id = ?", [(i,) for i in batch.created])
         db.executemany("INSERT INTO listing_docs VALUES (?, ?)", batch.docs)
         db.executemany("INSERT INTO listing_terms VALUES (?, ?, ?)", sorted(batch.terms))
         db.executemany("INSERT INTO listing_numbers VALUES (?, ?, ?)", sorted(batch.numbers))
@@ -243,6 +248,11 @@ class SQLiteWrites(SQLiteCatalogueBase):
             old = decode_document(row[1])
             touched = reference_keys(old)
             self._delete_listing_rows(db, row[0])
+            # What it last was: a changes feed filtered after it went still judges it on that.
+            db.execute(
+                "INSERT OR REPLACE INTO deleted_listings VALUES (?, ?, ?)",
+                (listing_id, province_of(old.get("state")), row[1]),
+            )
             if self._recording and not as_stored:
                 gone = listing_changes(old, None, iso_time(time.time() if at is None else at))
                 db.executemany(INSERT_HISTORY, history_rows(gone, province_of(old.get("state"))))
@@ -389,6 +399,11 @@ class SQLiteWrites(SQLiteCatalogueBase):
         """Adds history rows another store recorded (a replica's copy of PostgreSQL's), after those held."""
         with self._transaction() as db:
             db.executemany(INSERT_HISTORY, rows)
+
+    def copy_deleted(self, rows: Sequence[tuple[str, str | None, bytes]]) -> None:
+        """Adds what deleted listings last were, as another store kept them (id, province, document bytes)."""
+        with self._transaction() as db:
+            db.executemany("INSERT OR REPLACE INTO deleted_listings VALUES (?, ?, ?)", rows)
 
     def mark_copy(self, source: str, generation: int) -> None:
         """Records that this file holds ``source``'s catalogue at ``generation`` (in the current transaction)."""
