@@ -105,6 +105,17 @@ class PostgresDocuments(PostgresCatalogueBase):
                 holders.setdefault(plan_id, []).append(listing_id)
         return holders
 
+    def listing_ids(self) -> list[str]:
+        """Every stored listing's id, in order (what a simulation moves)."""
+        with self.pool.connection() as db:
+            return [str(row[0]) for row in db.execute("SELECT listing_id FROM listings ORDER BY listing_id")]
+
+    def newest_change(self) -> str | None:
+        """The time of the catalogue's newest history entry (None without history)."""
+        with self.pool.connection() as db:
+            row = db.execute("SELECT at FROM listing_history ORDER BY seq DESC LIMIT 1").fetchone()
+        return None if row is None else str(row[0])
+
     def counts(self) -> dict[str, int]:
         with self.pool.connection() as db:
             row = db.execute("SELECT (SELECT count(*) FROM listings), (SELECT count(*) FROM profiles)").fetchone()
