@@ -411,7 +411,14 @@ def generate_catalogue(
                 store.close()
         click.echo(f"wrote PostgreSQL at {redact(database_url)} in {time.perf_counter() - started:.1f} s", err=True)
         return
-    _replace_sqlite(ServiceSettings(data_dir=data_dir).catalogue_path, built.listings, built.profiles)
+    from precon.service.stores.exclusive import CatalogueBusy, exclusive
+
+    target = ServiceSettings(data_dir=data_dir).catalogue_path
+    try:
+        with exclusive(target, "a generate"):
+            _replace_sqlite(target, built.listings, built.profiles)
+    except CatalogueBusy as busy:
+        raise click.ClickException(f"{busy}; the catalogue is unchanged") from None
     click.echo(
         f"wrote {ServiceSettings(data_dir=data_dir).catalogue_path} in {time.perf_counter() - started:.1f} s", err=True
     )
@@ -440,7 +447,7 @@ def simulate_catalogue(days: int, seed: int, wait_s: float, data_dir: Path, data
         lock = (
             contextlib.nullcontext()
             if database_url
-            else exclusive(settings.catalogue_path, "simulate", wait_s, waiting)
+            else exclusive(settings.catalogue_path, "a simulation", wait_s, waiting)
         )
         try:
             with lock:
