@@ -41,7 +41,14 @@ from precon.filters.expressions import (
     Range,
 )
 from precon.filters.parsing import parse
-from precon.filters.plans import UNIT_PREFIX, matching_units, names_units, plan_matches, unit_rows
+from precon.filters.plans import (
+    UNIT_PREFIX,
+    matching_units,
+    names_units,
+    plan_and_units,
+    plan_matches,
+    unit_rows,
+)
 from precon.filters.rendering import (
     and_,
     any_of,
@@ -87,6 +94,7 @@ __all__ = [
     "numeric_bounds",
     "or_",
     "parse",
+    "plan_and_units",
     "plan_matches",
     "to_query",
     "unit_rows",

@@ -13,7 +13,7 @@ A unit is read as contract.md types it: ``status`` a string, ``price`` and ``flo
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from precon.filters.evaluation import compile_predicate
@@ -28,13 +28,37 @@ def names_units(expr: Expr | None) -> bool:
     return any(name.startswith(UNIT_PREFIX) for name in attributes(expr))
 
 
+class _UnitRow(Mapping[str, Any]):
+    """A plan seen with ``units`` standing for one unit: the plan is not copied for each of its hundreds of units."""
+
+    __slots__ = ("_plan", "_unit")
+
+    def __init__(self, plan: Mapping[str, Any], unit: dict[str, Any] | None) -> None:
+        self._plan = plan
+        self._unit = unit
+
+    def __getitem__(self, key: str) -> Any:
+        return self._unit if key == "units" else self._plan[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._unit if key == "units" else self._plan.get(key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._plan
+        if "units" not in self._plan:
+            yield "units"
+
+    def __len__(self) -> int:
+        return len(self._plan) + ("units" not in self._plan)
+
+
 def unit_rows(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The plan once per unit (its ``units`` that one unit), or once with no unit where it lists none."""
     units = plan.get("units")
     listed = [unit for unit in units if isinstance(unit, Mapping)] if isinstance(units, list) else []
     if not listed:
-        return [{**plan, "units": None}]
-    return [{**plan, "units": unit_values(unit)} for unit in listed]
+        return [_UnitRow(plan, None)]
+    return [_UnitRow(plan, unit_values(unit)) for unit in listed]
 
 
 def unit_values(unit: Mapping[str, Any]) -> dict[str, Any]:
@@ -68,7 +92,19 @@ def plan_matches(expr: Expr, plan: Mapping[str, Any]) -> bool:
 
 def matching_units(expr: Expr, plan: Mapping[str, Any]) -> int:
     """How many of the plan's units satisfy ``expr`` with it (0 for a plan that lists none)."""
-    if not isinstance(plan.get("units"), list):
-        return 0
+    return plan_and_units(expr, plan)[1]
+
+
+def plan_and_units(expr: Expr, plan: Mapping[str, Any]) -> tuple[bool, int]:
+    """Whether the plan satisfies ``expr`` (:func:`plan_matches`), and how many of its units do
+    (:func:`matching_units`), in one pass over its units."""
     predicate = compile_predicate(expr)
-    return sum(1 for row in unit_rows(plan) if row["units"] is not None and predicate(row))
+    if not names_units(expr):
+        held = predicate(plan)
+        return held, 0
+    matched = units = 0
+    for row in unit_rows(plan):
+        if predicate(row):
+            matched += 1
+            units += row["units"] is not None
+    return matched > 0, units if isinstance(plan.get("units"), list) else 0

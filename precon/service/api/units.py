@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from precon import filters
-from precon.filters import UNIT_FIELDS, Expr
+from precon.filters import UNIT_FIELDS, Expr, plan_and_units
 from precon.service.api.visibility import is_visible
 from precon.service.errors import bad_request
 from precon.service.search.plans import floor_plans
@@ -50,7 +50,8 @@ def matched_floor_plans(record: dict[str, Any], expr: Expr) -> dict[str, Any]:
     """``{"count", "of", "minPrice", "names"}``: the listing's floor plans that satisfy ``expr``; with ``units``,
     how many of their units do, where ``expr`` names units."""
     plans = floor_plans(record)
-    matching = [plan for plan in plans if filters.plan_matches(expr, plan)]
+    verdicts = [plan_and_units(expr, plan) for plan in plans]
+    matching = [plan for plan, (held, _) in zip(plans, verdicts, strict=True) if held]
     prices = [price for price in (_price(plan.get("startPrice")) for plan in matching) if price is not None]
     matched = {
         "count": len(matching),
@@ -59,7 +60,7 @@ def matched_floor_plans(record: dict[str, Any], expr: Expr) -> dict[str, Any]:
         "names": [plan["name"] for plan in matching if isinstance(plan.get("name"), str)],
     }
     if filters.names_units(expr):
-        matched["units"] = sum(filters.matching_units(expr, plan) for plan in matching)
+        matched["units"] = sum(units for held, units in verdicts if held)
     return matched
 
 
