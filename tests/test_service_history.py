@@ -236,3 +236,22 @@ def test_a_deleted_listing_matches_a_changes_filter_on_what_it_last_was(api: Api
     api.directory.live.upsert_listings([{**gone, "cityOrDistrict": "Elsewhere"}])
     assert entries(filterQuery=f'cityOrDistrict:"{city}"') == []
     assert entries(filterQuery='cityOrDistrict:"Elsewhere"')[0]["change"] == "created"
+
+
+@pytest.mark.parametrize(
+    ("path", "key", "params", "fragment"),
+    [
+        ("/v1-lite/all/changes", KEY_LITE, {"filterQuery": "floorPlans.units.status:Sold"}, "filterQuery"),
+        ("/v1-lite/all/changes", KEY_LITE, {"unitFilter": "units.price < 500000"}, "unitFilter"),
+        ("/v1-lite/all/changes", KEY_LITE, {"fields": "floorPlans"}, "fields"),
+        (CHANGES, KEY_ALL, {"fields": ",".join(["id"] * 10_000)}, "fields"),
+        (CHANGES, KEY_ALL, {"scope": "planet"}, "scope must be one of listing, floorPlan or unit, got 'planet'"),
+        (CHANGES, KEY_ALL, {"fields": "startPrice,bogus"}, "'bogus' is not a field"),
+    ],
+)
+def test_bad_changes_requests_name_the_parameter(
+    api: Api, path: str, key: str, params: dict[str, str], fragment: str
+) -> None:
+    response = api.get(path, key, **params)
+    assert response.status_code == 400, response.text
+    assert fragment in response.json()["message"]
