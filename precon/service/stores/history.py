@@ -87,11 +87,12 @@ def _fields(old: Mapping[str, Any], new: Mapping[str, Any], scope: Scope) -> Ite
 
 
 def _same_types(old: Any, new: Any) -> bool:
-    """Whether two equal values are alike in their booleans too (``True == 1``, yet a change): compared field by
-    field only where a boolean and a number might meet."""
+    """Whether two equal values are alike in their types too (``True == 1``, yet a change): compared field by field
+    on their top level. Equal records whose values differ in type only (or come in another order) are then
+    compared field by field, which finds what changed, if anything."""
     if isinstance(old, Mapping) and isinstance(new, Mapping):
-        return all(_same_types(value, new.get(key)) for key, value in old.items() if isinstance(value, bool | int))
-    return isinstance(old, bool) == isinstance(new, bool)
+        return [type(value) for value in old.values()] == [type(value) for value in new.values()]
+    return type(old) is type(new)
 
 
 def _keyed(items: Any, key: str) -> dict[str, Mapping[str, Any]]:

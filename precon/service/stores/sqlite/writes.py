@@ -447,11 +447,15 @@ def _rewrite_in_place(
     db.execute(_UPDATE_LISTING, [*listing_columns(new, lat, lng, batch.labels), rowid])
     document = encode_document(new)
     db.execute("UPDATE listing_docs SET doc = ? WHERE id = ?", (document, rowid))
-    terms_before: set[tuple[str, str, int]] = set()
-    numbers_before: set[tuple[str, float, int]] = set()
+    # What is stored of the old one is read back (by the indexes on its row id), not derived from it again.
+    terms_before = {
+        (a, t, rowid) for a, t in db.execute("SELECT attr, term FROM listing_terms WHERE listing = ?", (rowid,))
+    }
+    numbers_before = {
+        (a, n, rowid) for a, n in db.execute("SELECT attr, num FROM listing_numbers WHERE listing = ?", (rowid,))
+    }
     terms_after: set[tuple[str, str, int]] = set()
     numbers_after: set[tuple[str, float, int]] = set()
-    index_multi(old, rowid, terms_before, numbers_before, {})
     index_multi(new, rowid, terms_after, numbers_after, batch.labels)
     db.executemany("DELETE FROM listing_terms WHERE attr = ? AND term = ? AND listing = ?", terms_before - terms_after)
     db.executemany(
