@@ -24,9 +24,12 @@ PAGES = {
         st.Page("views/search.py", title="Search", icon=":material/search:", url_path="search"),
         st.Page("views/map.py", title="Map", icon=":material/map:", url_path="map"),
         st.Page("views/facets.py", title="Facets", icon=":material/bar_chart:", url_path="facets"),
+        st.Page("views/saved.py", title="Saved searches", icon=":material/bookmarks:", url_path="saved"),
+        st.Page("views/changes.py", title="Changes", icon=":material/trending_up:", url_path="changes"),
     ],
     "Records": [
         st.Page("views/listing.py", title="Listing", icon=":material/apartment:", url_path="listing"),
+        st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
         st.Page("views/profiles.py", title="Profiles", icon=":material/groups:", url_path="profiles"),
         st.Page("views/profile.py", title="Profile", icon=":material/badge:", url_path="profile"),
     ],

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import streamlit as st
@@ -49,6 +50,8 @@ class Connection:
     client: Client
     fresh_client: Client
     """The same connection without the HTTP cache: for calls with an effect, or that must see the latest."""
+    data_dir: Path | None = None
+    """The embedded service's data directory (where the dashboard keeps its own file too); None for a remote one."""
 
     @property
     def identity(self) -> str:
@@ -85,7 +88,7 @@ def connection() -> Connection:
     except Exception as error:
         raise ServiceUnavailable(f"the embedded listings service could not start ({error})") from error
     fresh = Client(service.url, service.api_key, service.product_id, cache=False)
-    return Connection("embedded", service.url, service.product_id, service.client, fresh)
+    return Connection("embedded", service.url, service.product_id, service.client, fresh, service.data_dir)
 
 
 def scope() -> tuple[str, str]:
@@ -112,6 +115,12 @@ def call(operation: str, /, **arguments: Any) -> Any:
     version, province = scope()
     plain = {name: _plain(value) for name, value in arguments.items() if value is not None}
     return _cached_call(connection().identity, version, province, operation, json.dumps(plain, sort_keys=True))
+
+
+def call_in(where: tuple[str, str], operation: str, /, **arguments: Any) -> Any:
+    """As :func:`call`, in this version and province instead of the sidebar's (a saved search's own, say)."""
+    plain = {name: _plain(value) for name, value in arguments.items() if value is not None}
+    return _cached_call(connection().identity, *where, operation, json.dumps(plain, sort_keys=True))
 
 
 def call_uncached(operation: str, /, **arguments: Any) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import api, basemap, filter_chips, map_data, search_scope, shared_filters
+from components import api, basemap, filter_chips, map_data, saved, search_scope, shared_filters
 from components import map_centre as mc
 from components import map_layers as ml
 from components.formatting import markdown_text, plural
@@ -70,6 +70,7 @@ search_col.text_input(
 )
 with chips_col, api.guarded():
     filter_chips.render(chosen, prefix="map", with_text=False, links=("search", "facets"))
+saved.save_control(chosen, "map")
 for problem in problems:
     st.warning(problem, icon="🔗")
 if scope.local:

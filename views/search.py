@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import api, filter_chips, shared_filters
+from components import api, filter_chips, saved, shared_filters
 from components import filter_panel as panel
 from components import search_results as results
 from components.formatting import plural
@@ -64,9 +64,10 @@ if outcome.page != view.page and outcome.total:
 for problem in problems + view_problems:
     st.warning(f"This link had a value that could not be used. {problem}", icon=":material/link_off:")
 
-with st.expander("Filters", expanded=True, icon=":material/filter_list:", key="search_filters"):
+with st.expander("Filters", icon=":material/filter_list:", key="search_filters"):
     panel.render_panel(state, facet_views, bounds, unit_level=scope.unit_level)
 filter_chips.render(state, prefix="search", links=(), names=names)
+saved.save_control(state, "search")
 
 timing = f" in {outcome.service_ms:,.0f} ms" if outcome.service_ms is not None else ""
 if outcome.ordering_ms is not None:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import streamlit as st
 from pydantic import ValidationError
 
-from components import api
+from components import api, saved_alerts
 from components.formatting import markdown_text
 from components.webhook_log import (
     attempts_frame,
@@ -264,7 +264,7 @@ def render_subscriptions(subscriptions: list[WebhookSubscription]) -> None:
         st.info("This key has no subscriptions yet: create one below.", icon="🪝")
         return
     st.dataframe(
-        subscriptions_frame(subscriptions),
+        saved_alerts.with_saved_search_column(subscriptions_frame(subscriptions)),
         hide_index=True,
         width="stretch",
         column_config={
@@ -274,6 +274,7 @@ def render_subscriptions(subscriptions: list[WebhookSubscription]) -> None:
             "created": st.column_config.TextColumn("Created"),
             "target": st.column_config.TextColumn("Target URL", width="large"),
             "only": st.column_config.TextColumn("Only", help="A filtered subscription's filters and fields"),
+            "saved_search": st.column_config.TextColumn("Saved search", help="The saved search it alerts for"),
         },
         key="wh_subscriptions_table",
     )

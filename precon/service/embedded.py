@@ -32,6 +32,7 @@ class EmbeddedService:
         if listings is not None:
             overrides["default_listings"] = listings
         self.directory = DataDirectory.open(ServiceSettings(**overrides))  # type: ignore[arg-type]
+        self.data_dir = self.directory.settings.data_dir
         self._server = ServerThread(self.directory.app()).start()
         self.url = self._server.url
         self.api_key = DEV_API_KEY
