@@ -11,6 +11,11 @@ and measures, ``--runs`` times each:
 * **baseline rerun**: "Show more" on a refinement list, a rerun that asks the service nothing new: what any
   interaction costs in Streamlit and the browser on this machine, measured in the same run.
 
+Beside Search's cold load, in the same run and the same way, the cold loads of other pages, each as a ratio to
+Search's (target: within 1.5×): **Changes** (``/changes``, the last 30 days of the simulated market history a new
+catalogue comes with), **Compare** (``/compare?ids=A,B,C``, when ``views/compare.py`` exists) and **Listing** (a
+listing with about 400 units). ``--json FILE`` writes every time measured.
+
 The other three are timed inside the page, from the key or click event to the last change the rerun it caused
 made to the page, so the driver's own overhead is not counted. It prints p50 and p95 per action and each p50 as a ratio
 to the baseline's, since absolute times on a shared 2-core machine are noisy. Targets (issue 8): enter p50
@@ -20,6 +25,7 @@ to the baseline's, since absolute times on a shared 2-core machine are noisy. Ta
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -28,7 +34,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +54,9 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 WORDS = ["park", "condo", "tower", "lofts", "garden", "river", "station", "terrace", "square", "village", "harbour",
          "west", "north", "east", "south", "king", "queen", "bay", "hill", "grove", "lake", "place"]  # fmt: skip
 TARGETS_MS = {"enter": 300, "facet pick": 300, "cold load": 1500}
+PAGE_RATIO_TARGET = 1.5
+"""Another page's cold load against Search's, measured in the same run."""
+LISTING_UNITS = 400
 
 
 def free_port() -> int:
@@ -163,7 +173,64 @@ def timed(action: Callable[[], None]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def measure(url: str, runs: int) -> dict[str, list[float]]:
+@dataclass(frozen=True)
+class OtherPage:
+    action: str
+    path: str
+    ready_text: str
+
+
+def other_pages(data_dir: Path, listings: int) -> tuple[list[OtherPage], list[str]]:
+    """The pages measured beside Search, with ids from the catalogue; and notes on those left out."""
+    from precon.service.embedded import EmbeddedService
+
+    pages, notes = [OtherPage("changes load", "/changes", "changes in")], []
+    with EmbeddedService(data_dir, listings=listings) as service:
+        client = service.client
+        ids = [x.id for x in client.search_listings(per_page=3, retrieve_attributes=["name"]).results if x.id]
+        sizes = {
+            x.id: sum(len(plan.units) for plan in x.floorPlans)
+            for x in client.iter_listings(per_page=250, retrieve_attributes=["floorPlans"])
+            if x.id
+        }
+    if (ROOT / "views" / "compare.py").exists():
+        pages.append(OtherPage("compare load", f"/compare?ids={','.join(ids)}", "Compare listings"))
+    else:
+        notes.append("Compare page not measured: views/compare.py does not exist in this checkout.")
+    if sizes:
+        chosen = min(sizes, key=lambda listing_id: abs(sizes[listing_id] - LISTING_UNITS))
+        pages.append(OtherPage("listing load", f"/listing?id={chosen}", "Floor plans"))
+        notes.append(f"Listing page: {chosen}, {sizes[chosen]:,} units (the nearest to {LISTING_UNITS}).")
+    return pages, notes
+
+
+def cold_loads(browser: Any, url: str, runs: int, path: str, ready: Callable[[Any], None]) -> list[float]:
+    """A new browser session opening ``path``, ``runs`` times, until ``ready`` says the page is there."""
+    times = []
+    for _ in range(runs):
+        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        page.set_default_timeout(60_000)
+
+        def load(page: Any = page) -> None:
+            page.goto(f"{url}{path}")
+            ready(page)
+
+        times.append(timed(load))
+        page.context.close()
+    return times
+
+
+def page_ready(text: str) -> Callable[[Any], None]:
+    def ready(page: Any) -> None:
+        page.wait_for_timeout(30)
+        page.wait_for_selector(READY)
+        page.get_by_text(text).first.wait_for()
+        page.wait_for_selector(READY)
+
+    return ready
+
+
+def measure(url: str, runs: int, others: Sequence[OtherPage] = ()) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {"baseline rerun": [], "cold load": [], "enter": [], "facet pick": []}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
@@ -182,6 +249,12 @@ def measure(url: str, runs: int) -> dict[str, list[float]]:
 
             times["cold load"].append(timed(load))
             page.context.close()
+        for other in others:
+            warm = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            warm.goto(f"{url}{other.path}")
+            page_ready(other.ready_text)(warm)  # the page's first answers cached, as Search's warm-up does
+            warm.context.close()
+            times[other.action] = cold_loads(browser, url, runs, other.path, page_ready(other.ready_text))
         page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         page.set_default_timeout(60_000)
         page.goto(f"{url}/search")
@@ -226,6 +299,14 @@ def report(times: dict[str, list[float]]) -> str:
             f"{action:<16}{len(values):>6}{p50:>10.0f}{p95:>10.0f}{p50 / baseline:>16.1f}×"
             f"{(f'≤ {target}' if target else ''):>12}"
         )
+    search = statistics.median(times["cold load"]) if times["cold load"] else float("nan")
+    for action, values in times.items():
+        if action.endswith(" load") and action != "cold load" and values:
+            ratio = statistics.median(values) / search
+            verdict = "ok" if ratio <= PAGE_RATIO_TARGET else "over"
+            lines.append(
+                f"{action} p50 / Search's cold load p50: {ratio:.2f}× (target ≤ {PAGE_RATIO_TARGET}×, {verdict})"
+            )
     return "\n".join(lines)
 
 
@@ -233,16 +314,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--listings", type=int, default=2500)
+    parser.add_argument("--json", type=Path, default=None, help="Also write every time measured to this file.")
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="precon-bench-dashboard-") as folder:
         process, url = start_dashboard(Path(folder), arguments.listings)
         try:
-            times = measure(url, arguments.runs)
+            others, notes = other_pages(Path(folder), arguments.listings)
+            times = measure(url, arguments.runs, others)
         finally:
             process.terminate()
             process.wait(timeout=15)
     print(f"Search page, {arguments.listings:,} listings, {arguments.runs} runs per action")
+    for note in notes:
+        print(note)
     print(report(times))
+    if arguments.json is not None:
+        arguments.json.write_text(json.dumps({"listings": arguments.listings, "runs": arguments.runs, "ms": times}))
 
 
 if __name__ == "__main__":

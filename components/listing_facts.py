@@ -327,6 +327,7 @@ def render_pricing(listing: Listing) -> None:
     frame = pd.DataFrame(pricing_rows(listing))
     st.dataframe(
         frame,
+        placeholder="—",
         hide_index=True,
         width="stretch",
         height=table_height(len(frame)),

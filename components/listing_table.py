@@ -77,6 +77,7 @@ def listing_table(
     frame = listing_frame(listings, {**(extra or {}), "id": [listing.id for listing in listings]}, links=False)
     event = st.dataframe(
         frame,
+        placeholder="—",
         column_config={**SELECTABLE_COLUMNS, "id": None, **(extra_config or {})},
         hide_index=True,
         width="stretch",

@@ -470,6 +470,7 @@ def nearby_table(listings: Sequence[Listing], centre: tuple[float, float]) -> No
     )
     st.dataframe(
         frame,
+        placeholder="—",
         column_config={
             **COLUMNS,
             "distance_km": st.column_config.NumberColumn("Distance", format="%.2f km", help="From the centre"),

@@ -81,8 +81,17 @@ def refinement_labels(page: Any, param: str) -> list[tuple[str, bool]]:
     raise AssertionError(f"the refinement list of {param} never settled: {previous}")
 
 
+def open_filters(page: Any) -> None:
+    """Opens Search's "Filters" panel, closed at first so that the results fill the first screen."""
+    details = page.locator(".st-key-search_filters details")
+    if details.count() and details.first.get_attribute("open") is None:
+        details.first.locator("summary").click()
+        page.locator(".st-key-rf_list_type").first.wait_for(state="visible")
+
+
 def tick(page: Any, param: str, value: str | None = None) -> str:
     """Ticks a value in a facet's refinement list (the first unticked one when ``value`` is None); its value."""
+    open_filters(page)
     seen = refinement_labels(page, param)
     for index, (label, ticked) in enumerate(seen):
         name = label.rpartition(" · ")[0]
@@ -110,6 +119,7 @@ def test_search_journey_pick_pick_pick_slide_remove_page_sort(dashboard: Dashboa
     city = tick(page, "city")
     state = check_step(page, oracle)
     assert state.facets == {"type": ("Condo",), "selling": (selling,), "city": (city,)}
+    open_filters(page)
     slider = page.locator('.st-key-rf_range_beds input[type="range"]').first
     slider.focus()
     slider.press("ArrowRight")

@@ -174,7 +174,7 @@ def cross_tab(row: str, column: str, counted: Counts, version: str) -> None:
     table = table.reindex(index=list(rows["label"]), columns=list(columns["label"]))
     table.insert(0, "All listings", [int(row_counts[value]) for value in rows["value"]])
     table.index.name = label_of(row)
-    st.dataframe(table, key="cross_tab_table", height=35 * (len(table) + 1) + 3)
+    st.dataframe(table, key="cross_tab_table", height=35 * (len(table) + 1) + 3, placeholder="—")
     st.caption(
         f"Each row counts the listings with that {label_of(row).lower()}; *All listings* is all of them, whatever "
         f"their {label_of(column).lower()}. A listing with several values is counted under each."

@@ -163,6 +163,7 @@ def main() -> None:
     else:
         st.dataframe(
             profile_frame(result.results),
+            placeholder="—",
             column_config=COLUMNS,
             hide_index=True,
             width="stretch",

@@ -265,6 +265,7 @@ def render_subscriptions(subscriptions: list[WebhookSubscription]) -> None:
         return
     st.dataframe(
         saved_alerts.with_saved_search_column(subscriptions_frame(subscriptions)),
+        placeholder="—",
         hide_index=True,
         width="stretch",
         column_config={
@@ -442,6 +443,7 @@ def render_delivery(delivery: WebhookDelivery, subscribed: bool) -> None:
         if delivery.attempts:
             st.dataframe(
                 attempts_frame(delivery.attempts),
+                placeholder="—",
                 hide_index=True,
                 width="stretch",
                 column_config={
@@ -538,6 +540,7 @@ def render_log(subscriptions: dict[str, WebhookSubscription]) -> None:
         return
     st.dataframe(
         deliveries_frame(log.results),
+        placeholder="—",
         hide_index=True,
         width="stretch",
         column_config={

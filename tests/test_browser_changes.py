@@ -1,0 +1,234 @@
+"""In a real browser at 1440 x 900: Search, Map and Facets show their results in the first screen, and the Changes
+page's counts are the service's history for the window and filters chosen, step after step."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlparse
+
+import httpx
+import pytest
+
+from precon.client import Client
+from precon.filter_state import PARAMS, FilterState
+from precon.service.config import ServiceSettings
+from precon.service.embedded import EmbeddedService
+from precon.service.runtime import DataDirectory
+from tests.browser_support import (
+    CHROMIUM_ARGS,
+    EXPECT_TIMEOUT_MS,
+    PAGE_TIMEOUT_MS,
+    READY,
+    ROOT,
+    SCREENSHOTS,
+    Dashboard,
+    _free_port,
+    assert_no_exception,
+    chromium_path,
+    settle,
+)
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+LISTINGS = 300
+HISTORY_DAYS = 120
+WIDTH, HEIGHT = 1440, 900
+LABELS = {
+    "Launches": "launch",
+    "Sell-outs": "sellout",
+    "Price increases": "increase",
+    "Price cuts": "cut",
+    "Units sold": "unitsold",
+}
+
+
+@pytest.fixture(scope="module")
+def history_dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
+    """The dashboard over a catalogue with 120 days of simulated market history."""
+    chromium_path()
+    data_dir = tmp_path_factory.mktemp("browser-history")
+    settings = ServiceSettings(
+        dev=True, data_dir=data_dir, default_listings=LISTINGS, default_history_days=HISTORY_DAYS
+    )
+    DataDirectory.open(settings).close()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("PRECON_API")},
+        "PRECON_SERVICE_DATA_DIR": str(data_dir),
+        "PRECON_SERVICE_DEFAULT_LISTINGS": str(LISTINGS),
+        "PRECON_SERVICE_DEFAULT_HISTORY_DAYS": str(HISTORY_DAYS),
+        "PRECON_CACHE_URL": "memory:",
+    }
+    port = _free_port()
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+        "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    with (data_dir / "streamlit.log").open("wb") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while not _healthy(url):
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError(f"streamlit did not start: see {data_dir / 'streamlit.log'}")
+                time.sleep(0.2)
+            yield Dashboard(url, data_dir)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(url + "/_stcore/health", timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def history_oracle(history_dashboard: Dashboard) -> Iterator[Client]:
+    with EmbeddedService(history_dashboard.data_dir, listings=LISTINGS) as service:
+        yield service.client
+
+
+@pytest.fixture(scope="module")
+def wide_browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def screen(wide_browser: Any) -> Iterator[Any]:
+    context = wide_browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
+    opened = context.new_page()
+    opened.set_default_timeout(PAGE_TIMEOUT_MS)
+    playwright_api.expect.set_options(timeout=EXPECT_TIMEOUT_MS)
+    yield opened
+    context.close()
+
+
+def first_screen(page: Any, name: str) -> Path:
+    """What a person sees without scrolling."""
+    page.wait_for_timeout(800)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"first-screen-{name}.png"
+    page.screenshot(path=str(path))
+    return path
+
+
+def visible_from_top(page: Any, selector: str, pixels: float) -> dict[str, float]:
+    """The element's box, after checking that its top ``pixels`` are inside the first screen (not scrolled)."""
+    element = page.locator(selector).first
+    element.wait_for(state="visible")
+    box = element.bounding_box()
+    assert box is not None, selector
+    assert box["y"] >= 0 and box["y"] + pixels <= HEIGHT, (selector, box)
+    return box
+
+
+def test_search_map_and_facets_show_results_in_the_first_screen(history_dashboard: Dashboard, screen: Any) -> None:
+    screen.goto(f"{history_dashboard.url}/search")
+    settle(screen, "results in")
+    # The header and the first rows of the grid (35 px each) without scrolling.
+    visible_from_top(screen, '[data-testid="stDataFrame"]', 35 * 4)
+    first_screen(screen, "search")
+
+    screen.goto(f"{history_dashboard.url}/map")
+    settle(screen, "listings within")
+    visible_from_top(screen, '[data-testid="stDeckGlJsonChart"]', 300)
+    first_screen(screen, "map")
+
+    screen.goto(f"{history_dashboard.url}/facets")
+    settle(screen, "Counts per facet")
+    visible_from_top(screen, '[data-testid="stVegaLiteChart"]', 150)
+    first_screen(screen, "facets")
+    assert_no_exception(screen)
+
+
+# -- the Changes page against the history ------------------------------------------------------------------------
+
+
+def oracle_counts(client: Client, since: datetime, state: FilterState) -> dict[str, int]:
+    """Every entry of the window (no narrowing by field), classified here by the definitions the page states."""
+    counts = dict.fromkeys(LABELS.values(), 0)
+    for entry in client.iter_changes(
+        since=since.isoformat(), filter=state.listing_expression(), unit_filter=state.unit_expression(),
+        search=state.text or None,
+    ):  # fmt: skip
+        if entry.change != "updated":
+            continue
+        field, before, after = (entry.scope, entry.field), entry.before, entry.after
+        if field == ("listing", "sellingStatus") and (before, after) == ("Pending", "Selling Now"):
+            counts["launch"] += 1
+        elif field == ("listing", "sellingStatus") and after == "Sold Out" and before != "Sold Out":
+            counts["sellout"] += 1
+        elif field == ("listing", "startPrice") and isinstance(before, int | float) and isinstance(after, int | float):
+            if before > 0 and after > 0 and before != after:
+                counts["increase" if after > before else "cut"] += 1
+        elif field == ("unit", "status") and after == "Sold" and before != "Sold":
+            counts["unitsold"] += 1
+    return counts
+
+
+def shown_counts(page: Any) -> dict[str, int]:
+    metrics = page.locator('[data-testid="stMetric"]')
+    shown = {}
+    for index in range(metrics.count()):
+        label = metrics.nth(index).locator('[data-testid="stMetricLabel"]').inner_text().strip()
+        value = metrics.nth(index).locator('[data-testid="stMetricValue"]').inner_text().strip()
+        if label in LABELS:
+            shown[LABELS[label]] = int(value.replace(",", ""))
+    return shown
+
+
+def check_changes(page: Any, oracle: Client, days: int) -> FilterState:
+    settle(page, "changes in")
+    assert_no_exception(page)
+    params = dict(parse_qsl(urlparse(page.url).query))
+    state, problems = FilterState.from_params({k: v for k, v in params.items() if k in PARAMS})
+    assert problems == []
+    since = datetime.combine(datetime.now(UTC).date() - timedelta(days=days), datetime.min.time(), UTC)
+    assert shown_counts(page) == oracle_counts(oracle, since, state), page.url
+    return state
+
+
+def test_changes_follow_the_window_and_the_filters(
+    history_dashboard: Dashboard, screen: Any, history_oracle: Client
+) -> None:
+    expect = playwright_api.expect
+    screen.goto(f"{history_dashboard.url}/changes")
+    check_changes(screen, history_oracle, 30)
+    first_screen(screen, "changes")
+
+    screen.get_by_text("90 days", exact=True).first.click()
+    expect(screen).to_have_url(re.compile(r"window=90"))
+    check_changes(screen, history_oracle, 90)
+
+    screen.locator(".st-key-changes_filters details summary").click()
+    boxes = screen.locator(".st-key-rf_list_type").locator('[data-testid="stCheckbox"]')
+    boxes.first.wait_for(state="visible")
+    boxes.filter(has_text="Condo").first.locator("label").click()
+    expect(screen).to_have_url(re.compile(r"type=Condo"))
+    screen.wait_for_selector(READY)
+    state = check_changes(screen, history_oracle, 90)
+    assert state.facets == {"type": ("Condo",)}
+    expect(screen).to_have_url(re.compile(r"window=90"))
+    screen.screenshot(path=str(SCREENSHOTS / "changes-condos-90-days.png"), full_page=True)
+
+    screen.goto(f"{history_dashboard.url}/changes?from=2026-13-40&window=90")
+    settle(screen, "not a date")
+    assert_no_exception(screen)
+    assert screen.locator('[data-testid="stMetric"]').count() == 5, "the rest of the page works"
