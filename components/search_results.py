@@ -275,6 +275,7 @@ def results_table(listings: Sequence[Listing], names: dict[str, str], with_units
     frame = results_frame(listings, names, with_units)
     event = st.dataframe(
         frame,
+        placeholder="—",
         column_config={k: v for k, v in TABLE_COLUMNS.items() if k in frame.columns},
         column_order=[c for c in frame.columns if TABLE_COLUMNS.get(c) is not None],
         hide_index=True,
