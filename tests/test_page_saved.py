@@ -106,7 +106,7 @@ def test_the_page_lists_them_with_markup_as_text_and_what_matches_now(oracle: Cl
     app = ok(open_page(SAVED))
     text = page_text(app)
     assert "<b>" not in text and "\\<b\\>bold\\</b\\>" in text, text
-    assert "\\*\\*stars\\*\\*" in text and "saved by \\<i\\>me\\</i\\>" in text
+    assert "\\*\\*stars\\*\\*" in text and "Saved by \\<i\\>me\\</i\\>" in text
     condos = oracle.search_listings(per_page=0, filter="type:Condo").total
     assert f"**{condos:,} matching now**" in text
     assert "Not opened yet" not in text and "nothing changed" in text

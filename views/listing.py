@@ -14,7 +14,8 @@ from typing import Any
 
 import streamlit as st
 
-from components import api, shared_filters
+from components import api, saved, shared_filters
+from components.compare import render_compare_button
 from components.deposits import render_deposits
 from components.floor_plans import render_floor_plans
 from components.formatting import markdown_text
@@ -31,6 +32,7 @@ from components.listing_facts import (
     render_photos,
     render_pricing,
 )
+from components.listing_history import render_history
 from components.listing_table import listing_table
 from components.units import render_units
 from precon.errors import NotFound, PreconError
@@ -182,6 +184,8 @@ def render_listing(listing: Listing) -> None:
     similar, similar_error = similar_listings(listing_id)
     found = contradictions(listing)
     render_title(listing)
+    saved.watch_control(listing)
+    render_compare_button(listing_id)
     render_header_metrics(listing)
 
     left, right = st.columns([3, 2], gap="large")
@@ -202,9 +206,11 @@ def render_listing(listing: Listing) -> None:
 
     st.subheader("Floor plans")
     render_floor_plans(listing.floorPlans, key=f"plans:{listing_id}")
-    if any(plan.units for plan in listing.floorPlans or ()):
-        st.subheader("Units")
-        render_units(listing.floorPlans, key=f"units:{listing_id}")
+    st.subheader("Inventory")
+    render_units(listing.floorPlans, key=f"units:{listing_id}", structures=listing.paymentStructures)
+
+    st.subheader("History")
+    render_history(listing, key=f"history:{listing_id}")
 
     st.subheader("Deposit structure")
     render_contradictions(found, "deposits")

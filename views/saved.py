@@ -142,7 +142,7 @@ def render_changed(saved: SavedSearch, now: Answer) -> None:
         st.caption("Not opened yet: what it answers now is where its changes will start.")
         return
     changed = store_module.compare(before, now)
-    st.markdown(f"**Since last opened** ({when(saved.last_opened)}): {changed.summary()}")
+    st.markdown(f"**Since last opened** ({when(saved.last_opened)}), its matches: {changed.summary()}")
     if not before.complete or not now.complete:
         st.caption(f"Only the first {sv.MAX_ANSWER:,} matches are followed; narrow it to follow every one.")
     if changed.count:
@@ -155,9 +155,9 @@ def render_changed(saved: SavedSearch, now: Answer) -> None:
 
 
 def describe(saved: SavedSearch, matching: int | None) -> str:
-    who = f"saved by {markdown_text(saved.saved_by)}" if saved.saved_by else "saved"
+    who = f"Saved by {markdown_text(saved.saved_by)}" if saved.saved_by else "Saved"
     where = "all provinces" if saved.province == "all" else PROVINCES.get(saved.province, saved.province)
-    parts = [f"{who} {when(saved.saved_at)}", f"{where}, API {saved.version}"]
+    parts = [f"{who} on {when(saved.saved_at)}", f"{where}, API {saved.version}"]
     if matching is not None:
         parts.append(f"**{matching:,} matching now**")
     if saved.listing_id:
