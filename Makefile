@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 API_PORT ?= 8000
 
-.PHONY: run serve test lint bench bench-soak bench-dashboard bench-map bench-peers bench-cluster lock install clean
+.PHONY: run serve test lint bench bench-soak bench-dashboard bench-map bench-peers bench-cluster bench-history lock install clean
 
 install: $(STAMP)
 
@@ -54,6 +54,11 @@ bench-dashboard: $(STAMP)
 # How quickly the Map page answers in a real browser, on a 50,000-listing catalogue (LISTINGS=20000 for less).
 bench-map: $(STAMP)
 	$(BIN)/python bench/map.py $(if $(LISTINGS),--listings $(LISTINGS))
+
+# Units, history and the simulation at 50,000 listings (LISTINGS=2500 for a quick run): unitFilter, changes and
+# listing_history against their baselines in the same run, the service's memory, simulate --days 730.
+bench-history: $(STAMP)
+	$(BIN)/python bench/history.py $(if $(LISTINGS),--listings $(LISTINGS))
 
 # Ours against Datasette 0.65.5 (in its own bench/.peers-venv, made on first use) on one catalogue and query mix,
 # interleaved: throughput ratio and totals agreement per class, at 50,000 listings (LISTINGS=5000 for a quick run).
