@@ -23,7 +23,8 @@ COLUMNS = {
     "price": st.column_config.NumberColumn("Price (CAD)", format=MONEY_FORMAT, help="—: contact for pricing"),
     "price_per_sqft": st.column_config.NumberColumn("$/sq ft", format=MONEY_FORMAT),
     "status": st.column_config.TextColumn("Status"),
-    "units_left": st.column_config.TextColumn("Units left", help="Available of the plan's units, where it lists them"),
+    "available": st.column_config.NumberColumn("Available", format="%d", help="Units available, where it lists them"),
+    "sold": st.column_config.NumberColumn("Sold", format="%d", help="Units sold, where the plan lists them"),
     "exposure": st.column_config.TextColumn("Exposure"),
 }
 COLOUR_BY = {"Bedrooms": "beds_label", "Status": "status"}
@@ -45,13 +46,14 @@ def plan_frame(plans: Sequence[FloorPlan]) -> pd.DataFrame:
             "price": plan.startPrice or None,
             "price_per_sqft": round(plan.price_per_square_foot, 2) if plan.price_per_square_foot else None,
             "status": plan.status or "Unknown",
-            "units_left": f"{len(plan.available_units)} of {len(plan.units)}" if plan.units else None,
+            "available": len(plan.available_units) if plan.units else None,
+            "sold": sum(1 for unit in plan.units if unit.status == "Sold") if plan.units else None,
             "exposure": ", ".join(plan.exposure) or None,
         }
         for plan in plans
     ]
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    for column in ("beds", "baths", "sqft", "price", "price_per_sqft"):
+    for column in ("beds", "baths", "sqft", "price", "price_per_sqft", "available", "sold"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     return frame
 

@@ -17,6 +17,7 @@ import streamlit as st
 
 from components import api, filter_chips, shared_filters
 from components import filter_panel as panel
+from components.compare import compare_selected
 from components.facet_search import counts_among
 from components.formatting import completion, markdown_text, number_range, plural, price_text, size_range
 from components.listing_table import open_listing
@@ -271,8 +272,14 @@ def results_frame(listings: Sequence[Listing], names: dict[str, str], with_units
 
 
 def results_table(listings: Sequence[Listing], names: dict[str, str], with_units: bool) -> None:
-    """The page of results; a click on a row opens the listing in this tab."""
+    """The page of results; a click on a row opens the listing in this tab, or, while picking listings to compare,
+    ticks it."""
     frame = results_frame(listings, names, with_units)
+    comparing = st.toggle(
+        "Pick listings to compare",
+        key="search_compare_mode",
+        help="Tick 2 to 4 rows, then press Compare selected (a click on a row then ticks it instead of opening it).",
+    )
     event = st.dataframe(
         frame,
         placeholder="—",
@@ -281,11 +288,15 @@ def results_table(listings: Sequence[Listing], names: dict[str, str], with_units
         hide_index=True,
         width="stretch",
         height=TABLE_HEADER_PX + TABLE_ROW_PX * len(frame) + 3,
-        key="search_table",
+        # Another key in each mode: a table's selection mode cannot change under the same key.
+        key="search_table_compare" if comparing else "search_table",
         on_select="rerun",
-        selection_mode="single-row",
+        selection_mode="multi-row" if comparing else "single-row",
     )
     rows = event.selection.rows if event is not None else []
+    if comparing:
+        compare_selected([listings[r].id or "" for r in rows if 0 <= r < len(listings) and listings[r].id], SEARCH_PAGE)
+        return
     if rows and 0 <= rows[0] < len(listings) and listings[rows[0]].id:
         open_listing(listings[rows[0]].id or "", SEARCH_PAGE)
     st.caption("Click a row to open the listing; the back link there returns to these results.")

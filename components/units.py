@@ -1,4 +1,5 @@
-"""A listing's units: what is still available, on which floor, at what price, plan by plan."""
+"""A listing's units: what is still available, on which floor, at what price, plan by plan, as counts, a grid of
+the building (:mod:`components.unit_grid`) and a table."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from components.formatting import MONEY_FORMAT
-from precon.models import FloorPlan
+from components.formatting import MISSING, MONEY_FORMAT, cad
+from components.unit_grid import render_grid
+from precon.models import FloorPlan, PaymentStructure
 
 COLUMNS = {
     "unit": st.column_config.TextColumn("Unit"),
@@ -18,24 +20,48 @@ COLUMNS = {
     "status": st.column_config.TextColumn("Status"),
     "price": st.column_config.NumberColumn("Price (CAD)", format=MONEY_FORMAT, help="—: no published price"),
 }
+HIDDEN = ("stack", "plan_index")
+"""In the frame for the grid, not in the table."""
 STATUS_ORDER = ("Available", "Reserved", "Sold")
+SUMMARY_COLUMNS = {
+    "plan": st.column_config.TextColumn("Plan", width="medium"),
+    "units": st.column_config.NumberColumn("Units", format="%d"),
+    "available": st.column_config.NumberColumn("Available", format="%d"),
+    "reserved": st.column_config.NumberColumn("Reserved", format="%d"),
+    "sold": st.column_config.NumberColumn("Sold", format="%d"),
+    "lowest": st.column_config.NumberColumn(
+        "Lowest available (CAD)", format=MONEY_FORMAT, help="—: nothing available, or no published price"
+    ),
+}
+NO_UNITS = "This listing's floor plans list no units (houses are sold by the model, and some builders list none)."
+
+
+def stack_of(unit_number: str | None, floor: float | None) -> str:
+    """The unit's column in the building: a tower's unit number is its floor then a two-digit stack (``1205``:
+    floor 12, stack ``05``); any other number (a row town's ``3``) is its own column."""
+    number = (unit_number or "").strip()
+    if floor is not None and number.isdigit() and len(number) > 2 and number[:-2] == f"{floor:.0f}":
+        return number[-2:]
+    return number or MISSING
 
 
 def unit_frame(plans: Sequence[FloorPlan]) -> pd.DataFrame:
-    """One row per unit of every plan, by floor then unit number."""
+    """One row per unit of every plan, by floor then unit number (with its stack and plan's position, hidden)."""
     rows = [
         {
-            "unit": unit.unitNumber or "—",
+            "unit": unit.unitNumber or MISSING,
             "floor": unit.floor_number,
-            "plan": plan.name or "—",
+            "plan": plan.name or plan.id or MISSING,
             "beds": plan.numberOfBedrooms,
             "status": unit.status or "Unknown",
             "price": unit.price,
+            "stack": stack_of(unit.unitNumber, unit.floor_number),
+            "plan_index": index,
         }
-        for plan in plans
+        for index, plan in enumerate(plans)
         for unit in plan.units
     ]
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    frame = pd.DataFrame(rows, columns=[*COLUMNS, *HIDDEN])
     for column in ("floor", "beds", "price"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     return frame.sort_values(["floor", "unit"], kind="stable", na_position="last").reset_index(drop=True)
@@ -48,20 +74,53 @@ def status_counts(frame: pd.DataFrame) -> dict[str, int]:
     return {**ordered, **{str(k): int(v) for k, v in sorted(counted.items())}}
 
 
-def render_units(plans: Sequence[FloorPlan] | None, key: str) -> None:
-    """The counts by status, then the units, filtered by status and plan."""
-    frame = unit_frame(plans or ())
-    if frame.empty:
-        st.caption("This listing publishes no units (houses are sold by the model, and some builders list none).")
-        return
+def lowest_available(frame: pd.DataFrame) -> float | None:
+    """The lowest price among the available units (``None``: none available, or none priced)."""
+    prices = frame.loc[frame["status"] == "Available", "price"].dropna()
+    return float(prices.min()) if len(prices) else None
+
+
+def plan_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per plan with units, in the listing's order: how many units, by status, and the lowest available price."""
+    rows = []
+    for _, units in frame.groupby("plan_index", sort=True):
+        counts = status_counts(units)
+        rows.append(
+            {
+                "plan": units["plan"].iloc[0],
+                "units": len(units),
+                "available": counts["Available"],
+                "reserved": counts["Reserved"],
+                "sold": counts["Sold"],
+                "lowest": lowest_available(units),
+            }
+        )
+    summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    summary["lowest"] = pd.to_numeric(summary["lowest"], errors="coerce").astype("float64")
+    return summary
+
+
+def render_counts(frame: pd.DataFrame) -> None:
+    """The building's counts and lowest available price, then the same per plan."""
     counts = status_counts(frame)
-    columns = st.columns(len(STATUS_ORDER) + 1)
+    columns = st.columns(len(STATUS_ORDER) + 2)
     columns[0].metric("Units", f"{len(frame):,}")
-    for column, status in zip(columns[1:], STATUS_ORDER, strict=True):
+    for column, status in zip(columns[1:-1], STATUS_ORDER, strict=True):
         column.metric(status, f"{counts[status]:,}")
-    available = frame[frame["status"] == "Available"]["price"].dropna()
-    if len(available):
-        st.caption(f"Available from ${available.min():,.0f} to ${available.max():,.0f}.")
+    columns[-1].metric("Lowest available (CAD)", cad(lowest_available(frame)))
+    summary = plan_summary(frame)
+    st.dataframe(
+        summary,
+        column_config=SUMMARY_COLUMNS,
+        hide_index=True,
+        width="stretch",
+        height=(len(summary) + 1) * 35 + 3,
+        placeholder=MISSING,
+    )
+
+
+def render_table(frame: pd.DataFrame, counts: dict[str, int], key: str) -> None:
+    """The units as a table, filtered by status (available ones at first) and plan."""
     filters = st.columns([2, 3])
     chosen = filters[0].multiselect(
         "Unit status", list(counts), default=["Available"] if counts["Available"] else [], key=f"{key}_status"
@@ -74,4 +133,16 @@ def render_units(plans: Sequence[FloorPlan] | None, key: str) -> None:
     if chosen_plans:
         shown = shown[shown["plan"].isin(chosen_plans)]
     st.caption(f"Showing {len(shown):,} of {len(frame):,} units.")
-    st.dataframe(shown, column_config=COLUMNS, hide_index=True, width="stretch", placeholder="—")
+    st.dataframe(shown[list(COLUMNS)], column_config=COLUMNS, hide_index=True, width="stretch", placeholder=MISSING)
+
+
+def render_units(plans: Sequence[FloorPlan] | None, key: str, structures: Sequence[PaymentStructure] = ()) -> None:
+    """The inventory: counts, the building as a grid of floors by stacks (a click shows a unit), the units table."""
+    frame = unit_frame(plans or ())
+    if frame.empty:
+        st.info(NO_UNITS, icon="🏢")
+        return
+    render_counts(frame)
+    render_grid(frame, list(plans or ()), structures, key=f"{key}_grid")
+    with st.expander("All units as a table", icon=":material/table_rows:"):
+        render_table(frame, status_counts(frame), key)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,12 +73,21 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     data_dir = tmp_path_factory.mktemp("browser-data")
     # The catalogue is made here, before the dashboard starts, so that the oracle reads the same one.
     DataDirectory.open(ServiceSettings(dev=True, data_dir=data_dir, default_listings=BROWSER_LISTINGS)).close()
+    with running_dashboard(data_dir, BROWSER_LISTINGS) as started:
+        yield started
+
+
+@contextmanager
+def running_dashboard(data_dir: Path, listings: int, **settings: str) -> Iterator[Dashboard]:
+    """``streamlit run app.py`` on a free loopback port over ``data_dir`` (``settings``: more environment), until
+    it answers its health check; stopped on leaving."""
     port = _free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("PRECON_API")},
         "PRECON_SERVICE_DATA_DIR": str(data_dir),
-        "PRECON_SERVICE_DEFAULT_LISTINGS": str(BROWSER_LISTINGS),
+        "PRECON_SERVICE_DEFAULT_LISTINGS": str(listings),
         "PRECON_CACHE_URL": "memory:",
+        **settings,
     }
     log = (data_dir / "streamlit.log").open("wb")
     process = subprocess.Popen(

@@ -3,7 +3,9 @@ a listing that does not exist, and failures as a user sees them."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
@@ -32,6 +34,7 @@ from tests.dashboard_support import (  # noqa: F401
     open_page,
     page_text,
 )
+from tests.history_support import history_catalogue, history_dashboard  # noqa: F401
 
 LISTING = "views/listing.py"
 
@@ -166,8 +169,11 @@ def test_the_units_of_a_listing_what_is_left_on_which_floor_at_what_price() -> N
     assert sorted(shown["unit"]) == available and set(shown["status"]) == {"Available"}
     assert list(shown["floor"]) == sorted(shown["floor"])
     plans = table_with(app, "exposure")
-    left = {plan.name: f"{len(plan.available_units)} of {len(plan.units)}" for plan in listing.floorPlans or []}
-    assert dict(zip(plans["name"], plans["units_left"], strict=True)) == left
+    left = {
+        plan.name: (len(plan.available_units), sum(u.status == "Sold" for u in plan.units))
+        for plan in listing.floorPlans or []
+    }
+    assert dict(zip(plans["name"], zip(plans["available"], plans["sold"], strict=True), strict=True)) == left
 
     app = app.multiselect(key=f"units:{listing.id}_status").set_value(["Sold"]).run()
     assert not app.exception, [e.value for e in app.exception]
@@ -319,3 +325,180 @@ def test_the_deposit_schedule_in_dollars_for_a_chosen_plan_and_the_contradiction
     if listing.minSize:
         assert markdown_text(size_text(listing.minSize, listing.maxSize)) in page_text(app)
         assert "sq ft" in size_text(listing.minSize, listing.maxSize)
+
+
+# -- inventory, history and "Add to compare" ----------------------------------------------------------------
+
+
+def a_selling_tower() -> Listing:
+    """A listing selling by the unit, with units in more than one status and a deposit structure."""
+    client = api.connection().client
+    return next(
+        found
+        for found in client.search_listings(per_page=100, filter='sellingStatus:"Selling Now"').results
+        if any(plan.available_units for plan in found.floorPlans or [])
+        and any(unit.status == "Sold" for plan in found.floorPlans or [] for unit in plan.units)
+        and found.paymentStructures
+    )
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_the_inventory_counts_lowest_price_and_a_picked_unit_are_the_listings_units() -> None:
+    open_page(LISTING)
+    listing = a_selling_tower()
+    plans = listing.floorPlans or []
+    units = [(plan, unit) for plan in plans for unit in plan.units]
+    available = [unit.price for _, unit in units if unit.status == "Available" and unit.price is not None]
+    app = open_page(LISTING, {"id": listing.id})
+    assert not app.exception, [e.value for e in app.exception]
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["Lowest available (CAD)"] == cad(min(available))
+    for status in ("Available", "Reserved", "Sold"):
+        assert metrics[status] == f"{sum(1 for _, unit in units if unit.status == status):,}"
+
+    # Per plan: the counts and the lowest available price, in the listing's order.
+    summary = table_with(app, "lowest")
+    with_units = [plan for plan in plans if plan.units]
+    assert list(summary["plan"]) == [plan.name for plan in with_units]
+    for plan, (_, row) in zip(with_units, summary.iterrows(), strict=True):
+        assert row["units"] == len(plan.units)
+        for status in ("Available", "Reserved", "Sold"):
+            assert row[status.lower()] == sum(1 for unit in plan.units if unit.status == status)
+        prices = [unit.price for unit in plan.available_units if unit.price is not None]
+        assert (row["lowest"] == min(prices)) if prices else pd.isna(row["lowest"])
+    assert not re.search(r"\bNone\b|\bnan\b", summary.astype(str).to_string())
+
+    # The grid is drawn; picking a unit (as a click on it does) shows it and its deposits in its dollars.
+    assert app.get("vega_lite_chart"), "the inventory grid"
+    plan, unit = max(units, key=lambda pair: float(pair[1].floor or 0))
+    assert unit.price is not None
+    label = f"{unit.unitNumber} · {plan.name} · {unit.status} · {cad(unit.price)}"
+    picker = app.selectbox(key=f"units:{listing.id}_grid_unit")
+    app = picker.set_value(label).run()
+    assert not app.exception, [e.value for e in app.exception]
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert (metrics["Plan"], metrics["Floor"], metrics["Price (CAD)"], metrics["Status"]) == (
+        plan.name, unit.floor, cad(unit.price), unit.status,
+    )  # fmt: skip
+    schedules = deposit_tables(app)[: len(listing.paymentStructures)]
+    for structure, table in zip(listing.paymentStructures, schedules, strict=True):
+        assert list(table["amount"].fillna(-1)) == [
+            -1 if step.amount is None else step.amount for step in dollar_steps(structure, unit.price)
+        ]
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_a_listing_whose_plans_list_no_units_says_so() -> None:
+    open_page(LISTING)
+    client = api.connection().client
+    listing = next(
+        found
+        for found in client.iter_listings(per_page=500, retrieve_attributes=["listingId", "floorPlans"])
+        if found.floorPlans and not any(plan.units for plan in found.floorPlans)
+    )
+    app = open_page(LISTING, {"id": listing.id})
+    assert not app.exception, [e.value for e in app.exception]
+    assert "This listing's floor plans list no units" in page_text(app)
+    assert not app.get("vega_lite_chart") or "lowest" not in [c for f in app.dataframe for c in f.value.columns]
+
+
+def all_history(listing_id: str) -> list[Any]:
+    client = api.connection().client
+    entries, page = [], 0
+    while True:
+        answer = client.listing_history(listing_id, page=page, per_page=1000)
+        entries += answer.results
+        page += 1
+        if page >= answer.pages:
+            return entries
+
+
+@pytest.mark.usefixtures("history_dashboard")
+def test_the_history_table_and_price_chart_are_the_listings_history() -> None:
+    from components.listing_history import TABLE_ROWS
+
+    open_page(LISTING)
+    client = api.connection().client
+    candidates = client.search_listings(per_page=100, filter='sellingStatus:"Selling Now"').results
+    totals = {found.id: client.listing_history(found.id or "", per_page=0).total for found in candidates}
+    listing_id = max(totals, key=lambda i: totals[i])
+    assert listing_id and totals[listing_id] > TABLE_ROWS
+    expected = all_history(listing_id)
+
+    def same(cell: Any, value: Any) -> bool:
+        """A cell against the entry's value as the API gave it: blank for none, numbers read back from the text."""
+        if value is None:
+            return cell is None or pd.isna(cell)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(str(cell).replace("$", "").replace(",", "")) == value
+        if isinstance(value, list | dict):
+            return json.loads(cell) == value
+        return bool(cell == str(value))
+
+    def check(frame: pd.DataFrame, entries: list[Any]) -> None:
+        assert len(frame) == len(entries)
+        assert list(frame["field"].fillna("")) == [e.field or "" for e in entries]
+        assert list(frame["change"]) == [e.change for e in entries]
+        assert list(frame["unit_number"].fillna("")) == [e.unit or "" for e in entries]
+        for (_, row), entry in zip(frame.iterrows(), entries, strict=True):
+            assert same(row["from"], entry.before) and same(row["to"], entry.after), (row, entry)
+        assert [t.to_pydatetime() for t in frame["when"]] == [e.at.replace(tzinfo=None) for e in entries]
+
+    app = open_page(LISTING, {"id": listing_id})
+    assert not app.exception, [e.value for e in app.exception]
+    check(table_with(app, "unit_number"), expected[:TABLE_ROWS])
+    assert f"{len(expected):,} changes recorded" in page_text(app)
+    app = app.toggle(key=f"history:{listing_id}_all").set_value(True).run()
+    assert not app.exception, [e.value for e in app.exception]
+    check(table_with(app, "unit_number"), expected)
+
+    # The start price's changes, counted on the chart's caption; a plan's too.
+    listing = client.multiple_listings([listing_id])[0]
+    changes = [e for e in expected if e.scope == "listing" and e.field == "startPrice" and e.change == "updated"]
+    assert f"{len(changes):,} price change" in page_text(app) or not changes
+    plans = [plan for plan in listing.floorPlans or [] if plan.id]
+    picker = app.selectbox(key=f"history:{listing_id}_plan")
+    assert len(picker.options) == len(plans) + 1
+    by_plan = {p.id: sum(1 for e in expected if e.plan == p.id and e.field == "startPrice") for p in plans}
+    busiest = max(plans, key=lambda p: by_plan[p.id])
+    app = picker.set_value(busiest.id).run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert f"{by_plan[busiest.id]:,} price change" in page_text(app)
+    assert app.get("vega_lite_chart")
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_history_against_a_deployment_without_it_says_what_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from precon.client import Client
+    from precon.errors import NotFound
+
+    def missing(self: Client, *args: Any, **kwargs: Any) -> Any:
+        raise NotFound("Not Found", status=404)
+
+    monkeypatch.setattr(Client, "listing_history", missing)
+    open_page(LISTING)
+    listing = a_selling_tower()
+    app = open_page(LISTING, {"id": listing.id})
+    assert not app.exception, [e.value for e in app.exception]
+    assert not app.error
+    assert "History needs a deployment of ours" in page_text(app)
+    assert "precon catalogue mirror" in page_text(app)
+    assert markdown_text(listing.name) in [t.value for t in app.title]  # the rest of the page is there
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_add_to_compare_keeps_at_most_four_and_links_to_the_compare_page() -> None:
+    open_page(LISTING)
+    ids = [found.id for found in api.connection().client.search_listings(per_page=5).results]
+    app = open_page(LISTING, {"id": ids[0]})
+    app = app.button(key="compare_add").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert app.session_state["compare_ids"] == [ids[0]]
+    links = [(link.proto.page, link.proto.label) for link in app.get("page_link")]
+    assert any("compare" in page and ids[0] in label for page, label in links), links
+
+    app.session_state["compare_ids"] = ids[1:5]
+    app = app.run().button(key="compare_add").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert app.session_state["compare_ids"] == ids[1:5]
+    assert "at most 4 listings" in "\n".join(w.value for w in app.warning)
