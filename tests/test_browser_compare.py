@@ -161,3 +161,4 @@ def test_compare_three_rows_picked_on_search(site: Dashboard, page: Any, oracle:
         assert rows["Start price"][column].removesuffix(" ★") == cad(listing.startPrice)
         assert rows["Units available"][column].removesuffix(" ★") == f"{left:,}"
     shot(page, "compare-page")
+    shot(page, "compare-page-distances", page.get_by_role("heading", name="Distances"))
