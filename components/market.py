@@ -33,6 +33,8 @@ KIND_COLOURS = {
     mc.UNIT_SOLD: "#98c1d9",
 }
 PAGE_SIZE = 25
+ROW_PX = 35
+"""The grid's row height: a page of the table is drawn whole, without a scroll bar of its own."""
 WINDOW_KEY, FROM_KEY, TO_KEY, SHOW_KEY = "changes_window", "changes_from", "changes_to", "changes_show"
 DATES = "dates"
 WINDOW_PARAMS = ("window", "from", "to")
@@ -243,7 +245,7 @@ def weekly_chart(frame: pd.DataFrame, window: mc.Window) -> None:
                 "kind:N",
                 title=None,
                 scale=alt.Scale(domain=labels, range=[KIND_COLOURS[kind] for kind in mc.KINDS]),
-                legend=alt.Legend(orient="top"),
+                legend=alt.Legend(orient="right"),
             ),
             order=alt.Order("order:Q"),
             tooltip=[
@@ -252,7 +254,7 @@ def weekly_chart(frame: pd.DataFrame, window: mc.Window) -> None:
                 alt.Tooltip("count:Q", title="Changes", format=",d"),
             ],
         )
-        .properties(height=240)
+        .properties(height=320)
     )
     st.altair_chart(chart, width="stretch", key="changes_weekly_chart")
 
@@ -346,7 +348,7 @@ def changes_table(frame: pd.DataFrame) -> pd.DataFrame:
         names = listing_names(shown["listingId"])
     st.dataframe(
         table_frame(shown, names), column_config=TABLE_COLUMNS, hide_index=True, width="stretch",
-        key="changes_table", placeholder="—",
+        key="changes_table", placeholder="—", height=ROW_PX * (len(shown) + 1) + 3,
     )  # fmt: skip
     previous, where, following = st.columns([1, 2, 1], vertical_alignment="center")
     previous.button(

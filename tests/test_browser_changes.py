@@ -33,6 +33,7 @@ from tests.browser_support import (
     _free_port,
     assert_no_exception,
     chromium_path,
+    screenshot,
     settle,
 )
 
@@ -196,6 +197,8 @@ def shown_counts(page: Any) -> dict[str, int]:
 
 def check_changes(page: Any, oracle: Client, days: int) -> FilterState:
     settle(page, "changes in")
+    playwright_api.expect(page.locator('[data-testid="stMetric"]')).to_have_count(len(LABELS))
+    page.wait_for_selector(READY)
     assert_no_exception(page)
     params = dict(parse_qsl(urlparse(page.url).query))
     state, problems = FilterState.from_params({k: v for k, v in params.items() if k in PARAMS})
@@ -226,7 +229,7 @@ def test_changes_follow_the_window_and_the_filters(
     state = check_changes(screen, history_oracle, 90)
     assert state.facets == {"type": ("Condo",)}
     expect(screen).to_have_url(re.compile(r"window=90"))
-    screen.screenshot(path=str(SCREENSHOTS / "changes-condos-90-days.png"), full_page=True)
+    screenshot(screen, "changes-condos-90-days")
 
     screen.goto(f"{history_dashboard.url}/changes?from=2026-13-40&window=90")
     settle(screen, "not a date")
