@@ -189,7 +189,7 @@ def other_pages(data_dir: Path, listings: int) -> tuple[list[OtherPage], list[st
         client = service.client
         ids = [x.id for x in client.search_listings(per_page=3, retrieve_attributes=["name"]).results if x.id]
         sizes = {
-            x.id: sum(len(plan.units) for plan in x.floorPlans)
+            x.id: sum(len(plan.units) for plan in x.floorPlans or [])
             for x in client.iter_listings(per_page=250, retrieve_attributes=["floorPlans"])
             if x.id
         }
@@ -269,6 +269,10 @@ def measure(url: str, runs: int, others: Sequence[OtherPage] = ()) -> dict[str, 
         box.fill("")
         box.press("Enter")
         wait_rerun(page)
+        details = page.locator(".st-key-search_filters details")  # the panel is closed at first: open it once
+        if details.count() and details.first.get_attribute("open") is None:
+            details.first.locator("summary").click()
+            page.locator(".st-key-rf_list_type").first.wait_for(state="visible")
         for index in range(runs):
             checkbox = page.locator(".st-key-rf_list_type").locator('[data-testid="stCheckbox"]').nth(index % 2)
 
