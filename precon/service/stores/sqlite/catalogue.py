@@ -90,7 +90,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS listing_geo USING rtree(id, min_lat, max_lat,
 CREATE TABLE IF NOT EXISTS listing_history(
   seq INTEGER PRIMARY KEY, at TEXT NOT NULL, listing_id TEXT NOT NULL, province TEXT, scope TEXT NOT NULL,
   plan TEXT, unit TEXT, field TEXT, change TEXT NOT NULL, from_value BLOB, to_value BLOB);
-CREATE INDEX IF NOT EXISTS history_by_listing ON listing_history(listing_id, seq);
+DROP INDEX IF EXISTS history_by_listing;
+CREATE INDEX IF NOT EXISTS history_by_listing_time ON listing_history(listing_id, at);
 CREATE INDEX IF NOT EXISTS history_by_time ON listing_history(at);
 CREATE TABLE IF NOT EXISTS deleted_listings(listing_id TEXT PRIMARY KEY, province TEXT, doc BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS listing_views(

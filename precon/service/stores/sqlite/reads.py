@@ -302,7 +302,7 @@ class SQLiteReads(SQLiteCatalogueBase):
         if query.filter is not None:
             mask &= index.filter(query.filter, lambda expr: self._fallback_mask(index, expr))
         if query.unit_filter is not None:
-            mask &= self._plans(index).listings_matching(query.unit_filter)
+            mask = self._plans(index).listings_matching(query.unit_filter, among=mask)
         score = None
         if text is not None:
             score = self._text_scores(index, text)
