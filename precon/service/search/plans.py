@@ -283,17 +283,23 @@ class UnitColumns:
             (terms.setdefault(t, len(terms)) if t else -1 for t in texts), dtype=np.int32, count=len(texts)
         )
         bare = np.flatnonzero(np.bincount(plan, minlength=plans) == 0) if plans else np.empty(0, np.int64)
+        plan = np.concatenate([plan, bare]).astype(np.int64)
+        # Rows grouped by plan (the table holds them in the order they were written): a plan's rows are a range.
+        # Each column is ordered as it is read, so that no more than one is held twice while the index is built.
+        order = np.argsort(plan, kind="stable")
         missing = np.full(len(bare), np.nan)
-        every = cls(
-            np.concatenate([plan, bare]).astype(np.int64),
-            np.concatenate([status, np.full(len(bare), -1, np.int32)]),
-            np.concatenate([_numbers(row[3], np.float64), missing]),
-            np.concatenate([_numbers(row[4], np.float64), missing]),
-            np.concatenate([_numbers(row[5], np.float64), missing]),
+
+        def ordered(values: npt.NDArray[Any], filler: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            return np.concatenate([values, filler])[order]
+
+        return cls(
+            plan[order],
+            ordered(status, np.full(len(bare), -1, np.int32)),
+            ordered(_numbers(row[3], np.float64), missing),
+            ordered(_numbers(row[4], np.float64), missing),
+            ordered(_numbers(row[5], np.float64), missing),
             terms,
         )
-        # Rows grouped by plan (the table holds them in the order they were written): a plan's rows are a range.
-        return every.take(np.argsort(every.plan, kind="stable"))
 
     def take(self, rows: IntArray) -> UnitColumns:
         """These rows only (in this order)."""
