@@ -3,6 +3,8 @@ simulation needs of them (the newest change, entries of a simulated past written
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -13,8 +15,10 @@ from precon.service.search.documents import DocumentFilter
 from precon.service.stores.history import HistoryRow, entry_of
 from precon.service.stores.records import decode_document
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
+from precon.service.stores.sqlite.history_columns import HistoryColumns
 from precon.service.stores.types import HistoryPage, HistoryQuery, ListingQuery
 
+_ENTRY_COLUMNS = "at, listing_id, province, scope, plan, unit, field, change, from_value, to_value"
 INSERT_HISTORY = (
     "INSERT INTO listing_history(at, listing_id, province, scope, plan, unit, field, change, from_value, to_value) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -24,14 +28,21 @@ INSERT_HISTORY = (
 class SQLiteHistory(SQLiteCatalogueBase):
     """Reading the catalogue's history, and writing a simulated past's."""
 
+    _history_lock: threading.Lock
+    _history_held: tuple[int, HistoryColumns] | None
+
     def listing_history(self, query: HistoryQuery) -> HistoryPage:
         """A page of history entries, newest first, and the provinces the listing stood in."""
+        if query.listing_id is None and (page := self._catalogue_history(query)) is not None:
+            return page
+        return self._sql_history(query)
+
+    def _sql_history(self, query: HistoryQuery) -> HistoryPage:
         where, params = _history_where(query)
         with self._reading() as db:
             total = db.execute(f"SELECT count(*) FROM listing_history WHERE {where}", params).fetchone()[0]
             rows = db.execute(
-                "SELECT at, listing_id, province, scope, plan, unit, field, change, from_value, to_value "
-                f"FROM listing_history WHERE {where} ORDER BY seq DESC LIMIT ? OFFSET ?",
+                f"SELECT {_ENTRY_COLUMNS} FROM listing_history WHERE {where} ORDER BY seq DESC LIMIT ? OFFSET ?",
                 [*params, query.limit, query.offset],
             ).fetchall()
             provinces: set[str | None] = set()
@@ -41,6 +52,34 @@ class SQLiteHistory(SQLiteCatalogueBase):
                 )
                 provinces = {row[0] for row in held}
         return HistoryPage(total, [entry_of(row) for row in rows], provinces)
+
+    def _catalogue_history(self, query: HistoryQuery) -> HistoryPage | None:
+        """A page of the catalogue's entries, chosen over the history's columns (None where they cannot be read:
+        SQL answers)."""
+        with self._reading() as db:
+            columns = self._history_columns(db)
+            if columns is None:
+                return None
+            total, seqs = columns.matching(query)
+            rows = []
+            if seqs:
+                rows = db.execute(
+                    f"SELECT {_ENTRY_COLUMNS} FROM listing_history WHERE seq IN ({', '.join('?' * len(seqs))}) "
+                    "ORDER BY seq DESC",
+                    seqs,
+                ).fetchall()
+        return HistoryPage(total, [entry_of(row) for row in rows], set())
+
+    def _history_columns(self, db: sqlite3.Connection) -> HistoryColumns | None:
+        """The history's columns as of this generation (the entries written since the last ones read appended)."""
+        generation = self.generation()
+        with self._history_lock:
+            held = self._history_held
+            if held is not None and held[0] == generation:
+                return held[1]
+            columns = (HistoryColumns() if held is None else held[1]).caught_up(db)
+            self._history_held = None if columns is None else (generation, columns)
+            return columns
 
     def newest_change(self) -> str | None:
         """The time of the catalogue's newest entry (None without history)."""

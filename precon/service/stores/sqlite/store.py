@@ -97,6 +97,9 @@ class SQLiteStore(SQLiteWrites, SQLiteReads, SQLiteHistory):
         self._label_cache = PerGeneration()
         self._attribute_cache = PerGeneration()
         self._bulk = False
+        self._history_lock = threading.Lock()
+        self._history_held = None
+        """The history's columns and the generation they are of (see :mod:`.history_columns`)."""
         self._recording = True
         """Whether writes record their changes in ``listing_history`` (not while a layout upgrade rewrites records)."""
         self.listeners = []
