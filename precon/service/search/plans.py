@@ -41,6 +41,7 @@ from precon.filters import (
 from precon.filters.parsing import parse_number
 from precon.filters.plans import names_units, unit_values
 from precon.service.search.sql_filter import as_number
+from precon.service.search.unit_bounds import UnitBounds
 
 Fragment = tuple[str, list[Any]]
 Mask = npt.NDArray[np.bool_]
@@ -327,7 +328,7 @@ class UnitColumns:
 
 
 SPARSE_SHARE = 16
-"""A unit filter among listings holding under a sixteenth of the plans tests only their units (gathering them costs
+"""A unit filter whose candidate plans hold under a sixteenth of the units tests only theirs (gathering them costs
 five times a test of every unit)."""
 
 
@@ -404,17 +405,29 @@ class PlanIndex:
         plan_numbers = np.arange(self.size)
         self._first_row = np.searchsorted(self.units.plan, plan_numbers, side="left")
         self._end_row = np.searchsorted(self.units.plan, plan_numbers, side="right")
+        self.bounds = UnitBounds(
+            self.units.status, self.units.price, self.units.floor, self._first_row, self.units.terms
+        )
 
     def none(self) -> Mask:
         return np.zeros(self.size, dtype=np.bool_)
 
     def listings_matching(self, expr: Expr, among: Mask | None = None) -> Mask:
         """Per listing position, whether one of its plans satisfies ``expr``; with ``among``, only those listings
-        are asked about (the others are False): where they are few, only their units are tested, not millions."""
+        are asked about (the others are False). Where the plans that may hold such a unit (:mod:`.unit_bounds`) among
+        them are few, only their units are tested, not millions."""
         result = np.zeros(self.listings, dtype=np.bool_)
-        if among is not None and names_units(expr):
-            plans = np.flatnonzero(among[self.owner] & self.known)
-            if len(plans) * SPARSE_SHARE < self.size:
+        if names_units(expr):
+            candidates = self.bounds.candidates(expr, self.size)
+            asked = self.known if among is None else self.known & among[self.owner]
+            if candidates is not None and candidates.exact:
+                for condition in candidates.on_plans:
+                    asked = asked & self._plans(condition)
+                result[self.owner[asked & candidates.plans]] = True
+                return result
+            plans = np.flatnonzero(asked if candidates is None else asked & candidates.plans)
+            rows = int((self._end_row[plans] - self._first_row[plans]).sum())
+            if rows * SPARSE_SHARE < len(self.units.plan):
                 units = self.units.take(_ranges(self._first_row[plans], self._end_row[plans]))
                 result[self.owner[units.plan[self._rows(expr, units)]]] = True
                 return result
