@@ -401,13 +401,15 @@ class PlanIndex:
                 num[numbers],
                 kind[numbers] == NUMBER,
             )
-        self.units = UnitColumns.of(units, plan_listing, first_plan, self.size)
+        self._hold_units(UnitColumns.of(units, plan_listing, first_plan, self.size))
+
+    def _hold_units(self, units: UnitColumns) -> None:
+        """The unit rows, each plan's range of them, and each plan's bounds."""
+        self.units = units
         plan_numbers = np.arange(self.size)
-        self._first_row = np.searchsorted(self.units.plan, plan_numbers, side="left")
-        self._end_row = np.searchsorted(self.units.plan, plan_numbers, side="right")
-        self.bounds = UnitBounds(
-            self.units.status, self.units.price, self.units.floor, self._first_row, self.units.terms
-        )
+        self._first_row = np.searchsorted(units.plan, plan_numbers, side="left")
+        self._end_row = np.searchsorted(units.plan, plan_numbers, side="right")
+        self.bounds = UnitBounds(units.status, units.price, units.floor, self._first_row, units.terms)
 
     def none(self) -> Mask:
         return np.zeros(self.size, dtype=np.bool_)
