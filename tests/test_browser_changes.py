@@ -23,7 +23,6 @@ from precon.service.config import ServiceSettings
 from precon.service.embedded import EmbeddedService
 from precon.service.runtime import DataDirectory
 from tests.browser_support import (
-    CHROMIUM_ARGS,
     EXPECT_TIMEOUT_MS,
     PAGE_TIMEOUT_MS,
     READY,
@@ -103,17 +102,9 @@ def history_oracle(history_dashboard: Dashboard) -> Iterator[Client]:
         yield service.client
 
 
-@pytest.fixture(scope="module")
-def wide_browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
-        yield launched
-        launched.close()
-
-
 @pytest.fixture
-def screen(wide_browser: Any) -> Iterator[Any]:
-    context = wide_browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
+def screen(browser: Any) -> Iterator[Any]:  # the plugin's session chromium: one Playwright a process
+    context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
     opened = context.new_page()
     opened.set_default_timeout(PAGE_TIMEOUT_MS)
     playwright_api.expect.set_options(timeout=EXPECT_TIMEOUT_MS)

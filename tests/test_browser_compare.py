@@ -22,7 +22,6 @@ from tests.browser_support import (
     SCREENSHOTS,
     Dashboard,
     assert_no_exception,
-    browser,  # noqa: F401
     chromium_path,
     running_dashboard,
     settle,
@@ -48,7 +47,7 @@ def oracle(site: Dashboard) -> Iterator[Client]:
 
 
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:  # noqa: F811
+def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport=VIEWPORT)
     opened = context.new_page()
     opened.set_default_timeout(PAGE_TIMEOUT_MS)

@@ -25,7 +25,6 @@ from precon.service.config import ServiceSettings
 from precon.service.embedded import EmbeddedService
 from precon.service.runtime import DataDirectory
 from tests.browser_support import (
-    CHROMIUM_ARGS,
     PAGE_TIMEOUT_MS,
     READY,
     ROOT,
@@ -97,15 +96,13 @@ def oracle(dashboard: str, data_dir: Path) -> Iterator[Client]:
 
 
 @pytest.fixture(scope="module")
-def page(dashboard: str) -> Iterator[Any]:
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
-        context = browser.new_context(viewport=WIDE)
-        opened = context.new_page()
-        opened.set_default_timeout(PAGE_TIMEOUT_MS)
-        expect.set_options(timeout=PAGE_TIMEOUT_MS)
-        yield opened
-        browser.close()
+def page(dashboard: str, browser: Any) -> Iterator[Any]:  # the plugin's session chromium: one Playwright a process
+    context = browser.new_context(viewport=WIDE)
+    opened = context.new_page()
+    opened.set_default_timeout(PAGE_TIMEOUT_MS)
+    expect.set_options(timeout=PAGE_TIMEOUT_MS)
+    yield opened
+    context.close()
 
 
 @pytest.fixture(scope="module")
