@@ -83,7 +83,7 @@ def running_dashboard(data_dir: Path, listings: int, **settings: str) -> Iterato
     it answers its health check; stopped on leaving."""
     port = _free_port()
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("PRECON_API")},
+        **{k: v for k, v in os.environ.items() if not k.startswith(("PRECON_API", "PRECON_DASHBOARD"))},
         "PRECON_SERVICE_DATA_DIR": str(data_dir),
         "PRECON_SERVICE_DEFAULT_LISTINGS": str(listings),
         "PRECON_CACHE_URL": "memory:",

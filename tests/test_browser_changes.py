@@ -3,18 +3,13 @@ page's counts are the service's history for the window and filters chosen, step 
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlparse
 
-import httpx
 import pytest
 
 from precon.client import Client
@@ -26,12 +21,11 @@ from tests.browser_support import (
     EXPECT_TIMEOUT_MS,
     PAGE_TIMEOUT_MS,
     READY,
-    ROOT,
     SCREENSHOTS,
     Dashboard,
-    _free_port,
     assert_no_exception,
     chromium_path,
+    running_dashboard,
     screenshot,
     settle,
 )
@@ -59,41 +53,9 @@ def history_dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dash
         dev=True, data_dir=data_dir, default_listings=LISTINGS, default_history_days=HISTORY_DAYS
     )
     DataDirectory.open(settings).close()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("PRECON_API")},
-        "PRECON_SERVICE_DATA_DIR": str(data_dir),
-        "PRECON_SERVICE_DEFAULT_LISTINGS": str(LISTINGS),
-        "PRECON_SERVICE_DEFAULT_HISTORY_DAYS": str(HISTORY_DAYS),
-        "PRECON_CACHE_URL": "memory:",
-    }
-    port = _free_port()
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-        "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
-    with (data_dir / "streamlit.log").open("wb") as log:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while not _healthy(url):
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError(f"streamlit did not start: see {data_dir / 'streamlit.log'}")
-                time.sleep(0.2)
-            yield Dashboard(url, data_dir)
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(url + "/_stcore/health", timeout=2).status_code == 200
-    except httpx.TransportError:
-        return False
+    days = {"PRECON_SERVICE_DEFAULT_HISTORY_DAYS": str(HISTORY_DAYS)}
+    with running_dashboard(data_dir, LISTINGS, **days) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ loopback receiver, simulate again, and receive the signed deliveries with their 
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -14,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import expect
 
@@ -27,11 +25,10 @@ from precon.service.runtime import DataDirectory
 from tests.browser_support import (
     PAGE_TIMEOUT_MS,
     READY,
-    ROOT,
     SCREENSHOTS,
-    _free_port,
     assert_no_exception,
     chromium_path,
+    running_dashboard,
     settle,
 )
 from tests.test_webhooks import Receiver, verified
@@ -55,38 +52,8 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def dashboard(data_dir: Path) -> Iterator[str]:
     """``streamlit run app.py`` on the embedded service over ``data_dir``; its saved searches there too."""
-    port = _free_port()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("PRECON_API", "PRECON_DASHBOARD"))},
-        "PRECON_SERVICE_DATA_DIR": str(data_dir),
-        "PRECON_SERVICE_DEFAULT_LISTINGS": str(LISTINGS),
-        "PRECON_CACHE_URL": "memory:",
-    }
-    command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port)]
-    command += ["--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"]
-    with (data_dir / "streamlit.log").open("wb") as log:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while not _healthy(url):
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError(f"streamlit did not start: see {data_dir / 'streamlit.log'}")
-                time.sleep(0.2)
-            yield url
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(url + "/_stcore/health", timeout=2).status_code == 200
-    except httpx.TransportError:
-        return False
+    with running_dashboard(data_dir, LISTINGS) as started:
+        yield started.url
 
 
 @pytest.fixture(scope="module")
