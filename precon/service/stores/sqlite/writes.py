@@ -174,7 +174,6 @@ class SQLiteWrites(SQLiteCatalogueBase):
         old = None
         if row is not None:
             old = decode_document(row[1])
-            batch.touched_profiles.update(reference_keys(old))
             batch.replaced = True
         changed: list[dict[str, Any]] | None = None
         if now is not None:
@@ -186,7 +185,8 @@ class SQLiteWrites(SQLiteCatalogueBase):
         if row is not None and old is not None and not self._bulk:
             batch.existing[listing_id] = (row[0], _rewrite_in_place(db, row[0], old, record, batch))
             return CatalogueChange("listing", "updated", listing_id, changed, before)
-        if row is not None:
+        if old is not None:
+            batch.touched_profiles.update(reference_keys(old))
             self._delete_listing_rows(db, row[0])
         else:
             batch.created.append(listing_id)
@@ -473,7 +473,10 @@ def _rewrite_in_place(
         if lat is not None and lng is not None:
             batch.geo_rows.append((rowid, lat, lat, lng, lng))
     batch.attribute_names.update(new)
-    batch.touched_profiles.update(reference_keys(new))
+    # A profile's provinces are counted again only where the listing's companies or province changed.
+    keys_before, keys_after = reference_keys(old), reference_keys(new)
+    if keys_before != keys_after or province_of(old.get("state")) != province_of(new.get("state")):
+        batch.touched_profiles |= keys_before | keys_after
     batch.province_pairs.update(province_pairs(new))
     return document
 
