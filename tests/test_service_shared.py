@@ -14,7 +14,7 @@ import numpy as np
 from precon.service import catalogue
 from precon.service.api.calls import SharedRateLimiter
 from precon.service.runtime import load
-from precon.service.search.shared import SharedIndexes
+from precon.service.search.shared import CODE_VERSION, SharedIndexes
 from precon.service.search.text import TextQuery
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
@@ -37,7 +37,7 @@ def test_an_index_is_built_once_and_mapped_read_only(tmp_path: Path) -> None:
     assert list(numbers) == list(range(10)) and again["names"] == ["a", "b"] == first["names"]
     newer = shared.get("columns", lambda: "1-6", lambda: build("1-6"))
     assert builds == ["1-5", "1-6"] and list(newer["numbers"]) == list(range(10))
-    assert [p.name for p in shared.root.iterdir() if p.is_dir()] == ["columns-1-6"]
+    assert [p.name for p in shared.root.iterdir() if p.is_dir()] == [f"columns-{CODE_VERSION}-1-6"]
 
 
 def _pickle_of_a_class_that_moved() -> bytes:
@@ -59,7 +59,7 @@ def _pickle_of_a_class_that_moved() -> bytes:
 def test_an_index_written_by_code_whose_classes_moved_is_rebuilt(tmp_path: Path) -> None:
     """An upgrade that moves a module leaves the old index naming it: the index is built again, not a failed start."""
     shared = SharedIndexes(tmp_path / "catalogue.sqlite3")
-    old = shared.root / "columns-1-5"
+    old = shared.root / f"columns-{CODE_VERSION}-1-5"
     old.mkdir(parents=True)
     (old / "index.pickle").write_bytes(_pickle_of_a_class_that_moved())
     builds: list[str] = []
@@ -71,6 +71,17 @@ def test_an_index_written_by_code_whose_classes_moved_is_rebuilt(tmp_path: Path)
     index = shared.get("columns", lambda: "1-5", build)
     assert builds == ["1-5"] and list(index["numbers"]) == [0, 1, 2]
     assert list(shared.get("columns", lambda: "1-5", build)["numbers"]) == [0, 1, 2] and builds == ["1-5"]
+
+
+def test_an_index_written_by_other_code_is_not_read_even_where_it_loads(tmp_path: Path) -> None:
+    """An object pickled by the code before an upgrade loads, but lacks what the new code added: it is built again."""
+    shared = SharedIndexes(tmp_path / "catalogue.sqlite3")
+    old = shared.root / "columns-0123456789ab-1-5"
+    old.mkdir(parents=True)
+    (old / "index.pickle").write_bytes(pickle.dumps({"numbers": "from the code before"}))
+    index = shared.get("columns", lambda: "1-5", lambda: ("1-5", {"numbers": np.arange(2, dtype=np.int64)}))
+    assert list(index["numbers"]) == [0, 1]
+    assert [p.name for p in shared.root.iterdir() if p.is_dir()] == [f"columns-{CODE_VERSION}-1-5"]
 
 
 def test_concurrent_readers_wait_for_one_build(tmp_path: Path) -> None:

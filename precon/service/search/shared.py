@@ -13,6 +13,7 @@ import ctypes
 import ctypes.util
 import fcntl
 import gc
+import hashlib
 import io
 import logging
 import os
@@ -31,6 +32,18 @@ log = logging.getLogger("precon.service")
 T = TypeVar("T")
 
 INDEX_FILE = "index.pickle"
+
+
+def _code_version() -> str:
+    """A digest of this package's code: an index written by other code (an upgrade) is not read, even where its
+    classes still load (an object pickled before an attribute was added would lack it), but built again, once."""
+    digest = hashlib.blake2b(digest_size=6)
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
+CODE_VERSION = _code_version()
 
 
 class _ArrayPickler(pickle.Pickler):
@@ -109,7 +122,7 @@ class SharedIndexes:
         self.root = catalogue.with_name(catalogue.name + ".index")
 
     def _directory(self, kind: str, key: str) -> Path:
-        return self.root / f"{kind}-{key}"
+        return self.root / f"{kind}-{CODE_VERSION}-{key}"
 
     def get(self, kind: str, key: Callable[[], str], build: Callable[[], tuple[str, T]]) -> T:
         """``key()`` names the index wanted now; ``build()`` builds the current one and names it."""
