@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from precon.service.stores.history import HistoryRow
 from precon.service.stores.types import CatalogueChange
-
-if TYPE_CHECKING:
-    from precon.service.stores.simulation import Past
 
 BATCH = 2000
 
@@ -62,7 +59,14 @@ class PastLoadable(Protocol):
     def bulk_load(self) -> AbstractContextManager[None]: ...
     def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
     def upsert_listings(self, records: Iterable[dict[str, Any]], as_stored: bool = False) -> list[CatalogueChange]: ...
-    def record_past(self, rows: Iterable[HistoryRow]) -> None: ...
+    def copy_history(self, rows: Sequence[HistoryRow]) -> None: ...
+
+
+class Past(Protocol):
+    """A catalogue and the history that led to it (:class:`precon.service.stores.simulation.Past`)."""
+
+    listings: list[dict[str, Any]]
+    history: list[HistoryRow]
 
 
 def load_past(
@@ -79,4 +83,4 @@ def load_past(
             store.upsert_listings(batch, as_stored=True)
             if progress is not None:
                 progress("listings", len(batch))
-        store.record_past(past.history)
+        store.copy_history(past.history)

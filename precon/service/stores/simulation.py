@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from precon.service.catalogue.market import Draws, Listing, Week, apply_week, draw_week, publishing_day, year_pace
 from precon.service.stores.derived import complete_listing
 from precon.service.stores.history import Entry, HistoryRow, history_rows, iso_time, listing_changes
+from precon.service.stores.loading import batched
 from precon.service.stores.records import as_stored_listing, province_of
 from precon.service.stores.types import CatalogueChange
 
@@ -150,7 +151,7 @@ def simulate(store: SimulatedStore, days: int, seed: int = 0, progress: Progress
     for day, happening in simulation.days(days):
         at = day_time(day)
         written: list[dict[str, Any]] = []
-        for batch in _batched(happening, READ_BATCH):
+        for batch in batched(happening, READ_BATCH):
             docs = store.get_listings([state.listing_id for state, _ in batch], None)
             for state, draws in batch:
                 if (doc := docs.get(state.listing_id)) is not None:
@@ -167,13 +168,8 @@ def simulate(store: SimulatedStore, days: int, seed: int = 0, progress: Progress
 
 
 def _documents(store: SimulatedStore, ids: list[str]) -> Iterator[dict[str, Any]]:
-    for start in range(0, len(ids), READ_BATCH):
-        yield from store.get_listings(ids[start : start + READ_BATCH], None).values()
-
-
-def _batched(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+    for some in batched(ids, READ_BATCH):
+        yield from store.get_listings(some, None).values()
 
 
 @dataclass

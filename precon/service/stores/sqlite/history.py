@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
 from precon.schema import SEARCHABLE_LISTING_FIELDS
 from precon.service.search.documents import DocumentFilter
-from precon.service.stores.history import HistoryRow, entry_of
+from precon.service.stores.history import entry_of
 from precon.service.stores.records import decode_document
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
 from precon.service.stores.sqlite.history_columns import HistoryColumns
@@ -107,12 +106,6 @@ class SQLiteHistory(SQLiteCatalogueBase):
         with self._reading() as db:
             rows = db.execute(sql + " ORDER BY listing_id", params).fetchall()
         return [str(listing_id) for listing_id, doc in rows if judged.matches(decode_document(doc))]
-
-    def record_past(self, rows: Iterable[HistoryRow]) -> None:
-        """Writes the entries of a past that was simulated in memory (:func:`precon.service.stores.simulation.
-        simulated_past`), in their order, in one transaction: a new catalogue's history, written with it."""
-        with self._transaction() as db:
-            db.executemany(INSERT_HISTORY, rows)
 
 
 def _history_where(query: HistoryQuery) -> tuple[str, list[Any]]:

@@ -396,7 +396,8 @@ class SQLiteWrites(SQLiteCatalogueBase):
         return True
 
     def copy_history(self, rows: Sequence[HistoryRow]) -> None:
-        """Adds history rows another store recorded (a replica's copy of PostgreSQL's), after those held."""
+        """Adds history rows recorded elsewhere after those held: a replica's copy of PostgreSQL's, or a new
+        catalogue's simulated past (:func:`precon.service.stores.loading.load_past`)."""
         with self._transaction() as db:
             db.executemany(INSERT_HISTORY, rows)
 
