@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -151,14 +152,23 @@ def browser() -> Iterator[object]:
 
 @pytest.fixture
 def page(browser: object) -> Iterator[object]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    with page_of(browser, 1400, 1000) as opened:
+        yield opened
+
+
+@contextmanager
+def page_of(browser: object, width: int, height: int, expect_ms: int = EXPECT_TIMEOUT_MS) -> Iterator[Any]:
+    """A page of its own in the session's chromium (one Playwright a process), on a screen of this size."""
+    context = browser.new_context(viewport={"width": width, "height": height})  # type: ignore[attr-defined]
     opened = context.new_page()
     opened.set_default_timeout(PAGE_TIMEOUT_MS)
     from playwright.sync_api import expect
 
-    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
-    yield opened
-    context.close()
+    expect.set_options(timeout=expect_ms)
+    try:
+        yield opened
+    finally:
+        context.close()
 
 
 def settle(page: object, *texts: str) -> None:

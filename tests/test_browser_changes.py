@@ -18,13 +18,12 @@ from precon.service.config import ServiceSettings
 from precon.service.embedded import EmbeddedService
 from precon.service.runtime import DataDirectory
 from tests.browser_support import (
-    EXPECT_TIMEOUT_MS,
-    PAGE_TIMEOUT_MS,
     READY,
     SCREENSHOTS,
     Dashboard,
     assert_no_exception,
     chromium_path,
+    page_of,
     running_dashboard,
     screenshot,
     settle,
@@ -65,13 +64,9 @@ def history_oracle(history_dashboard: Dashboard) -> Iterator[Client]:
 
 
 @pytest.fixture
-def screen(browser: Any) -> Iterator[Any]:  # the plugin's session chromium: one Playwright a process
-    context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
-    opened = context.new_page()
-    opened.set_default_timeout(PAGE_TIMEOUT_MS)
-    playwright_api.expect.set_options(timeout=EXPECT_TIMEOUT_MS)
-    yield opened
-    context.close()
+def screen(browser: Any) -> Iterator[Any]:
+    with page_of(browser, WIDTH, HEIGHT) as opened:
+        yield opened
 
 
 def first_screen(page: Any, name: str) -> Path:

@@ -16,13 +16,12 @@ from precon.client import Client
 from precon.models import Listing
 from precon.service.embedded import EmbeddedService
 from tests.browser_support import (
-    EXPECT_TIMEOUT_MS,
-    PAGE_TIMEOUT_MS,
     READY,
     SCREENSHOTS,
     Dashboard,
     assert_no_exception,
     chromium_path,
+    page_of,
     running_dashboard,
     settle,
 )
@@ -48,12 +47,8 @@ def oracle(site: Dashboard) -> Iterator[Client]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport=VIEWPORT)
-    opened = context.new_page()
-    opened.set_default_timeout(PAGE_TIMEOUT_MS)
-    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
-    yield opened
-    context.close()
+    with page_of(browser, VIEWPORT["width"], VIEWPORT["height"]) as opened:
+        yield opened
 
 
 def shot(page: Any, name: str, anchor: Any | None = None) -> Path:

@@ -28,6 +28,7 @@ from tests.browser_support import (
     SCREENSHOTS,
     assert_no_exception,
     chromium_path,
+    page_of,
     running_dashboard,
     settle,
 )
@@ -63,13 +64,9 @@ def oracle(dashboard: str, data_dir: Path) -> Iterator[Client]:
 
 
 @pytest.fixture(scope="module")
-def page(dashboard: str, browser: Any) -> Iterator[Any]:  # the plugin's session chromium: one Playwright a process
-    context = browser.new_context(viewport=WIDE)
-    opened = context.new_page()
-    opened.set_default_timeout(PAGE_TIMEOUT_MS)
-    expect.set_options(timeout=PAGE_TIMEOUT_MS)
-    yield opened
-    context.close()
+def page(dashboard: str, browser: Any) -> Iterator[Any]:
+    with page_of(browser, WIDE["width"], WIDE["height"], expect_ms=PAGE_TIMEOUT_MS) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="module")
