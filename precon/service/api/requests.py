@@ -273,7 +273,7 @@ def listing_query(
         limit=per_page if limit is None else limit,
         order=order,
         max_facet_values=None if all_facet_values else MAX_FACET_VALUES,
-        raw=whole and units is None,
+        raw=whole,
     )
 
 

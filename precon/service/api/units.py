@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
+
 from precon import filters
 from precon.filters import UNIT_FIELDS, Expr, plan_and_units
 from precon.service.api.visibility import is_visible
 from precon.service.errors import bad_request
-from precon.service.search.plans import floor_plans
+from precon.service.search.plans import PlanMatch, floor_plans
 from precon.service.search.sql_filter import as_number
+from precon.service.stores.records import decode_document
 
 
 def unit_filter(raw: str | None, version: str) -> Expr | None:
@@ -46,12 +49,18 @@ def _price(value: Any) -> int | float | None:
     return int(number) if number.is_integer() else number
 
 
-def matched_floor_plans(record: dict[str, Any], expr: Expr) -> dict[str, Any]:
+def matched_floor_plans(record: dict[str, Any], expr: Expr, found: PlanMatch | None = None) -> dict[str, Any]:
     """``{"count", "of", "minPrice", "names"}``: the listing's floor plans that satisfy ``expr``; with ``units``,
-    how many of their units do, where ``expr`` names units."""
+    how many of their units do, where ``expr`` names units. ``found``: which plans and how many units, as the
+    search found them (else each plan and unit is tested here)."""
     plans = floor_plans(record)
-    verdicts = [plan_and_units(expr, plan) for plan in plans]
-    matching = [plan for plan, (held, _) in zip(plans, verdicts, strict=True) if held]
+    if found is not None and found.of == len(plans):
+        matching = [plans[index] for index in found.plans]
+        units = found.units
+    else:
+        verdicts = [plan_and_units(expr, plan) for plan in plans]
+        matching = [plan for plan, (held, _) in zip(plans, verdicts, strict=True) if held]
+        units = sum(count for held, count in verdicts if held)
     prices = [price for price in (_price(plan.get("startPrice")) for plan in matching) if price is not None]
     matched = {
         "count": len(matching),
@@ -60,15 +69,33 @@ def matched_floor_plans(record: dict[str, Any], expr: Expr) -> dict[str, Any]:
         "names": [plan["name"] for plan in matching if isinstance(plan.get("name"), str)],
     }
     if filters.names_units(expr):
-        matched["units"] = sum(units for held, units in verdicts if held)
+        matched["units"] = units
     return matched
 
 
 def add_matched_floor_plans(
-    results: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]], expr: Expr | None
+    results: Sequence[dict[str, Any]],
+    records: Sequence[dict[str, Any]],
+    expr: Expr | None,
+    found: Sequence[PlanMatch] | None = None,
 ) -> None:
-    """Adds ``_matchedFloorPlans`` to each shaped result, from its stored record (whatever was retrieved)."""
+    """Adds ``_matchedFloorPlans`` to each shaped result, from its stored record (whatever was retrieved) and what
+    the search found in it (``found``, one per record, where the search gives it)."""
     if expr is None:
         return
-    for out, record in zip(results, records, strict=True):
-        out["_matchedFloorPlans"] = matched_floor_plans(record, expr)
+    for number, (out, record) in enumerate(zip(results, records, strict=True)):
+        out["_matchedFloorPlans"] = matched_floor_plans(record, expr, None if found is None else found[number])
+
+
+def with_matched_floor_plans(
+    answers: list[bytes], blobs: Sequence[tuple[int, bytes]], expr: Expr | None, found: Sequence[PlanMatch] | None
+) -> list[bytes]:
+    """Listings answered as stored bytes (:mod:`precon.service.api.splice`), each with ``_matchedFloorPlans`` last,
+    where the shaper adds it."""
+    if expr is None:
+        return answers
+    marked: list[bytes] = []
+    for number, (answer, (_, blob)) in enumerate(zip(answers, blobs, strict=True)):
+        matched = matched_floor_plans(decode_document(blob), expr, None if found is None else found[number])
+        marked.append(answer[:-1] + b',"_matchedFloorPlans":' + orjson.dumps(matched) + b"}")
+    return marked

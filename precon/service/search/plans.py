@@ -20,7 +20,7 @@ import math
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -271,6 +271,8 @@ class UnitColumns:
     price: FloatArray
     floor: FloatArray
     terms: dict[str, int]
+    listed: Mask
+    """Per plan (not per row), whether it lists units: its rows are units, not the one row standing for none."""
 
     @classmethod
     def of(cls, row: tuple[Any, ...], plan_listing: IntArray, first_plan: IntArray, plans: int) -> UnitColumns:
@@ -283,7 +285,8 @@ class UnitColumns:
         status = np.fromiter(
             (terms.setdefault(t, len(terms)) if t else -1 for t in texts), dtype=np.int32, count=len(texts)
         )
-        bare = np.flatnonzero(np.bincount(plan, minlength=plans) == 0) if plans else np.empty(0, np.int64)
+        listed = np.bincount(plan, minlength=plans) > 0 if plans else np.zeros(0, np.bool_)
+        bare = np.flatnonzero(~listed)
         plan = np.concatenate([plan, bare]).astype(np.int64)
         # Rows grouped by plan (the table holds them in the order they were written): a plan's rows are a range.
         # Each column is ordered as it is read, so that no more than one is held twice while the index is built.
@@ -300,12 +303,19 @@ class UnitColumns:
             ordered(_numbers(row[4], np.float64), missing),
             ordered(_numbers(row[5], np.float64), missing),
             terms,
+            listed,
         )
 
     def take(self, rows: IntArray) -> UnitColumns:
         """These rows only (in this order)."""
         return UnitColumns(
-            self.plan[rows], self.status[rows], self.status_num[rows], self.price[rows], self.floor[rows], self.terms
+            self.plan[rows],
+            self.status[rows],
+            self.status_num[rows],
+            self.price[rows],
+            self.floor[rows],
+            self.terms,
+            self.listed,
         )
 
     def matching(self, expr: Match | Compare | Range) -> Mask:
@@ -325,6 +335,15 @@ class UnitColumns:
         if high == math.inf:
             return values >= low
         return (values >= low) & (values <= high)
+
+
+class PlanMatch(NamedTuple):
+    """What a unit filter found in one listing: the indexes (among :func:`floor_plans`) of the plans it holds for,
+    how many of their units it holds for (where it names units), and how many plans the listing has."""
+
+    plans: list[int]
+    units: int
+    of: int
 
 
 SPARSE_SHARE = 16
@@ -410,6 +429,34 @@ class PlanIndex:
         self._first_row = np.searchsorted(units.plan, plan_numbers, side="left")
         self._end_row = np.searchsorted(units.plan, plan_numbers, side="right")
         self.bounds = UnitBounds(units.status, units.price, units.floor, self._first_row, units.terms)
+        # Each listing's plans are a range (plans are ordered by listing): where it starts, and how many.
+        held = np.flatnonzero(self.known)
+        self._plan_count: IntArray = np.bincount(self.owner[held], minlength=self.listings)
+        starts = np.searchsorted(self.owner[held], np.arange(self.listings))
+        self._plan_start: IntArray = held[np.minimum(starts, len(held) - 1)] if len(held) else self._plan_count
+
+    def page_matches(self, expr: Expr, positions: IntArray) -> list[PlanMatch]:
+        """For each listing (by position in the column index), the plans ``expr`` holds for and how many of their
+        units: ``_matchedFloorPlans`` from the page's few plans, without reading their documents."""
+        first, count = self._plan_start[positions], self._plan_count[positions]
+        plans = _ranges(first, first + count)
+        held: Mask = np.zeros(len(plans), dtype=np.bool_)
+        units: IntArray = np.zeros(len(plans), dtype=np.int64)
+        if len(plans) and names_units(expr):
+            rows = self._end_row[plans] - self._first_row[plans]  # one at least: a plan without units has its row
+            taken = self.units.take(_ranges(self._first_row[plans], self._end_row[plans]))
+            matched = self._rows(expr, taken)
+            starts = np.cumsum(rows) - rows
+            held = np.logical_or.reduceat(matched, starts)
+            units = np.add.reduceat((matched & taken.listed[taken.plan]).astype(np.int64), starts)
+        elif len(plans):
+            held = self._plans(expr)[plans]
+        local = plans - np.repeat(first, count)
+        found: list[PlanMatch] = []
+        for start, size in zip((np.cumsum(count) - count).tolist(), count.tolist(), strict=True):
+            mine = slice(start, start + size)
+            found.append(PlanMatch(local[mine][held[mine]].tolist(), int(units[mine][held[mine]].sum()), size))
+        return found
 
     def none(self) -> Mask:
         return np.zeros(self.size, dtype=np.bool_)

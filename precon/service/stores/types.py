@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol
 
 from precon.facet_keys import MAX_FACET_VALUES
 from precon.filters import Expr
+from precon.service.search.plans import PlanMatch
 from precon.service.search.similar import SimilarityFeatures
 from precon.service.search.text import TextQuery
 
@@ -76,6 +77,9 @@ class SearchHits:
     ``documents``, which is then empty."""
     source: str = ""
     """Names the catalogue file and generation the blobs come from: a rowid names one document within it."""
+    matched: list[PlanMatch] | None = None
+    """With :attr:`ListingQuery.unit_filter`, where the engine knows them: per listing of the page, the floor plans
+    (and units) the unit filter holds for; None where they are to be found in the documents."""
 
 
 @dataclass(frozen=True)

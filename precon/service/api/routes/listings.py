@@ -27,7 +27,7 @@ from precon.service.api.requests import (
 from precon.service.api.responses import EncodedResults, answer, envelope, facets_payload
 from precon.service.api.scope import names, text_in_some_fields
 from precon.service.api.splice import SPLICER
-from precon.service.api.units import add_matched_floor_plans
+from precon.service.api.units import add_matched_floor_plans, with_matched_floor_plans
 from precon.service.errors import bad_request, not_found
 from precon.service.search import similar
 
@@ -56,14 +56,14 @@ def listing_search(call: Call[ListingRequest], *, trending: bool = False) -> dic
     hits = call.store.search_listings(query)
     scores = hits.scores if query.text is not None else None
     if hits.blobs is not None:  # answered as stored, without decoding
-        body = envelope(
-            EncodedResults(SPLICER.listings(hits.source, hits.blobs, scores, call.media)), hits.total, page, per_page
-        )
+        answers = SPLICER.listings(hits.source, hits.blobs, scores, call.media)
+        answers = with_matched_floor_plans(answers, hits.blobs, query.unit_filter, hits.matched)
+        body = envelope(EncodedResults(answers), hits.total, page, per_page)
     else:
         results = shaper.shape(
             hits.documents, scores, highlight=hits.text if highlight else False, searchable=SEARCHABLE_LISTING_FIELDS
         )
-        add_matched_floor_plans(results, hits.documents, query.unit_filter)
+        add_matched_floor_plans(results, hits.documents, query.unit_filter, hits.matched)
         body = envelope(results, hits.total, page, per_page)
     if asked.facets is not None:
         body["facets"] = facets_payload(hits.facets)

@@ -286,12 +286,13 @@ class SQLiteReads(SQLiteCatalogueBase):
         if len(blobs) < len(page_rowids):  # written since the index was built (a replica's copy follows writes)
             return self._search_sql(query, text)
         scores = [None if score is None else float(score[p]) for p in page]
+        matched = None if query.unit_filter is None else self._plans(index).page_matches(query.unit_filter, page)
         if query.raw:
             source = f"{self.path}:{index.generation}"
             raw = [(r, blobs[r]) for r in page_rowids]
-            return SearchHits(total, [], scores, facets, text, blobs=raw, source=source)
+            return SearchHits(total, [], scores, facets, text, blobs=raw, source=source, matched=matched)
         documents = [decode_document(blobs[r]) for r in page_rowids]
-        return SearchHits(total, documents, scores, facets, text)
+        return SearchHits(total, documents, scores, facets, text, matched=matched)
 
     def _matching(
         self, query: ListingQuery, text: TextQuery | None, index: ColumnIndex
