@@ -35,6 +35,7 @@ from precon.errors import (
     error_for_response,
     error_for_transport,
 )
+from precon.market_models import MarketStats
 from precon.models import (
     FacetCounts,
     FacetCountsResponse,
@@ -490,6 +491,35 @@ class Client(WebhookOperations):
             "perPage": per_page,
         }
         return self._get("changes", params, HistoryPage, **scoped)
+
+    def market_stats(
+        self,
+        *,
+        filter: Filter = None,
+        unit_filter: Filter = None,
+        search: str | None = None,
+        group_by: str | None = None,
+        interval: Literal["month", "quarter"] = "month",
+        since: str | float | None = None,
+        until: str | float | None = None,
+        **scoped: str | None,
+    ) -> MarketStats:
+        """(ours) The market's figures per ``interval`` from the one holding ``since`` to the one holding ``until``
+        (ISO timestamps or Unix seconds), over the listings that match the filters now, a series per value of
+        ``group_by``; ``scoped``: ``product_id``, ``version``, ``province`` (and ``group_limit``)."""
+        limit = scoped.pop("group_limit", None)
+        params = {
+            "product_id": self._product(scoped.pop("product_id", None)),
+            "filterQuery": filter_value(filter),
+            "unitFilter": filter_value(unit_filter),
+            "search": search,
+            "groupBy": group_by,
+            "groupLimit": limit,
+            "interval": interval,
+            "since": None if since is None else str(since),
+            "until": None if until is None else str(until),
+        }
+        return self._get("market_stats", params, MarketStats, **scoped)
 
     def iter_changes(self, *, per_page: int = 1000, **asked: Any) -> Iterator[HistoryEntry]:
         """Every entry :meth:`changes` answers, page by page (newest first; ``asked`` as :meth:`changes` takes)."""

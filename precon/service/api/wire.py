@@ -154,6 +154,29 @@ class HistoryPage(Wire):
     perPage: int
 
 
+class MarketPoint(Wire):
+    start: str = Field(description="The interval's start (UTC)")
+    unitsSold: Count = Field(None, description="Units whose status became Sold in the interval (null under v1-lite)")
+    unitsAvailable: Count = Field(None, description="Units Available at the interval's end")
+    sellThrough: float | None = Field(None, description="Units Sold at the end over the units existing then")
+    launches: int = Field(description="Listings whose sellingStatus became Selling Now (or created so) in it")
+    medianPrice: float | None = Field(None, description="Of the units Available at the end; null where none")
+    medianPricePerSqFt: float | None = Field(None, description="Their price over their plan's squareFeet")
+    priceIncreases: Count = Field(None, description="Unit price entries that went up in the interval")
+    priceCuts: Count = Field(None, description="Unit price entries that went down in the interval")
+
+
+class MarketSeries(Wire):
+    group: str | None = Field(description="The value of `groupBy`; null without it")
+    points: list[MarketPoint]
+
+
+class MarketStats(Wire):
+    interval: Literal["month", "quarter"]
+    groupBy: str | None
+    series: list[MarketSeries]
+
+
 class ListingsByIds(Wire):
     results: list[Listing]
 

@@ -38,6 +38,7 @@ from precon.service.stores.sqlite.catalogue import (
     _schema,
 )
 from precon.service.stores.sqlite.history import SQLiteHistory
+from precon.service.stores.sqlite.market_columns import SQLiteMarket
 from precon.service.stores.sqlite.reads import SQLiteReads
 from precon.service.stores.sqlite.writes import SQLiteWrites
 from precon.service.stores.types import (
@@ -67,7 +68,7 @@ __all__ = [
 log = logging.getLogger("precon.store")
 
 
-class SQLiteStore(SQLiteWrites, SQLiteReads, SQLiteHistory):
+class SQLiteStore(SQLiteWrites, SQLiteReads, SQLiteHistory, SQLiteMarket):
     """A catalogue in one SQLite file (WAL): one connection per thread, writes serialised by SQLite.
 
     Listing searches run on the in-memory column index (``engine="columns"``, the default) or on SQL alone
@@ -100,6 +101,9 @@ class SQLiteStore(SQLiteWrites, SQLiteReads, SQLiteHistory):
         self._history_lock = threading.Lock()
         self._history_held = None
         """The history's columns and the generation they are of (see :mod:`.history_columns`)."""
+        self._market_lock = threading.Lock()
+        self._market_held = None
+        """The market columns and the generation they are of (see :mod:`.market_columns`)."""
         self._recording = True
         """Whether writes record their changes in ``listing_history`` (not while a layout upgrade rewrites records)."""
         self.listeners = []

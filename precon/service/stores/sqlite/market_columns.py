@@ -1,0 +1,292 @@
+"""(ours) The SQLite store's :class:`~precon.service.stores.market_stats.MarketColumns`: its units (of its listings,
+and of its deleted listings as they last were) and the history entries ``market_stats`` needs, read once per
+generation and kept (one pass over the documents and over ``listing_history``).
+
+Units and floor plans are known as history knows them (:func:`precon.service.stores.history._keyed`: by
+``unitNumber`` and ``id``, else by position), so that an entry finds the unit it is of.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+
+from precon.service.stores.history import _keyed
+from precon.service.stores.market_stats import (
+    ALWAYS,
+    CUT,
+    INCREASE,
+    NEVER,
+    OTHER,
+    SOLD,
+    SOLD_EVENT,
+    STATUS_CODES,
+    IntArray,
+    MarketColumns,
+    MarketGroup,
+    market_series,
+)
+from precon.service.stores.records import decode_document
+from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
+
+SELLING_NOW = "Selling Now"
+
+_ENTRIES = (
+    "SELECT at, listing_id, scope, plan, unit, field, change, from_value, to_value FROM listing_history "
+    "WHERE (scope = 'unit' AND (change = 'created' OR (change = 'updated' AND field IN ('status', 'price')))) "
+    "OR (scope = 'floorPlan' AND change = 'created') "
+    "OR (scope = 'listing' AND (change IN ('created', 'deleted') OR field = 'sellingStatus')) ORDER BY seq"
+)
+_DOCUMENTS = (
+    "SELECT l.listing_id, l.province, d.doc, 0 FROM listings l JOIN listing_docs d ON d.id = l.id UNION ALL "
+    "SELECT listing_id, province, doc, 1 FROM deleted_listings "
+    "WHERE listing_id NOT IN (SELECT listing_id FROM listings) ORDER BY 1"
+)
+
+
+def milliseconds(time: str) -> int:
+    """Unix milliseconds of a time as entries write it (``2026-11-27T14:00:00.000Z``)."""
+    return int(np.datetime64(time.rstrip("Z"), "ms").astype(np.int64))
+
+
+def _number(value: Any) -> float:
+    """A number (or numeric text) as a float; NaN for anything else."""
+    if isinstance(value, bool):
+        return math.nan
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+def _json(blob: bytes | None) -> Any:
+    return None if blob is None else orjson.loads(blob)
+
+
+@dataclass
+class _History:
+    """What the entries say, by listing: creations, deletions, selling statuses, and each unit's entries."""
+
+    created: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    deleted: dict[str, int] = field(default_factory=dict)
+    plan_created: dict[tuple[str, str], int] = field(default_factory=dict)
+    unit_created: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    selling: dict[str, list[tuple[int, Any, Any]]] = field(default_factory=lambda: defaultdict(list))
+    """Per listing: (time, from, to) of each sellingStatus entry, and of each creation (``to`` the marker)."""
+    units: dict[str, dict[str, dict[str, list[tuple[int, str, Any, Any]]]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    )
+    """Per listing, plan and unit: (time, field, from, to) of its status and price entries."""
+
+    def read(self, rows: Iterator[tuple[Any, ...]]) -> _History:
+        for at, listing, scope, plan, unit, name, change, before, after in rows:
+            moment = milliseconds(at)
+            if scope == "unit":
+                if change == "created":
+                    self.unit_created[(listing, plan, unit)] = moment
+                else:
+                    self.units[listing][plan][unit].append((moment, name, _json(before), _json(after)))
+            elif scope == "floorPlan":
+                self.plan_created[(listing, plan)] = moment
+            elif change == "created":
+                self.created[listing].append(moment)
+                self.selling[listing].append((moment, _CREATED, None))
+            elif change == "deleted":
+                self.deleted[listing] = moment
+            else:
+                self.selling[listing].append((moment, _json(before), _json(after)))
+        return self
+
+
+_CREATED = object()
+"""Marks a listing's creation among its selling status entries."""
+
+
+def launches(entries: list[tuple[int, Any, Any]], last: Any) -> list[int]:
+    """The times a listing launched: each entry whose sellingStatus became Selling Now, and each creation whose
+    status then (the ``from`` of the next sellingStatus entry, else ``last``, what it holds now) was Selling Now."""
+    found = []
+    for position, (moment, before, after) in enumerate(entries):
+        if before is _CREATED:
+            following = next((b for _, b, _ in entries[position + 1 :] if b is not _CREATED), last)
+            if following == SELLING_NOW:
+                found.append(moment)
+        elif after == SELLING_NOW:
+            found.append(moment)
+    return found
+
+
+class _Builder:
+    """Columns gathered listing by listing, in the order of their codes."""
+
+    def __init__(self, history: _History) -> None:
+        self.history = history
+        self.codes: dict[str, int] = {}
+        self.provinces: list[str | None] = []
+        self.unit_rows: list[list[float]] = [[], [], [], [], [], []]  # status, price, sqft, born, gone, last change
+        self.unit_first: list[int] = [0]
+        self.status: list[tuple[int, int, float]] = []  # unit, at, from
+        self.price: list[tuple[int, int, float]] = []
+        self.events: list[tuple[int, int, float]] = []  # listing, at, kind
+        self.launches: list[tuple[int, int, float]] = []
+
+    def add(self, listing: str, province: str | None, doc: dict[str, Any], deleted: bool) -> None:
+        code = len(self.codes)
+        self.codes[listing] = code
+        self.provinces.append(province)
+        history = self.history
+        listing_born = max(history.created.get(listing, ()), default=ALWAYS)
+        gone = history.deleted.get(listing, NEVER) if deleted else NEVER
+        touched = history.units.get(listing, {})
+        for plan_key, plan in _keyed(doc.get("floorPlans"), "id").items():
+            units = _keyed(plan.get("units"), "unitNumber")
+            if not units:
+                continue
+            plan_born = max(listing_born, history.plan_created.get((listing, plan_key), ALWAYS))
+            sqft = _number(plan.get("squareFeet"))
+            sqft = sqft if sqft > 0 else math.nan
+            entries = touched.get(plan_key, {})
+            status, price, size, born, ended, changed = self.unit_rows
+            for unit_key, unit in units.items():
+                status.append(_status(unit.get("status")))
+                price.append(_price(unit.get("price")))
+                born.append(max(plan_born, history.unit_created.get((listing, plan_key, unit_key), ALWAYS)))
+                changed.append(self._entries(len(status) - 1, entries.get(unit_key, ())))
+            size.extend([sqft] * len(units))
+            ended.extend([gone] * len(units))
+        self.unit_first.append(len(self.unit_rows[0]))
+        self._counted(code, touched)
+        last = doc.get("sellingStatus")
+        self.launches += [(code, moment, 0.0) for moment in launches(history.selling.get(listing, []), last)]
+
+    def _entries(self, unit: int, entries: Any) -> int:
+        """Records a unit's status and price entries (for replaying it); the time of its last (ALWAYS: none)."""
+        last = ALWAYS
+        for moment, name, before, _ in entries:
+            last = max(last, moment)
+            if name == "status":
+                self.status.append((unit, moment, _status(before)))
+            else:
+                self.price.append((unit, moment, _price(before)))
+        return last
+
+    def _counted(self, code: int, touched: dict[str, dict[str, list[tuple[int, str, Any, Any]]]]) -> None:
+        """The listing's unit entries that count: sales, price increases and cuts."""
+        for plan_entries in touched.values():
+            for entries in plan_entries.values():
+                for moment, name, before, after in entries:
+                    kind = _kind(name, before, after)
+                    if kind is not None:
+                        self.events.append((code, moment, kind))
+
+    def columns(self) -> MarketColumns:
+        listings = len(self.codes)
+        status, price, sqft, born, gone, changed = self.unit_rows
+        units = len(status)
+        status_rows, status_first = _ordered(self.status, units)
+        price_rows, price_first = _ordered(self.price, units)
+        event_rows, event_first = _ordered(self.events, listings)
+        launch_rows, launch_first = _ordered(self.launches, listings)
+        return MarketColumns(
+            listing_codes=self.codes,
+            listing_provinces=self.provinces,
+            unit_first=np.array(self.unit_first, np.int64),
+            unit_status=np.array(status, np.int64),
+            unit_price=np.array(price, np.float64),
+            unit_sqft=np.array(sqft, np.float64),
+            unit_born=np.array(born, np.int64),
+            unit_gone=np.array(gone, np.int64),
+            unit_last_change=np.array(changed, np.int64),
+            status_first=status_first,
+            status_at=status_rows[1].astype(np.int64),
+            status_from=status_rows[2].astype(np.int64),
+            price_first=price_first,
+            price_at=price_rows[1].astype(np.int64),
+            price_from=price_rows[2].astype(np.float64),
+            event_first=event_first,
+            event_at=event_rows[1].astype(np.int64),
+            event_kind=event_rows[2].astype(np.int64),
+            launch_first=launch_first,
+            launch_at=launch_rows[1].astype(np.int64),
+        )
+
+
+def _status(value: Any) -> int:
+    return STATUS_CODES.get(value, OTHER) if isinstance(value, str) else OTHER
+
+
+def _price(value: Any) -> float:
+    """A unit's price: a number (not numeric text, not a boolean), else NaN."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+
+
+def _kind(name: str, before: Any, after: Any) -> int | None:
+    """What a unit entry counts as: a sale, a price increase or a cut (None: nothing)."""
+    if name == "status":
+        return SOLD_EVENT if after == "Sold" and _status(before) != SOLD else None
+    low, high = _price(before), _price(after)
+    if math.isnan(low) or math.isnan(high) or low == high:
+        return None
+    return INCREASE if high > low else CUT
+
+
+def _ordered(rows: list[tuple[int, int, float]], owners: int) -> tuple[list[np.ndarray[Any, Any]], IntArray]:
+    """Rows of (owner, time, value) as columns ordered by owner then time (stably), and each owner's first row."""
+    if not rows:
+        return [np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64)], np.zeros(owners + 1, np.int64)
+    owner = np.array([row[0] for row in rows], np.int64)
+    moment = np.array([row[1] for row in rows], np.int64)
+    value = np.array([row[2] for row in rows], np.float64)
+    order = np.lexsort((moment, owner))
+    first = np.searchsorted(owner[order], np.arange(owners + 1), side="left").astype(np.int64)
+    return [owner[order], moment[order], value[order]], first
+
+
+def build_market_columns(db: sqlite3.Connection) -> MarketColumns:
+    """The catalogue's market columns, read in the caller's read transaction."""
+    history = _History().read(iter(db.execute(_ENTRIES)))
+    builder = _Builder(history)
+    for listing, province, blob, deleted in db.execute(_DOCUMENTS):
+        builder.add(str(listing), province, decode_document(blob), bool(deleted))
+    return builder.columns()
+
+
+class SQLiteMarket(SQLiteCatalogueBase):
+    """``market_stats`` of the SQLite store: its columns, kept per generation."""
+
+    _market_lock: threading.Lock
+    _market_held: tuple[int, MarketColumns] | None
+
+    def market_columns(self) -> MarketColumns:
+        """The market columns as of this generation (built once, by one thread, the others waiting)."""
+        generation = self.generation()
+        with self._market_lock:
+            held = self._market_held
+            if held is not None and held[0] == generation:
+                return held[1]
+            with self._reading() as db:
+                columns = build_market_columns(db)
+            self._market_held = (generation, columns)
+            return columns
+
+    def market_stats(
+        self,
+        boundaries: list[int],
+        groups: list[MarketGroup],
+        units: bool = True,
+        provinces: frozenset[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Each group's points over the intervals between ``boundaries`` (see :mod:`..market_stats`)."""
+        return market_series(self.market_columns(), boundaries, groups, units, provinces)

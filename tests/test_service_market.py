@@ -1,0 +1,346 @@
+"""(ours) ``market_stats``: every figure against a brute-force oracle that replays the units' states from the
+entries ``changes`` answers and the listings as they are now, for several filters, groupings and both intervals;
+its bad input (400s), ``v1-lite`` and the province scope. Over real HTTP, on a data directory of its own (a
+catalogue with a simulated past, and a listing deleted after it)."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from precon import filters
+from precon.client import Client
+from precon.market_models import MarketStats
+from precon.service.config import ServiceSettings
+from precon.service.runtime import DataDirectory
+from precon.service.server import ServerThread
+from precon.service.stores.records import decode_document
+from tests.conftest import KEY_ALL, KEY_LITE, KEY_ONTARIO, Api
+
+MARKET = "/v1/all/market_stats"
+CHANGES = "/v1/all/changes"
+SINCE, UNTIL = "2025-09-15T00:00:00Z", "2026-11-20T00:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    data_dir: Path = tmp_path_factory.mktemp("market")
+    settings = ServiceSettings(
+        data_dir=data_dir, default_listings=120, default_seed=5, default_history_days=420, rate_limit=0, dev=True
+    )
+    directory = DataDirectory.open(settings)
+    directory.accounts.create_key("everything", key=KEY_ALL)
+    directory.accounts.create_key("ontario", ["v1"], ["on"], key=KEY_ONTARIO)
+    directory.accounts.create_key("lite", ["v1-lite"], key=KEY_LITE)
+    with ServerThread(directory.app()) as server, httpx.Client(timeout=60) as http:
+        yield Api(server.url, directory, http)
+    directory.close()
+
+
+@pytest.fixture(scope="module")
+def deleted(api: Api) -> str:
+    """A listing with sales in its history, deleted after them: its units count until it went."""
+    sold = api.ok(CHANGES, scope="unit", fields="status", perPage=1000)["results"]
+    listing_id = sorted({e["listingId"] for e in sold if e["to"] == "Sold"})[0]
+    api.directory.live.delete_listing(listing_id)
+    return listing_id
+
+
+# -- the oracle ----------------------------------------------------------------------------------------------------
+
+
+def ms(at: str) -> int:
+    return int(datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def keyed(items: Any, key: str) -> dict[str, dict[str, Any]]:
+    """The records of a list by ``key``, else by position (as history knows them)."""
+    found: dict[str, dict[str, Any]] = {}
+    for position, item in enumerate(items if isinstance(items, list) else []):
+        name = item.get(key)
+        found[str(name) if isinstance(name, str | int) and str(name) else f"#{position}"] = item
+    return found
+
+
+def price_of(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@dataclass
+class Oracle:
+    """The catalogue's units and history as the API shows them, replayed by brute force."""
+
+    entries: list[dict[str, Any]]
+    """Oldest first."""
+    documents: dict[str, dict[str, Any]]
+    """The matching listings' documents: now, or as they last were (deleted)."""
+
+    def born(self) -> dict[tuple[str, ...], int]:
+        latest: dict[tuple[str, ...], int] = {}
+        for e in self.entries:
+            if e["change"] == "created":
+                key = {"listing": (e["listingId"],), "floorPlan": (e["listingId"], e["plan"])}.get(
+                    e["scope"], (e["listingId"], e["plan"], e["unit"])
+                )
+                latest[key] = ms(e["at"])
+        return latest
+
+    def units(self) -> list[dict[str, Any]]:
+        born = self.born()
+        ends = [e for e in self.entries if (e["scope"], e["change"]) == ("listing", "deleted")]
+        gone = {e["listingId"]: ms(e["at"]) for e in ends}
+        units = []
+        for listing_id, doc in self.documents.items():
+            for plan_key, plan in keyed(doc.get("floorPlans"), "id").items():
+                try:
+                    sqft = float(plan.get("squareFeet"))
+                except (TypeError, ValueError):
+                    sqft = 0.0
+                for unit_key, unit in keyed(plan.get("units"), "unitNumber").items():
+                    keys = [(listing_id,), (listing_id, plan_key), (listing_id, plan_key, unit_key)]
+                    units.append(
+                        {
+                            "key": (listing_id, plan_key, unit_key),
+                            "status": unit.get("status"),
+                            "price": price_of(unit.get("price")),
+                            "sqft": sqft,
+                            "born": max((born[k] for k in keys if k in born), default=-(10**18)),
+                            "gone": gone.get(listing_id, 10**18) if doc.get("_deleted") else 10**18,
+                        }
+                    )
+        return units
+
+    def unit_entries(self) -> dict[tuple[str, ...], list[dict[str, Any]]]:
+        found: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
+        for e in self.entries:
+            if e["scope"] == "unit" and e["change"] == "updated":
+                found[(e["listingId"], e["plan"], e["unit"])].append(e)
+        return found
+
+    def __post_init__(self) -> None:
+        self.held = (self.units(), self.unit_entries())
+
+    def point(self, listings: set[str], start: int, end: int) -> dict[str, Any]:
+        """Every figure of one interval, over the listings given."""
+        every_unit, changes = self.held
+        inside = [e for e in self.entries if e["listingId"] in listings and start <= ms(e["at"]) < end]
+        unit_updates = [e for e in inside if e["scope"] == "unit" and e["change"] == "updated"]
+        prices = [(price_of(e["from"]), price_of(e["to"])) for e in unit_updates if e["field"] == "price"]
+        available, ppsf, existing, sold = [], [], 0, 0
+        for unit in every_unit:
+            if unit["key"][0] not in listings or not (unit["born"] < end <= unit["gone"]):
+                continue
+            state = {"status": unit["status"], "price": unit["price"]}
+            for name in state:
+                later = [e for e in changes.get(unit["key"], []) if e["field"] == name and ms(e["at"]) >= end]
+                if later:
+                    state[name] = later[0]["from"] if name == "status" else price_of(later[0]["from"])
+            existing += 1
+            sold += state["status"] == "Sold"
+            if state["status"] == "Available" and state["price"] is not None:
+                available.append(state["price"])
+                if unit["sqft"] > 0:
+                    ppsf.append(state["price"] / unit["sqft"])
+            elif state["status"] == "Available":
+                available.append(None)
+        priced = [p for p in available if p is not None]
+        return {
+            "unitsSold": sum(1 for e in unit_updates if e["field"] == "status" and e["to"] == "Sold"),
+            "unitsAvailable": len(available),
+            "sellThrough": sold / existing if existing else None,
+            "launches": self.launches(listings, start, end),
+            "medianPrice": statistics.median(priced) if priced else None,
+            "medianPricePerSqFt": statistics.median(ppsf) if ppsf else None,
+            "priceIncreases": sum(1 for a, b in prices if a is not None and b is not None and b > a),
+            "priceCuts": sum(1 for a, b in prices if a is not None and b is not None and b < a),
+        }
+
+    def launches(self, listings: set[str], start: int, end: int) -> int:
+        count = 0
+        for position, e in enumerate(self.entries):
+            if e["listingId"] not in listings or e["scope"] != "listing" or not start <= ms(e["at"]) < end:
+                continue
+            if e["change"] == "updated" and e["field"] == "sellingStatus" and e["to"] == "Selling Now":
+                count += 1
+            elif e["change"] == "created":
+                later = [
+                    f["from"]
+                    for f in self.entries[position + 1 :]
+                    if f["listingId"] == e["listingId"] and f["field"] == "sellingStatus" and f["scope"] == "listing"
+                ]
+                count += (later[0] if later else self.documents[e["listingId"]].get("sellingStatus")) == "Selling Now"
+        return count
+
+
+def every_entry(api: Api, path: str, key: str, **asked: Any) -> list[dict[str, Any]]:
+    found, page = [], 0
+    while True:
+        body = api.ok(path, key, page=page, perPage=1000, **asked)
+        found += body["results"]
+        page += 1
+        if page >= body["pages"]:
+            return found[::-1]
+
+
+def oracle_for(api: Api, version: str, province: str, key: str, **asked: Any) -> Oracle:
+    """The entries and documents of the listings the filters match (now, or deleted, as ``changes`` judges)."""
+    entries = every_entry(api, f"/{version}/{province}/changes", key, **asked)
+    current = {}
+    page = 0
+    while True:
+        body = api.ok(f"/{version}/{province}/search_listings", key, page=page, perPage=1000, **asked)
+        current.update({doc["listingId"]: doc for doc in body["results"]})
+        page += 1
+        if page >= body["pages"]:
+            break
+    db = api.directory.live._db()
+    for listing_id, blob in db.execute("SELECT listing_id, doc FROM deleted_listings").fetchall():
+        if listing_id not in current and any(e["listingId"] == listing_id for e in entries):
+            current[listing_id] = {**decode_document(blob), "_deleted": True}
+    return Oracle(entries, current)
+
+
+def intervals(interval: str, since: str, until: str) -> list[int]:
+    months = 1 if interval == "month" else 3
+    start, end = datetime.fromisoformat(since.replace("Z", "+00:00")), ms(until)
+    year, month = start.year, (start.month - 1) // months * months + 1
+    edges = []
+    while True:
+        edges.append(int(datetime(year, month, 1, tzinfo=UTC).timestamp() * 1000))
+        if edges[-1] > end:
+            return edges
+        month += months
+        if month > 12:
+            year, month = year + 1, month - 12
+
+
+def member(doc: dict[str, Any], attribute: str, value: str) -> bool:
+    return filters.evaluate(filters.Match(attribute, value), doc)
+
+
+def assert_matches_oracle(api: Api, version: str = "v1", province: str = "all", key: str = KEY_ALL,
+                          **asked: Any) -> dict[str, Any]:  # fmt: skip
+    interval = asked.pop("interval", "month")
+    group_by = asked.pop("groupBy", None)
+    answer = api.ok(f"/{version}/{province}/market_stats", key, interval=interval, since=SINCE, until=UNTIL,
+                    **({"groupBy": group_by} if group_by else {}), **asked)  # fmt: skip
+    oracle = oracle_for(api, version, province, key, **asked)
+    assert answer["interval"] == interval and answer["groupBy"] == group_by
+    edges = intervals(interval, SINCE, UNTIL)
+    groups: list[tuple[str | None, set[str]]] = [(None, set(oracle.documents))]
+    if group_by:
+        counts = api.ok(f"/{version}/{province}/facet_counts", key, facets=group_by, format="list", **asked)
+        values = [hit["value"] for hit in counts[group_by][:10]]
+        groups = [(v, {i for i, doc in oracle.documents.items() if member(doc, group_by, v)}) for v in values]
+    assert [s["group"] for s in answer["series"]] == [g for g, _ in groups]
+    for series, (_, listings) in zip(answer["series"], groups, strict=True):
+        assert [p["start"] for p in series["points"]] == [
+            datetime.fromtimestamp(e / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z") for e in edges[:-1]
+        ]
+        for point, start, end in zip(series["points"], edges, edges[1:], strict=False):
+            expected = oracle.point(listings, start, end)
+            for name, value in expected.items():
+                assert point[name] == (pytest.approx(value, rel=1e-9) if isinstance(value, float) else value), (
+                    series["group"], point["start"], name
+                )  # fmt: skip
+    return answer
+
+
+# -- the figures ---------------------------------------------------------------------------------------------------
+
+
+def test_every_figure_of_the_whole_market_by_month_matches_the_oracle(api: Api, deleted: str) -> None:
+    answer = assert_matches_oracle(api)
+    (series,) = answer["series"]
+    assert series["group"] is None and len(series["points"]) == 15
+    assert sum(p["unitsSold"] for p in series["points"]) > 0
+    assert any(p["priceIncreases"] or p["priceCuts"] for p in series["points"])
+
+
+def test_grouped_by_city_by_quarter_matches_the_oracle(api: Api, deleted: str) -> None:
+    answer = assert_matches_oracle(api, interval="quarter", groupBy="cityOrDistrict")
+    assert len(answer["series"]) > 1
+
+
+def test_filtered_and_grouped_by_an_array_attribute_matches_the_oracle(api: Api, deleted: str) -> None:
+    assert_matches_oracle(api, groupBy="type", filterQuery='sellingStatus:"Selling Now" OR minBeds >= 2')
+
+
+def test_a_unit_filter_and_words_narrow_the_listings_as_changes_does(api: Api, deleted: str) -> None:
+    assert_matches_oracle(api, interval="quarter", unitFilter="numberOfBedrooms >= 2 AND units.price < 900000")
+    word = api.all_listings()[0]["cityOrDistrict"].split()[0]
+    assert_matches_oracle(api, search=word, groupBy="sellingStatus")
+
+
+def test_the_province_scopes_the_listings(api: Api, deleted: str) -> None:
+    assert_matches_oracle(api, province="on", key=KEY_ONTARIO, groupBy="neighbourhood")
+
+
+def test_a_unit_that_first_appears_sold_is_no_sale(api: Api, deleted: str) -> None:
+    listing = next(doc for doc in api.all_listings() if doc["floorPlans"] and doc["floorPlans"][0].get("units"))
+    changed = {**listing, "floorPlans": [dict(plan) for plan in listing["floorPlans"]]}
+    plan = changed["floorPlans"][0]
+    plan["units"] = [*plan["units"], {**plan["units"][0], "unitNumber": "9999", "status": "Sold"}]
+    api.directory.live.upsert_listings([changed])
+    now = datetime.now(UTC)
+    asked = {"filterQuery": f"listingId:{listing['listingId']}", "since": now.isoformat(), "until": now.isoformat()}
+    (point,) = api.ok(MARKET, **asked)["series"][0]["points"]
+    entries = api.ok(CHANGES, filterQuery=asked["filterQuery"], since=point["start"], change="created")["results"]
+    assert [e["unit"] for e in entries] == ["9999"]
+    assert point["unitsSold"] == 0
+
+
+def test_the_client_reads_it(api: Api, deleted: str) -> None:
+    with Client(api.url, api_key=KEY_ALL) as client:
+        stats = client.market_stats(group_by="cityOrDistrict", interval="quarter", since=SINCE, until=UNTIL)
+    assert isinstance(stats, MarketStats) and stats.groupBy == "cityOrDistrict"
+    raw = api.ok(MARKET, groupBy="cityOrDistrict", interval="quarter", since=SINCE, until=UNTIL)
+    assert stats.model_dump(exclude_unset=True) == raw
+
+
+def test_defaults_are_twelve_months_or_eight_quarters_up_to_now(api: Api) -> None:
+    months = api.ok(MARKET)["series"][0]["points"]
+    quarters = api.ok(MARKET, interval="quarter")["series"][0]["points"]
+    assert len(months) == 12 and len(quarters) == 8
+    now = datetime.now(UTC)
+    assert months[-1]["start"].startswith(f"{now.year}-{now.month:02d}-01")
+
+
+def test_lite_shows_launches_and_hides_what_units_tell(api: Api, deleted: str) -> None:
+    lite = api.ok("/v1-lite/all/market_stats", KEY_LITE, since=SINCE, until=UNTIL, groupBy="cityOrDistrict")
+    full = api.ok(MARKET, since=SINCE, until=UNTIL, groupBy="cityOrDistrict")
+    assert [s["group"] for s in lite["series"]] == [s["group"] for s in full["series"]]
+    for mine, theirs in zip(lite["series"], full["series"], strict=True):
+        assert [p["launches"] for p in mine["points"]] == [p["launches"] for p in theirs["points"]]
+        assert all(p["unitsSold"] is None and p["medianPrice"] is None for p in mine["points"])
+    response = api.get("/v1-lite/all/market_stats", KEY_LITE, groupBy="amenities")
+    assert response.status_code == 400 and "groupBy" in response.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("asked", "named"),
+    [
+        ({"interval": "week"}, "interval"),
+        ({"since": "2026-05-01", "until": "2026-01-01"}, "since"),
+        ({"since": "2010-01-01", "until": "2026-01-01"}, "10 years"),
+        ({"since": "yesterday"}, "since"),
+        ({"groupBy": "bogus"}, "groupBy"),
+        ({"groupBy": "floorPlans.numberOfBedrooms"}, "groupBy"),
+        ({"groupBy": "cityOrDistrict,type"}, "groupBy"),
+        ({"groupLimit": "0"}, "groupLimit"),
+        ({"filterQuery": "type:"}, "filterQuery"),
+        ({"unitFilter": "beds > 2"}, "unitFilter"),
+    ],
+)
+def test_bad_input_is_a_400_naming_the_parameter(api: Api, asked: dict[str, str], named: str) -> None:
+    response = api.get(MARKET, **asked)
+    assert response.status_code == 400, response.text
+    assert named in response.json()["message"]
