@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from precon import filters
 from precon.service import catalogue
 from precon.service.api.units import matched_floor_plans
+from precon.service.search.unit_steps import FloorSteps
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
 from tests.store_support import both_engines, every_id
@@ -134,3 +137,39 @@ def test_any_unit_expression_matches_brute_force(
     stores: tuple[SQLiteStore, SQLiteStore], records: list[dict[str, Any]], expr: filters.Expr
 ) -> None:
     check(*stores, records, expr)
+
+
+NAN = float("nan")
+unit_rows = st.lists(
+    st.tuples(
+        st.integers(0, 3),
+        st.integers(-1, 2),
+        st.sampled_from([NAN, 1.0, 2.0, 2.0, 3.0, 5.5]),
+        st.sampled_from([NAN, -1.0, 1.0, 2.0, 3.0, 10.0]),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=unit_rows,
+    most=st.sampled_from([0.0, 1.0, 2.0, 2.5, 5.5, 9.0]),
+    least=st.sampled_from([-5.0, 1.0, 2.5, 10.0, 11.0]),
+)
+def test_floor_steps_find_a_unit_under_the_price_from_the_floor_up(
+    rows: list[tuple[int, int, float, float]], most: float, least: float
+) -> None:
+    plan = np.array([r[0] for r in rows], dtype=np.int64)
+    status = np.array([r[1] for r in rows], dtype=np.int32)
+    price = np.array([r[2] for r in rows], dtype=np.float64)
+    floor = np.array([r[3] for r in rows], dtype=np.float64)
+    order = np.lexsort((price, status, plan))
+    plan, status, price, floor = plan[order], status[order], price[order], floor[order]
+    steps = FloorSteps(plan, status, floor)
+    groups = [(p, s) for p in range(4) for s in range(-1, 3)]
+    first = np.array([int(np.searchsorted(plan * 10 + status, p * 10 + s)) for p, s in groups], dtype=np.int64)
+    count = np.array([int(np.sum((plan == p) & (status == s))) for p, s in groups], dtype=np.int64)
+    found = steps.any_unit(price, first, count, most, least)
+    expected = [any(r[0] == p and r[1] == s and r[2] <= most and r[3] >= least for r in rows) for p, s in groups]
+    assert found.tolist() == expected

@@ -41,7 +41,8 @@ from precon.filters import (
 from precon.filters.parsing import parse_number
 from precon.filters.plans import names_units, unit_values
 from precon.service.search.sql_filter import as_number
-from precon.service.search.unit_bounds import UnitBounds
+from precon.service.search.unit_bounds import Candidates, UnitBounds
+from precon.service.search.unit_steps import FloorSteps
 
 Fragment = tuple[str, list[Any]]
 Mask = npt.NDArray[np.bool_]
@@ -288,20 +289,22 @@ class UnitColumns:
         listed = np.bincount(plan, minlength=plans) > 0 if plans else np.zeros(0, np.bool_)
         bare = np.flatnonzero(~listed)
         plan = np.concatenate([plan, bare]).astype(np.int64)
-        # Rows grouped by plan (the table holds them in the order they were written): a plan's rows are a range.
-        # Each column is ordered as it is read, so that no more than one is held twice while the index is built.
-        order = np.argsort(plan, kind="stable")
         missing = np.full(len(bare), np.nan)
+        status = np.concatenate([status, np.full(len(bare), -1, np.int32)])
+        price = np.concatenate([_numbers(row[4], np.float64), missing])
+        # Rows grouped by plan (a plan's rows are a range), then by status, then by price (NaN last), as
+        # :class:`FloorSteps` reads them. The other columns are ordered as they are read, so that few are held twice.
+        order = np.lexsort((price, status, plan))
 
-        def ordered(values: npt.NDArray[Any], filler: npt.NDArray[Any]) -> npt.NDArray[Any]:
-            return np.concatenate([values, filler])[order]
+        def ordered(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            return np.concatenate([values, missing])[order]
 
         return cls(
             plan[order],
-            ordered(status, np.full(len(bare), -1, np.int32)),
-            ordered(_numbers(row[3], np.float64), missing),
-            ordered(_numbers(row[4], np.float64), missing),
-            ordered(_numbers(row[5], np.float64), missing),
+            status[order],
+            ordered(_numbers(row[3], np.float64)),
+            price[order],
+            ordered(_numbers(row[5], np.float64)),
             terms,
             listed,
         )
@@ -344,6 +347,20 @@ class PlanMatch(NamedTuple):
     plans: list[int]
     units: int
     of: int
+
+
+def _stepped(candidates: Candidates) -> bool:
+    """Whether the unit conditions are one status, a price under a bound and a floor from one up (and no more): what
+    :class:`FloorSteps` answers exactly."""
+    (price_low, price_high), (floor_low, floor_high) = candidates.price, candidates.floor
+    return (
+        candidates.status is not None
+        and candidates.status >= 0
+        and price_low == -math.inf
+        and price_high < math.inf
+        and floor_low > -math.inf
+        and floor_high == math.inf
+    )
 
 
 SPARSE_SHARE = 16
@@ -429,6 +446,7 @@ class PlanIndex:
         self._first_row = np.searchsorted(units.plan, plan_numbers, side="left")
         self._end_row = np.searchsorted(units.plan, plan_numbers, side="right")
         self.bounds = UnitBounds(units.status, units.price, units.floor, self._first_row, units.terms)
+        self.steps = FloorSteps(units.plan, units.status, units.floor)
         # Each listing's plans are a range (plans are ordered by listing): where it starts, and how many.
         held = np.flatnonzero(self.known)
         self._plan_count: IntArray = np.bincount(self.owner[held], minlength=self.listings)
@@ -469,10 +487,14 @@ class PlanIndex:
         if names_units(expr):
             candidates = self.bounds.candidates(expr, self.size)
             asked = self.known if among is None else self.known & among[self.owner]
-            if candidates is not None and candidates.exact:
+            if candidates is not None and (candidates.exact or _stepped(candidates)):
                 for condition in candidates.on_plans:
                     asked = asked & self._plans(condition)
-                result[self.owner[asked & candidates.plans]] = True
+                if candidates.exact:
+                    result[self.owner[asked & candidates.plans]] = True
+                else:  # a status, a price under a bound and a floor from one up: each candidate plan's steps answer
+                    plans = np.flatnonzero(asked & candidates.plans)
+                    result[self.owner[plans[self._by_steps(candidates, plans)]]] = True
                 return result
             plans = np.flatnonzero(asked if candidates is None else asked & candidates.plans)
             rows = int((self._end_row[plans] - self._first_row[plans]).sum())
@@ -482,6 +504,18 @@ class PlanIndex:
                 return result
         result[self.owner[self.plans_matching(expr) & self.known]] = True
         return result & among if among is not None else result
+
+    def _by_steps(self, candidates: Candidates, plans: IntArray) -> Mask:
+        """Per plan, whether it holds a unit of the candidates' status priced under their price bound on their floor
+        or higher (see :class:`FloorSteps`): its units of that status are a range of its rows, by price."""
+        assert candidates.status is not None
+        of_status = self.bounds.by_status[candidates.status].units[plans]
+        later = np.zeros(len(plans), dtype=np.int64)  # its rows of this status and of every status coded after it
+        for code, bounds in self.bounds.by_status.items():
+            if code >= candidates.status:
+                later += bounds.units[plans]
+        first = self._end_row[plans] - later
+        return self.steps.any_unit(self.units.price, first, of_status, candidates.price[1], candidates.floor[0])
 
     def plans_matching(self, expr: Expr) -> Mask:
         if not names_units(expr):

@@ -99,7 +99,8 @@ class UnitBounds:
                 bounded += 1 + (low > -np.inf and high < np.inf)
         # One bound on one column: the lowest (or highest) unit of the status meets it exactly when one does.
         exact = bounded <= 1 and (bounded == 1 or status is not None)
-        return Candidates(mask, exact, on_plans)
+        price, floor = ranges["price"], ranges["floor"]
+        return Candidates(mask, exact, on_plans, status, (price[0], price[1]), (floor[0], floor[1]))
 
 
 @dataclass
@@ -110,6 +111,11 @@ class Candidates:
     plans: Mask
     exact: bool
     on_plans: list[Expr]
+    status: int | None = None
+    """The status code the unit conditions ask for, None for any."""
+    price: tuple[float, float] = (-np.inf, np.inf)
+    floor: tuple[float, float] = (-np.inf, np.inf)
+    """The inclusive bounds they put on a unit's price and floor."""
 
 
 def _conjuncts(expr: Expr) -> list[Expr]:
