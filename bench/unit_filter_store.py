@@ -40,7 +40,11 @@ def answer_unit_filter(store: SQLiteStore, text: Expr, units: Expr) -> None:
     """The store's page for a unit filter, with ``_matchedFloorPlans`` as the service adds them."""
     hits: SearchHits = store.search_listings(ListingQuery(filter=text, unit_filter=units, limit=20, raw=True))
     documents = hits.documents if hits.blobs is None else [decode_document(blob) for _, blob in hits.blobs]
-    add_matched_floor_plans([{} for _ in documents], documents, units, hits.matched)
+    found = getattr(hits, "matched", None)  # None from code before the search gave them
+    if found is None:
+        add_matched_floor_plans([{} for _ in documents], documents, units)
+    else:
+        add_matched_floor_plans([{} for _ in documents], documents, units, found)
 
 
 def timed(work: Callable[[], object]) -> float:
