@@ -26,6 +26,7 @@ PAGES = {
         st.Page("views/facets.py", title="Facets", icon=":material/bar_chart:", url_path="facets"),
         st.Page("views/saved.py", title="Saved searches", icon=":material/bookmarks:", url_path="saved"),
         st.Page("views/changes.py", title="Changes", icon=":material/trending_up:", url_path="changes"),
+        st.Page("views/market.py", title="Market", icon=":material/monitoring:", url_path="market"),
     ],
     "Records": [
         st.Page("views/listing.py", title="Listing", icon=":material/apartment:", url_path="listing"),

@@ -1,0 +1,159 @@
+"""Market: the numbers analysts of this market publish every quarter, for any filter: units sold (absorption),
+unsold inventory and sell-through, launches, median prices and price per square foot of what is left, and price
+moves, month by month or quarter by quarter, for the market whole and per city, builder, type or bedrooms.
+
+Under the shared filters of Search, Map and Facets (in the address as theirs are); the page's own address
+parameters are ``interval`` (``quarter``; months are left out), ``since`` and ``until`` (months, ``2025-03``) and
+``groupBy`` (``city``, ``builder``, ``type``, ``bedrooms``). The figures are the service's ``market_stats``; the work
+is :mod:`precon.market_view` and :mod:`components.market_stats`.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components import api, filter_chips, shared_filters
+from components import filter_panel as panel
+from components import market_stats as ms
+from components import search_results as results
+from components.formatting import plural
+from components.search_scope import local_note, scope_of
+from precon import listing_search
+from precon import market_view as mv
+from precon.filter_state import SEARCH_MAX_CHARS, facets_in
+
+st.title("Market")
+state, problems = shared_filters.current("market")
+request, request_problems = ms.read_request()
+for problem in problems:
+    st.warning(f"This link had a value that could not be used. {problem}", icon=":material/link_off:")
+for problem in request_problems:
+    st.warning(problem, icon=":material/date_range:")
+
+panel.set_widget("market_q", state.text)
+st.text_input(
+    "Search",
+    key="market_q",
+    on_change=results.on_text,
+    args=("market_q",),
+    max_chars=SEARCH_MAX_CHARS,
+    placeholder="Words in the listings' name, city, street… then Enter",
+    icon=":material/search:",
+)
+ms.controls(request)
+
+with api.guarded():
+    scope = scope_of(state)
+    total, found = listing_search.total_and_facets(
+        api.backend, scope.text, scope.filter, scope.unit_filter, [f.attr for f in facets_in(api.scope()[0])],
+        unit_supported=scope.unit_supported,
+    )  # fmt: skip
+    facet_views = results.facet_views(state, listing_search.SearchOutcome(total, [], found, 0))
+    names = {k: v for view in facet_views for k, v in view.names.items()}
+    filter_chips.render(state, prefix="market", with_text=False, links=("search", "map", "facets"), names=names)
+    with st.expander("Filters", icon=":material/filter_list:", key="market_filters"):
+        panel.render_panel(state, facet_views, panel.numeric_bounds(), unit_level=scope.unit_level)
+if scope.local:
+    st.caption(local_note())
+
+try:
+    with api.guarded(), st.spinner("Counting the market…"):
+        stats = ms.fetch(scope, request, names)
+except ms.StatsMissing:
+    st.warning(ms.missing_note(), icon=":material/history_toggle_off:")
+    st.stop()
+if stats.group_problem:
+    st.warning(
+        f"The service could not group by {request.group_label.lower()}: {stats.group_problem} The market whole is "
+        "shown.", icon=":material/rule:",
+    )  # fmt: skip
+
+grouped = f", {plural(stats.group_count(), 'group')}" if stats.grouped else ""
+st.caption(
+    f"{request.describe()} (UTC), over the units of the {plural(total, 'listing')} matching the filters "
+    f"now{grouped}."
+    + (f" Charts draw the first {ms.CHART_GROUPS} groups and the market whole; tables keep every group." if
+       stats.group_count() > ms.CHART_GROUPS else "")
+)  # fmt: skip
+if (recorded := stats.recorded_from()) is not None:
+    st.caption(
+        f"The history of these listings starts in {mv.interval_label(recorded.date(), request.interval)}: the charts "
+        "start there; the tables and CSVs keep every interval asked for (zeros before it)."
+    )
+if stats.total.empty:
+    st.info("No interval in this period: widen it.", icon=":material/event_busy:")
+    st.stop()
+
+interval = request.interval
+st.subheader("Units sold")
+ms.line_chart(stats, "unitsSold", "", "Units sold", ",d", interval, "market_sold_chart")
+st.caption(
+    f"Units whose status became Sold in each {interval}, from the history of the listings matching now. A unit first "
+    "seen already sold (sold before its listing was recorded) is not counted."
+)
+ms.table_and_csv(ms.table(stats, [("unitsSold", "Units sold")], interval), "units-sold", "market_sold")
+
+st.subheader("Unsold inventory and sell-through")
+left, right = st.columns(2)
+with left:
+    ms.line_chart(stats, "unitsAvailable", "Units available", "Units available", ",d", interval, "market_avail_chart")
+with right:
+    ms.line_chart(stats, "sellThrough", "Sell-through", "Sold / all units", ".0%", interval, "market_through_chart")
+st.caption(
+    f"At each {interval}'s end, replayed from history: units Available then, and units Sold then over all units that "
+    "existed then (reserved units count as neither available nor sold)."
+)
+ms.table_and_csv(
+    ms.table(stats, [("unitsAvailable", "Units available"), ("sellThrough", "Sell-through")], interval),
+    "inventory", "market_inventory",
+)  # fmt: skip
+
+st.subheader("Launches per quarter")
+launches = ms.launch_frame(stats)
+first_quarter = (
+    0 if recorded is None else list(launches["when"]).index(mv.quarter_label(mv.quarter_of(recorded.date())))
+)
+ms.bar_chart(launches.iloc[first_quarter:], [("launches", "Listings launched", "+")], "", "Listings", "market_launch")
+st.caption(
+    "Listings whose selling status became Selling Now in each quarter; a listing first recorded as Selling Now counts "
+    "in the quarter it was recorded."
+)
+ms.table_and_csv(launches.rename(columns={"when": "Quarter", "launches": "Listings launched"}), "launches",
+                 "market_launches")  # fmt: skip
+
+st.subheader("Prices of what is left")
+left, right = st.columns(2)
+with left:
+    ms.line_chart(
+        stats, "medianPrice", "Median price", "Median price ($)", "$,.0f", interval, "market_price_chart", zero=False
+    )
+with right:
+    ms.line_chart(
+        stats, "medianPricePerSqFt", "Median price per sq ft", "$ per sq ft", "$,.0f", interval, "market_psf_chart",
+        zero=False,
+    )  # fmt: skip
+st.caption(
+    f"Over the units Available at each {interval}'s end, at their price then: the median price, and the median of "
+    "each unit's price over its floor plan's square feet (units without a price or a size are left out). Blank where "
+    "no unit was available."
+)
+ms.table_and_csv(
+    ms.table(stats, [("medianPrice", "Median price"), ("medianPricePerSqFt", "Median $/sq ft")], interval),
+    "prices", "market_prices",
+)  # fmt: skip
+
+st.subheader("Price changes")
+moves = stats.total.assign(when=[mv.interval_label(s.date(), interval) for s in stats.total["start"]])
+moves = moves if recorded is None else moves[moves["start"] >= recorded]
+ms.bar_chart(
+    moves, [("priceIncreases", "Increases", "+"), ("priceCuts", "Cuts", "-")], f"Unit price changes per {interval}",
+    "Units", "market_moves",
+)  # fmt: skip
+st.caption(
+    f"Unit price entries in each {interval}: a unit whose price went up counts as an increase, down as a cut (cuts "
+    "drawn below the axis), for the market whole; the table has each group."
+)
+ms.table_and_csv(
+    ms.table(stats, [("priceIncreases", "Increases"), ("priceCuts", "Cuts")], interval), "price-changes",
+    "market_price_changes",
+)  # fmt: skip
