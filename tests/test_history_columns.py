@@ -4,19 +4,22 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 
+from precon import filters
 from precon.service import catalogue
 from precon.service.stores.history import iso_time
 from precon.service.stores.loading import batched
 from precon.service.stores.simulation import day_time, simulate
 from precon.service.stores.sqlite.store import SQLiteStore
-from precon.service.stores.types import HistoryQuery
+from precon.service.stores.types import HistoryQuery, ListingQuery
 
 START = date(2025, 6, 1)
+ENTRY = "at, listing_id, province, scope, plan, unit, field, change, from_value, to_value"
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +59,51 @@ def test_the_columns_answer_as_sql_does(store: SQLiteStore) -> None:
         columns, sql = store._catalogue_history(query), store._sql_history(query)
         assert columns is not None
         assert (columns.total, columns.entries) == (sql.total, sql.entries), query
+
+
+FILTERS = (
+    None,
+    "state:Ontario",
+    'sellingStatus:"Selling Now"',
+    "startPrice < 700000",
+    "state:Ontario OR state:Quebec",
+    'NOT sellingStatus:"Selling Now" AND startPrice > 400000',
+    "startPrice > 99999999",
+)
+
+
+def test_a_feed_narrowed_by_a_search_keeps_the_entries_of_the_ids_it_matches(store: SQLiteStore) -> None:
+    """The column index's mask given to the history's columns by listing code answers as the ids written out did
+    (those the search matches now, and the deleted ones whose last document it matches)."""
+    ids = [row[0] for row in store._db().execute("SELECT DISTINCT listing_id FROM listing_history")]
+    rng = random.Random(11)
+    for _ in range(120):
+        text = rng.choice(FILTERS)
+        matching = ListingQuery(filter=None if text is None else filters.parse(text), limit=0)
+        query = replace(random_query(rng, ids), listing_ids=None)
+        named = (*store.matching_listing_ids(matching), *store.deleted_matching(matching))
+        expected = store._sql_history(replace(query, listing_ids=named))
+        found = store.changes(query, matching)
+        assert (found.total, found.entries) == (expected.total, expected.entries), (text, query)
+    assert store.changes(HistoryQuery(), None) == store.listing_history(HistoryQuery())
+
+
+def test_a_history_whose_times_go_back_is_read_whole(store: SQLiteStore, tmp_path: Path) -> None:
+    rows = [
+        (iso_time(day_time(START + timedelta(days=k * 7 % 40))), *row[1:])  # times going back and forth
+        for k, row in enumerate(store._db().execute(f"SELECT {ENTRY} FROM listing_history LIMIT 200"))
+    ]
+    copy = SQLiteStore(tmp_path / "copy.sqlite3")
+    copy.copy_history(rows)
+    ids = list({row[1] for row in rows})
+    rng = random.Random(3)
+    for _ in range(150):
+        query = random_query(rng, ids)
+        columns, sql = copy._catalogue_history(query), copy._sql_history(query)
+        assert columns is not None
+        assert (columns.total, columns.entries) == (sql.total, sql.entries), query
+    held = copy._history_held
+    assert held is not None and not held[1].ascending
 
 
 def test_the_columns_follow_writes_and_a_history_read_again(store: SQLiteStore, tmp_path: Path) -> None:

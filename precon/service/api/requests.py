@@ -385,22 +385,21 @@ def webhook_selection(
     return selection
 
 
-def changes_query(call: Call[ListingRequest]) -> HistoryQuery:
-    """The store's query for the catalogue's changes: :func:`history_query`'s, over the listings the call may see
-    that match its ``filterQuery``, ``unitFilter`` and ``search`` now, between ``since`` and ``until``."""
+def changes_query(call: Call[ListingRequest]) -> tuple[HistoryQuery, ListingQuery | None]:
+    """The store's query for the catalogue's changes: :func:`history_query`'s, over the listings the call may see,
+    between ``since`` and ``until``; and, with a ``filterQuery``, ``unitFilter`` or ``search``, the search whose
+    listings (those it matches now, and the deleted ones whose last state it matched) the entries are of."""
     asked = call.params
     since, until = moment(asked.since, "since"), moment(asked.until, "until")
     if since is not None and until is not None and since > until:
         raise bad_request(f"since ({asked.since}) is after until ({asked.until})")
     query = history_query(call, None)
-    listing_ids = None
+    matching = None
     if asked.filterQuery or asked.unitFilter or asked.search:
         matching = listing_query(call, facets=(), limit=0)
-        # The listings that match now, and the deleted ones whose last state matched.
-        listing_ids = (*call.store.matching_listing_ids(matching), *call.store.deleted_matching(matching))
     provinces = None if call.provinces is None else tuple(sorted(call.provinces))
     changes = (asked.change.value,) if asked.change is not None else ()
-    return replace(query, since=since, until=until, changes=changes, listing_ids=listing_ids, provinces=provinces)
+    return replace(query, since=since, until=until, changes=changes, provinces=provinces), matching
 
 
 def moment(raw: str | None, name: str) -> str | None:

@@ -53,8 +53,8 @@ def listing_history(call: HistoryCall) -> Response:
 
 @operation(router, "changes", "GET", wire.HistoryPage, summary="(ours) What changed in the catalogue")
 def changes(call: ChangesCall) -> Response:
-    query = changes_query(call)
-    found = call.store.listing_history(query)
+    query, matching = changes_query(call)
+    found = call.store.changes(query, matching)
     page, per_page = call.params.page_and_size()
     return answer(call.request, envelope(found.entries, found.total, page, per_page))
 

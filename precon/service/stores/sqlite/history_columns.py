@@ -6,6 +6,12 @@ Entries are only ever added (with a growing ``seq``), so the columns of a newer 
 before with the entries written since appended; a history that lost entries (a replica's copy rebuilt) is read
 again whole. Times are read from the text entries carry (``2026-11-27T14:00:00.000Z``, 24 characters each, in
 UTC to the millisecond: ordered as their texts are) as Unix milliseconds.
+
+Entries are written in time order (each write at its time, a simulated past day by day), so ``since`` and
+``until`` are two binary searches over the times, and only the entries between them are tested further (a month
+of two years: 80,000 of 2 million); a history whose times go back somewhere (kept in :attr:`HistoryColumns.ascending`)
+is tested whole. A feed narrowed to listings can name them as a mask over the listings' codes
+(:meth:`HistoryColumns.matching`'s ``wanted``) rather than as thousands of ids.
 """
 
 from __future__ import annotations
@@ -68,13 +74,15 @@ class HistoryColumns:
     at: npt.NDArray[np.int64] = field(default_factory=lambda: np.empty(0, np.int64))
     """Unix milliseconds (a comparison of numbers, a tenth of one of 24-byte texts)."""
     listing: npt.NDArray[np.int32] = field(default_factory=lambda: np.empty(0, np.int32))
-    scope: npt.NDArray[np.int64] = field(default_factory=lambda: np.empty(0, np.int64))
-    change: npt.NDArray[np.int64] = field(default_factory=lambda: np.empty(0, np.int64))
+    scope: npt.NDArray[np.int8] = field(default_factory=lambda: np.empty(0, np.int8))
+    change: npt.NDArray[np.int8] = field(default_factory=lambda: np.empty(0, np.int8))
     field_code: npt.NDArray[np.int32] = field(default_factory=lambda: np.empty(0, np.int32))
     province: npt.NDArray[np.int32] = field(default_factory=lambda: np.empty(0, np.int32))
     listings: Vocabulary = field(default_factory=Vocabulary)
     fields: Vocabulary = field(default_factory=Vocabulary)
     provinces: Vocabulary = field(default_factory=Vocabulary)
+    ascending: bool = True
+    """Whether the times never go back from one entry to the next (so a window of time is a range of entries)."""
 
     def caught_up(self, db: sqlite3.Connection) -> HistoryColumns | None:
         """These columns with the entries written since appended (new columns, read whole, where entries went);
@@ -95,41 +103,57 @@ class HistoryColumns:
         except ValueError:  # a time not written as ours are
             return None
         numbers = [np.fromstring(row[k], dtype=np.int64, sep=",") for k in (2, 5, 6)]  # type: ignore[call-overload]
+        ascending = self.ascending and bool(np.all(moments[1:] >= moments[:-1]))
+        if self.count:
+            ascending = ascending and bool(moments[0] >= self.at[-1])
         return HistoryColumns(
             self.count + count,
             int(row[1]),
             np.concatenate([self.seq, numbers[0]]),
             np.concatenate([self.at, moments]),
             np.concatenate([self.listing, self.listings.encode(row[4], count)]),
-            np.concatenate([self.scope, numbers[1]]),
-            np.concatenate([self.change, numbers[2]]),
+            np.concatenate([self.scope, numbers[1].astype(np.int8)]),
+            np.concatenate([self.change, numbers[2].astype(np.int8)]),
             np.concatenate([self.field_code, self.fields.encode(row[7], count)]),
             np.concatenate([self.province, self.provinces.encode(row[8], count)]),
             self.listings,
             self.fields,
             self.provinces,
+            ascending,
         )
 
-    def matching(self, query: HistoryQuery) -> tuple[int, list[int]]:
-        """How many entries of the catalogue's the query asks for, and the ``seq`` of its page's, newest first."""
-        mask = np.ones(self.count, dtype=np.bool_)
-        if query.since is not None:
-            mask &= self.at >= _milliseconds(np.array([query.since.encode()]))[0]
-        if query.until is not None:
-            mask &= self.at <= _milliseconds(np.array([query.until.encode()]))[0]
+    def matching(self, query: HistoryQuery, wanted: npt.NDArray[np.bool_] | None = None) -> tuple[int, list[int]]:
+        """How many entries of the catalogue's the query asks for, and the ``seq`` of its page's, newest first;
+        ``wanted``, per listing code (:attr:`listings`), narrows them further to the listings it holds."""
+        since = None if query.since is None else _milliseconds(np.array([query.since.encode()]))[0]
+        until = None if query.until is None else _milliseconds(np.array([query.until.encode()]))[0]
+        start, end = 0, self.count
+        if self.ascending:  # the window is a range of entries
+            start = 0 if since is None else int(np.searchsorted(self.at, since, side="left"))
+            end = self.count if until is None else int(np.searchsorted(self.at, until, side="right"))
+            end = max(start, end)
+        window = slice(start, end)
+        mask = np.ones(end - start, dtype=np.bool_)
+        if not self.ascending:
+            if since is not None:
+                mask &= self.at >= since
+            if until is not None:
+                mask &= self.at <= until
         if query.scopes:
-            mask &= np.isin(self.scope, [SCOPES.index(s) for s in query.scopes if s in SCOPES])
+            mask &= np.isin(self.scope[window], [SCOPES.index(s) for s in query.scopes if s in SCOPES])
         if query.changes:
-            mask &= np.isin(self.change, [CHANGES.index(c) for c in query.changes if c in CHANGES])
+            mask &= np.isin(self.change[window], [CHANGES.index(c) for c in query.changes if c in CHANGES])
         if query.fields:
-            wanted = self.fields.wanted(query.fields)
+            fields = self.fields.wanted(query.fields)
             if query.records:
-                wanted[self.fields.codes.get("", len(self.fields.codes))] = True
-            mask &= wanted[self.field_code]
+                fields[self.fields.codes.get("", len(self.fields.codes))] = True
+            mask &= fields[self.field_code[window]]
         if query.listing_ids is not None:
-            mask &= self.listings.wanted(query.listing_ids)[self.listing]
+            mask &= self.listings.wanted(query.listing_ids)[self.listing[window]]
+        if wanted is not None:
+            mask &= wanted[self.listing[window]]
         if query.provinces is not None:
-            mask &= self.provinces.wanted(tuple(p for p in query.provinces if p))[self.province]
+            mask &= self.provinces.wanted(tuple(p for p in query.provinces if p))[self.province[window]]
         found = np.flatnonzero(mask)
-        newest_first = found[::-1][query.offset : query.offset + query.limit]
+        newest_first = found[::-1][query.offset : query.offset + query.limit] + start
         return len(found), [int(seq) for seq in self.seq[newest_first]]

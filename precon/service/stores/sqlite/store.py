@@ -13,6 +13,7 @@ store's public types are re-exported from here:
 * :mod:`precon.service.stores.sqlite.catalogue`: the SQLite layout, connections and generation;
 * :mod:`precon.service.stores.sqlite.writes`: upserts, deletes, profile provinces, views;
 * :mod:`precon.service.stores.sqlite.reads`: searches (column index and SQL), facets, profiles, similarity.
+* :mod:`precon.service.stores.sqlite.changes`: the history's ``changes`` feed narrowed by a search.
 """
 
 from __future__ import annotations
@@ -37,9 +38,8 @@ from precon.service.stores.sqlite.catalogue import (
     _prepare_connection,
     _schema,
 )
-from precon.service.stores.sqlite.history import SQLiteHistory
+from precon.service.stores.sqlite.changes import SQLiteChanges
 from precon.service.stores.sqlite.market_columns import SQLiteMarket
-from precon.service.stores.sqlite.reads import SQLiteReads
 from precon.service.stores.sqlite.writes import SQLiteWrites
 from precon.service.stores.types import (
     MAX_FACET_VALUES,
@@ -68,7 +68,7 @@ __all__ = [
 log = logging.getLogger("precon.store")
 
 
-class SQLiteStore(SQLiteWrites, SQLiteReads, SQLiteHistory, SQLiteMarket):
+class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
     """A catalogue in one SQLite file (WAL): one connection per thread, writes serialised by SQLite.
 
     Listing searches run on the in-memory column index (``engine="columns"``, the default) or on SQL alone
@@ -101,6 +101,9 @@ class SQLiteStore(SQLiteWrites, SQLiteReads, SQLiteHistory, SQLiteMarket):
         self._history_lock = threading.Lock()
         self._history_held = None
         """The history's columns and the generation they are of (see :mod:`.history_columns`)."""
+        self._positions_lock = threading.Lock()
+        self._positions = None
+        """Each history listing's position in the column index (see :mod:`.changes`)."""
         self._market_lock = threading.Lock()
         self._market_held = None
         """The market columns and the generation they are of (see :mod:`.market_columns`)."""
