@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/dashboard.py [--runs 10] [--listings 2500]
 
-Starts ``streamlit run app.py`` on a loopback port over a catalogue of its own (made before the dashboard starts)
-and measures, ``--runs`` times each:
+Starts ``streamlit run app.py`` on a loopback port over a catalogue of its own (made before the dashboard starts;
+``--data DIR`` uses the catalogue already in a data directory instead, such as bench/history.py's at 50,000
+listings) and measures, ``--runs`` times each:
 
 * **cold load**: a new browser session opens ``/search`` until the results are on the page (timed from outside);
 * **enter**: words typed in the search box, Enter, until the results for them are on the page (new words each time);
@@ -14,7 +15,9 @@ and measures, ``--runs`` times each:
 Beside Search's cold load, in the same run and the same way, the cold loads of other pages, each as a ratio to
 Search's (target: within 1.5×): **Changes** (``/changes``, the last 30 days of the simulated market history a new
 catalogue comes with), **Compare** (``/compare?ids=A,B,C``, when ``views/compare.py`` exists) and **Listing** (a
-listing with about 400 units). ``--json FILE`` writes every time measured.
+listing with about 400 units); and the **Market** page's (``/market``, two years by month) as a ratio to the
+**Facets** page's (target: within 2×). ``--pages market,facets`` measures only those. ``--json FILE`` writes every
+time measured.
 
 The other three are timed inside the page, from the key or click event to the last change the rerun it caused
 made to the page, so the driver's own overhead is not counted. It prints p50 and p95 per action and each p50 as a ratio
@@ -56,6 +59,8 @@ WORDS = ["park", "condo", "tower", "lofts", "garden", "river", "station", "terra
 TARGETS_MS = {"enter": 300, "facet pick": 300, "cold load": 1500}
 PAGE_RATIO_TARGET = 1.5
 """Another page's cold load against Search's, measured in the same run."""
+PAIRED_TARGETS = {("market load", "facets load"): 2.0}
+"""A page's cold load against another's (not Search's), measured in the same run."""
 LISTING_UNITS = 400
 
 
@@ -180,11 +185,20 @@ class OtherPage:
     ready_text: str
 
 
-def other_pages(data_dir: Path, listings: int) -> tuple[list[OtherPage], list[str]]:
-    """The pages measured beside Search, with ids from the catalogue; and notes on those left out."""
+def other_pages(data_dir: Path, listings: int, only: set[str] | None = None) -> tuple[list[OtherPage], list[str]]:
+    """The pages measured beside Search, with ids from the catalogue; and notes on those left out. ``only``: the
+    names of the pages to measure (``changes``, ``compare``, ``listing``, ``facets``, ``market``), all by default."""
     from precon.service.embedded import EmbeddedService
 
-    pages, notes = [OtherPage("changes load", "/changes", "changes in")], []
+    plain = [
+        OtherPage("changes load", "/changes", "changes in"),
+        OtherPage("facets load", "/facets", "Counts per facet"),
+        OtherPage("market load", "/market", "Units whose status became Sold"),
+    ]
+    pages = [page for page in plain if only is None or page.action.split()[0] in only]
+    notes: list[str] = []
+    if only is not None and not only & {"compare", "listing"}:
+        return pages, notes
     with EmbeddedService(data_dir, listings=listings) as service:
         client = service.client
         ids = [x.id for x in client.search_listings(per_page=3, retrieve_attributes=["name"]).results if x.id]
@@ -311,6 +325,11 @@ def report(times: dict[str, list[float]]) -> str:
             lines.append(
                 f"{action} p50 / Search's cold load p50: {ratio:.2f}× (target ≤ {PAGE_RATIO_TARGET}×, {verdict})"
             )
+    for (action, baseline_action), target in PAIRED_TARGETS.items():
+        if times.get(action) and times.get(baseline_action):
+            ratio = statistics.median(times[action]) / statistics.median(times[baseline_action])
+            verdict = "ok" if ratio <= target else "over"
+            lines.append(f"{action} p50 / {baseline_action} p50: {ratio:.2f}× (target ≤ {target}×, {verdict})")
     return "\n".join(lines)
 
 
@@ -319,11 +338,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--listings", type=int, default=2500)
     parser.add_argument("--json", type=Path, default=None, help="Also write every time measured to this file.")
+    parser.add_argument("--data", type=Path, default=None, help="A data directory whose catalogue to use as it is.")
+    parser.add_argument("--pages", default=None, help="Only these other pages, comma-separated (market,facets).")
     arguments = parser.parse_args()
+    only = set(arguments.pages.split(",")) if arguments.pages else None
     with tempfile.TemporaryDirectory(prefix="precon-bench-dashboard-") as folder:
-        process, url = start_dashboard(Path(folder), arguments.listings)
+        data_dir = arguments.data or Path(folder)
+        process, url = start_dashboard(data_dir, None if arguments.data else arguments.listings, timeout_s=300)
         try:
-            others, notes = other_pages(Path(folder), arguments.listings)
+            others, notes = other_pages(data_dir, arguments.listings, only)
             times = measure(url, arguments.runs, others)
         finally:
             process.terminate()
