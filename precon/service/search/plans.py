@@ -507,15 +507,17 @@ class PlanIndex:
 
     def _by_steps(self, candidates: Candidates, plans: IntArray) -> Mask:
         """Per plan, whether it holds a unit of the candidates' status priced under their price bound on their floor
-        or higher (see :class:`FloorSteps`): its units of that status are a range of its rows, by price."""
+        or higher: where every priced unit of that status is under the price, its highest priced one says; else its
+        steps (:class:`FloorSteps`) over its units of that status, a range of its rows by price."""
         assert candidates.status is not None
-        of_status = self.bounds.by_status[candidates.status].units[plans]
-        later = np.zeros(len(plans), dtype=np.int64)  # its rows of this status and of every status coded after it
-        for code, bounds in self.bounds.by_status.items():
-            if code >= candidates.status:
-                later += bounds.units[plans]
-        first = self._end_row[plans] - later
-        return self.steps.any_unit(self.units.price, first, of_status, candidates.price[1], candidates.floor[0])
+        found = self.bounds.by_status[candidates.status]
+        most, least = candidates.price[1], candidates.floor[0]
+        under = found.high_price[plans] <= most
+        result: Mask = under & (found.priced_floor[plans] >= least)
+        straddle = plans[~under]
+        first, count = found.first[straddle], found.units[straddle]
+        result[~under] = self.steps.any_unit(self.units.price, first, count, most, least)
+        return result
 
     def plans_matching(self, expr: Expr) -> Mask:
         if not names_units(expr):

@@ -32,6 +32,10 @@ class StatusBounds:
     high_price: FloatArray
     low_floor: FloatArray
     high_floor: FloatArray
+    first: IntArray
+    """Per plan, its first row of this status (a plan's rows are ordered by status code); of any status, its first."""
+    priced_floor: FloatArray
+    """The highest floor of its units of this status that have a price (-inf for none)."""
 
 
 def _bounds(values: FloatArray, chosen: Mask, first_row: IntArray) -> tuple[FloatArray, FloatArray]:
@@ -52,17 +56,25 @@ class UnitBounds:
         first_row: IntArray,
         terms: dict[str, int],
     ) -> None:
-        """From the unit rows grouped by plan (each plan's a range starting at ``first_row``)."""
+        """From the unit rows grouped by plan (each plan's a range starting at ``first_row``), and within a plan by
+        status code."""
         self.terms = terms
         self.by_status: dict[int, StatusBounds] = {}
         if not len(first_row):
             return
-        for code in (ANY_STATUS, *terms.values()):
+        below = first_row + np.add.reduceat((status == -1).astype(np.int64), first_row)  # rows with no status first
+        priced = ~np.isnan(price)
+        for code in (ANY_STATUS, *sorted(terms.values())):
             chosen = status >= -1 if code == ANY_STATUS else status == code
             units: IntArray = np.add.reduceat(chosen.astype(np.int64), first_row)
             low_price, high_price = _bounds(price, chosen, first_row)
             low_floor, high_floor = _bounds(floor, chosen, first_row)
-            self.by_status[code] = StatusBounds(units, low_price, high_price, low_floor, high_floor)
+            priced_floor = _bounds(floor, chosen & priced, first_row)[1]
+            first = first_row if code == ANY_STATUS else below
+            floors = (low_floor, high_floor)
+            self.by_status[code] = StatusBounds(units, low_price, high_price, *floors, first, priced_floor)
+            if code != ANY_STATUS:
+                below = below + units
 
     def candidates(self, expr: Expr, plans: int) -> Candidates | None:
         """The plans that may hold a unit meeting ``expr``'s conditions on one unit, or None where ``expr`` is not

@@ -46,15 +46,12 @@ class FloorSteps:
         wanted = int(np.searchsorted(self.floors, least_floor, side="left"))
         result = np.zeros(len(first), dtype=np.bool_)
         some = np.flatnonzero(count > 0)
-        # Groups whose cheapest unit is under the price and high enough are answered by it; groups whose dearest is
-        # under the price, by their highest floor; the others are bisected for their last unit under the price.
+        # Groups whose cheapest unit is under the price and high enough are answered by it; the others are bisected
+        # for their last unit under the price.
         cheapest = first[some]
         result[some] = (price[cheapest] <= most) & (self.highest[cheapest] >= wanted)
         some = some[~result[some]]
         low, high = first[some], first[some] + count[some]
-        whole = price[high - 1] <= most
-        result[some[whole]] = self.highest[high[whole] - 1] >= wanted
-        some, low, high = some[~whole], low[~whole], high[~whole]
         active = np.flatnonzero(low < high)
         while len(active):  # the first row of each group priced over ``most`` (NaN prices are last, and over it)
             mid = (low[active] + high[active]) // 2
