@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import api
+from components import api, auth
 from components.sidebar import render_sidebar
 
 st.set_page_config(page_title="Precon Explorer", page_icon="🏗️", layout="wide")
@@ -14,6 +14,10 @@ st.markdown(
     "<style>[data-testid='stMainBlockContainer'] {padding-left: 1.5rem; padding-right: 1.5rem;}</style>",
     unsafe_allow_html=True,
 )
+
+# Before anything else: who is signed in (with [auth] configured), or that serving without sign-in is allowed here.
+person = auth.gate()
+admin = person is None or person.is_admin
 
 # Home is the default page, served at /. A default page still reserves its own pathname without answering at it,
 # so Home's is one nobody types, and /home is the same page again, hidden from the navigation.
@@ -34,9 +38,19 @@ PAGES = {
         st.Page("views/profiles.py", title="Profiles", icon=":material/groups:", url_path="profiles"),
         st.Page("views/profile.py", title="Profile", icon=":material/badge:", url_path="profile"),
     ],
-    "Admin": [st.Page("views/webhooks.py", title="Webhooks", icon=":material/webhook:", url_path="webhooks")],
 }
+# The Admin section for admins (and everyone, without sign-in); for a viewer its pages answer "admins only" at their
+# addresses and are not in the navigation.
+ADMIN_PAGES = [("views/webhooks.py", "Webhooks", ":material/webhook:", "webhooks")]
+if admin:
+    PAGES["Admin"] = [st.Page(path, title=title, icon=icon, url_path=url) for path, title, icon, url in ADMIN_PAGES]
+else:
+    PAGES["Explore"] += [
+        st.Page(auth.admins_only, title=title, icon=icon, url_path=url, visibility="hidden")
+        for _, title, icon, url in ADMIN_PAGES
+    ]
 
 page = st.navigation(PAGES)
+auth.render_account(person)
 render_sidebar(api.connection)
 page.run()

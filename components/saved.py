@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import streamlit as st
 
-from components import api
+from components import api, auth
 from components.formatting import markdown_text
 from precon import listing_search
 from precon import saved_searches as store_module
@@ -56,6 +56,20 @@ def db_path() -> Path:
 
 def store() -> SavedSearches:
     return SavedSearches(db_path())
+
+
+def owned(search_id: int) -> SavedSearch:
+    """The saved search, if whoever drives this run may manage it (its saver, or an admin; anyone without
+    sign-in); checked again by every action on it, whatever drove the callback."""
+    saved = store().get(search_id)
+    if not auth.may_manage(saved.saved_by):
+        raise auth.Denied("**That saved search is not yours:** only whoever saved it and the admins manage it.")
+    return saved
+
+
+def visible(searches: list[SavedSearch]) -> list[SavedSearch]:
+    """Those whoever drives this run sees: their own (an admin, or anyone without sign-in: all)."""
+    return [saved for saved in searches if auth.may_manage(saved.saved_by)]
 
 
 def deployment() -> str:
@@ -157,6 +171,8 @@ def failure_text(error: BaseException) -> str:
     """A failure as one readable paragraph (the file's, a refused value's, or the API's)."""
     if isinstance(error, Refused | Unavailable):
         return markdown_text(str(error))
+    if isinstance(error, auth.Denied):
+        return str(error)
     if isinstance(error, PreconError):
         title, what_to_do = api.advice(error)
         request = f" Request id: `{error.request_id}`." if error.request_id else ""
@@ -180,9 +196,9 @@ def show_outcome(where: str) -> None:
 
 def _save(where: str, state: FilterState, listing_id: str | None = None) -> None:
     name = st.session_state.get(f"saved_name_{where}") or ""
-    who = st.session_state.get(f"saved_who_{where}") or ""
     version, province = api.scope()
     try:
+        who = auth.saver() or st.session_state.get(f"saved_who_{where}") or ""  # signed in: whoever it is
         store_module.clean_name(name)  # a refused name is said before anything is asked of the API
         store_module.clean_who(who)
         draft = SavedSearch(0, "", "", store_module.now(), state.to_params(), version, province, listing_id, "", None)
@@ -197,7 +213,7 @@ def _save(where: str, state: FilterState, listing_id: str | None = None) -> None
             listing_id=listing_id,
             answer=answer,
         )
-    except (Refused, Unavailable, PreconError) as error:
+    except (Refused, Unavailable, PreconError, auth.Denied) as error:
         say(where, "warning" if isinstance(error, Refused) else "error", failure_text(error))
         return
     except Exception as error:  # a failure is a message on the page, never a traceback
@@ -207,16 +223,25 @@ def _save(where: str, state: FilterState, listing_id: str | None = None) -> None
     say(where, "success", f"Saved **{markdown_text(saved.name)}** ({answer.total:,} matching now).")
 
 
+def _who_input(where: str) -> None:
+    """Who saves it: the signed-in address (shown, not asked), or, without sign-in, a name to give."""
+    if auth.auth_configured():
+        st.caption(f"Saved as {markdown_text(auth.saver() or '')}")
+    else:
+        st.text_input("Saved by (optional)", key=f"saved_who_{where}", placeholder="your name")
+
+
 def save_control(state: FilterState, where: str) -> None:
     """The "Save this search" control: a name and who saved it, for the whole filter state in the sidebar's scope."""
     with st.popover("Save this search", icon=":material/bookmark_add:"):
         with st.form(f"saved_form_{where}", border=False):
             st.text_input("Name", key=f"saved_name_{where}", placeholder="e.g. Toronto condos under $800k")
-            st.text_input("Saved by (optional)", key=f"saved_who_{where}", placeholder="your name")
+            _who_input(where)
             st.caption(
-                "Everyone using this dashboard sees its saved searches. Open them on the Saved searches page to "
-                "see what changed since."
-            )
+                ("Your saved searches are seen by you and the admins." if auth.auth_configured() else
+                 "Everyone using this dashboard sees its saved searches.")
+                + " Open them on the Saved searches page to see what changed since."
+            )  # fmt: skip
             st.form_submit_button(
                 "Save", type="primary", icon=":material/bookmark:", on_click=_save, args=(where, state)
             )
@@ -226,7 +251,7 @@ def save_control(state: FilterState, where: str) -> None:
 
 def _watches(listing_id: str) -> list[SavedSearch]:
     here = deployment()
-    return [s for s in store().all() if s.listing_id == listing_id and s.deployment == here]
+    return [s for s in visible(store().all()) if s.listing_id == listing_id and s.deployment == here]
 
 
 def watch_control(listing: Listing) -> None:
@@ -247,7 +272,7 @@ def watch_control(listing: Listing) -> None:
         with st.popover("Watch", icon=":material/visibility:"):
             with st.form(f"saved_form_{where}", border=False):
                 st.text_input("Name", key=f"saved_name_{where}")
-                st.text_input("Saved by (optional)", key=f"saved_who_{where}", placeholder="your name")
+                _who_input(where)
                 st.caption("A saved search of this one listing: its price and status moves show on Saved searches.")
                 st.form_submit_button(
                     "Watch this listing", type="primary", on_click=_save, args=(where, FilterState(), listing_id)

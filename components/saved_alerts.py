@@ -88,7 +88,7 @@ def create_alert(search_id: int) -> None:
         fields = store_module.alert_fields(chosen, bool(st.session_state.get(f"{where}_all")))
         if "://" not in target:
             raise store_module.Refused("Enter the whole URL that receives the alerts, starting with https://.")
-        made = _subscribe(sv.store().get(search_id), target, fields)
+        made = _subscribe(sv.owned(search_id), target, fields)
     except BadRequest as error:
         unknown = "filterQuery" in error.message and "unknown" in error.message.lower()
         why = "This deployment does not take filtered subscriptions. " if unknown else ""
@@ -116,6 +116,7 @@ def remove_alerts(search_id: int) -> None:
 def stop_alerts(search_id: int) -> None:
     where = f"alert_{search_id}"
     try:
+        sv.owned(search_id)  # its saver's or an admin's to stop
         remove_alerts(search_id)
     except Exception as error:  # every failure is a message
         sv.say(where, "error", sv.failure_text(error))

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components import api, saved_alerts
+from components import api, auth, saved_alerts
 from components import saved as sv
 from components.formatting import markdown_text, plural
 from components.webhook_log import when
@@ -48,22 +48,29 @@ def _act(where: str, action: Any, done: str) -> bool:
 
 
 def open_search(search_id: int) -> None:
-    saved = sv.store().get(search_id)
-    if _act(f"card_{search_id}", lambda: sv.record_answer(saved), ""):
-        st.session_state[OPENING] = saved.address()
+    opened: dict[str, Any] = {}
+
+    def both() -> None:
+        saved = sv.owned(search_id)
+        sv.record_answer(saved)
+        opened["address"] = saved.address()
+
+    if _act(f"card_{search_id}", both, ""):
+        st.session_state[OPENING] = opened["address"]
 
 
 def mark_seen(search_id: int) -> None:
-    _act(f"card_{search_id}", lambda: sv.record_answer(sv.store().get(search_id)), "Marked as seen.")
+    _act(f"card_{search_id}", lambda: sv.record_answer(sv.owned(search_id)), "Marked as seen.")
 
 
 def rename(search_id: int) -> None:
     name = st.session_state.get(f"saved_rename_{search_id}") or ""
-    _act(f"card_{search_id}", lambda: sv.store().rename(search_id, name), "Renamed.")
+    _act(f"card_{search_id}", lambda: sv.store().rename(sv.owned(search_id).id, name), "Renamed.")
 
 
 def delete(search_id: int) -> None:
     def both() -> None:
+        sv.owned(search_id)  # whoever drives this may: their own, or an admin
         saved_alerts.remove_alerts(search_id)  # its subscriptions first: none is left sending for a search gone
         sv.store().delete(search_id)
 
@@ -223,13 +230,18 @@ def main() -> None:
     if st.session_state.get(OPENING) is not None:
         st.switch_page(SEARCH_PAGE, query_params=st.session_state.pop(OPENING))
     st.title("Saved searches")
+    whose = "Searches saved on this dashboard by everyone using it"
+    if not auth.may_administer():
+        whose = "Your saved searches (an admin sees everyone's)"
+    elif auth.auth_configured():
+        whose = "Searches saved on this dashboard by everyone signed in (you are an admin)"
     st.caption(
-        "Searches saved on this dashboard by everyone using it, with what changed since each was last opened. "
-        "Save one from Search or Map, or watch a listing from its page."
+        f"{whose}, with what changed since each was last opened. Save one from Search or Map, or watch a listing "
+        "from its page."
     )
     sv.show_outcome("page")
     try:
-        searches = sv.store().all()
+        searches = sv.visible(sv.store().all())
         here = sv.deployment()
         alerts = sv.store().alerts(here)
     except Unavailable as error:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import streamlit as st
 from pydantic import ValidationError
 
-from components import api, saved_alerts
+from components import api, auth, saved_alerts
 from components.formatting import markdown_text
 from components.webhook_log import (
     attempts_frame,
@@ -79,7 +79,13 @@ def _say(section: Section, outcome: Outcome) -> None:
 
 def _attempt(section: Section, action: Callable[[], Any], unsure: str, gone: str | None = None) -> Any | None:
     """The action's answer; on failure, why, kept for the section (``unsure``: what may have happened anyway;
-    ``gone``: what a 404 means here, said as information rather than as an error)."""
+    ``gone``: what a 404 means here, said as information rather than as an error). Every action is an admin's:
+    the role is checked here again, whatever drove the callback."""
+    try:
+        auth.require_admin()
+    except auth.Denied as denied:
+        _say(section, Outcome("error", str(denied)))
+        return None
     try:
         return action()
     except NotFound as error:
@@ -561,6 +567,9 @@ def render_log(subscriptions: dict[str, WebhookSubscription]) -> None:
 
 
 def main() -> None:
+    if not auth.may_administer():
+        auth.admins_only()
+        return
     st.title("Webhooks")
     st.caption(
         "The webhook subscriptions of this API key and what was delivered to them. Every delivery is signed with "
