@@ -114,6 +114,8 @@ class CatalogueNotifier:
         event_type = f"{change.kind}.{change.action}"
         if change.kind == "profile":
             return self._profile_events(change, event_type)
+        if not self._chosen(event_type) and not self._chosen(MATCHED):
+            return []  # nobody listens: the listing is not read back
         record = self.store.get_listings([change.key], None).get(change.key)
         province = province_of(record.get("state")) if record else None
         subscribers = self._subscribers(event_type, province if change.action != "deleted" else None)
