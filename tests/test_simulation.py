@@ -18,6 +18,8 @@ from typing import Any
 import orjson
 import pytest
 
+from precon.filters import fold_text
+from precon.filters.plans import unit_values
 from precon.service import catalogue
 from precon.service.catalogue.market import Draws, Listing, Week, apply_week, year_pace
 from precon.service.config import ServiceSettings
@@ -98,6 +100,8 @@ def _edited(doc: dict[str, Any], k: int) -> dict[str, Any]:
         case 4 if plans and plans[0].get("units"):
             plans[0]["units"][0]["status"] = "Sold"
             plans[0]["units"][-1]["price"] = 999_990
+            plans[0]["contactForPricing"] = not plans[0].get("contactForPricing")
+            doc["startPrice"], doc["isFeatured"] = 123_456, not doc.get("isFeatured")
         case 5 if plans:
             plans[0]["id"] = f"{doc['listingId']}-renamed"
         case _:  # its companies change: the profiles' provinces follow
@@ -147,6 +151,51 @@ def test_simulate_writes_each_day_through_the_store_at_that_days_time(
     again = simulate(store, 10, seed=3)
     assert again.first_day == START + timedelta(days=121)
     store.close()
+
+
+class _ReadThenWrite:
+    """A store without a read-modify-write of its own: a simulation reads each day's documents, then writes them."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.get_listings, self.upsert_listings = store.get_listings, store.upsert_listings
+        self.newest_change, self.listing_ids = store.newest_change, store.listing_ids
+
+
+class _Hearing(list[list[CatalogueChange]]):
+    """A listener that keeps each write's changes, each with the document it replaced."""
+
+    def __call__(self, changes: list[CatalogueChange]) -> None:
+        self.append(changes)
+
+    def wants_before(self) -> bool:
+        return True
+
+
+def test_a_simulation_through_the_stores_update_records_what_reading_then_writing_records(
+    built: catalogue.Catalogue, tmp_path: Path
+) -> None:
+    outcomes = []
+    for name in ("updated", "read-then-written"):
+        store = _stored(tmp_path / f"{name}.sqlite3", built, at=day_time(START))
+        heard = _Hearing()
+        store.listeners.append(heard)
+        simulate(store if name == "updated" else _ReadThenWrite(store), 60, seed=4)  # type: ignore[arg-type]
+        events = [[(c.kind, c.action, c.key, c.entries, c.before) for c in changes] for changes in heard]
+        units = store._db().execute(  # each plan's unit rows in the order of its units, as a fresh load has them
+            "SELECT l.listing_id, u.idx, u.status, u.price FROM listing_plan_units u "
+            "JOIN listings l ON l.id = u.listing ORDER BY l.listing_id, u.idx, u.rowid"
+        )
+        outcomes.append((derived_rows(store), _history(store, with_province=True), events, units.fetchall()))
+        store.close()
+    assert outcomes[0] == outcomes[1]
+    docs = dict(outcomes[0][0]["docs"])
+    in_order = [
+        (listing_id, index, fold_text(unit["status"]), unit_values(unit)["price"])
+        for listing_id in sorted(docs)
+        for index, plan in enumerate(docs[listing_id].get("floorPlans") or [])
+        for unit in plan.get("units") or []
+    ]
+    assert outcomes[0][3] == in_order
 
 
 def test_a_simulation_is_the_same_for_the_same_seed_and_another_for_another(

@@ -11,7 +11,7 @@ alike, so that the two answer alike. It imports neither store.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -199,8 +199,10 @@ def index_multi(
     terms: set[tuple[str, str, int]],
     numbers: set[tuple[str, float, int]],
     labels: dict[tuple[str, str], str],
+    only: Container[str] | None = None,
 ) -> None:
-    """Adds the listing's multi-valued attributes to ``terms`` and ``numbers`` (the term and number tables' rows)."""
+    """Adds the listing's multi-valued attributes to ``terms`` and ``numbers`` (the term and number tables' rows);
+    ``only``: those of these attributes (by path) alone."""
 
     def add(attribute: IndexedAttribute, value: Any) -> None:
         if attribute.kind == "number":
@@ -216,6 +218,8 @@ def index_multi(
             labels.setdefault((attribute.path, term), value)
 
     for attribute in _TOP_LEVEL_MULTI:
+        if only is not None and attribute.path not in only:
+            continue
         values = record.get(attribute.path)
         if isinstance(values, list):
             for value in values:
@@ -224,6 +228,8 @@ def index_multi(
             add(attribute, values)
     deep_seen: set[tuple[str, type, Any]] = set()
     for parent, children in _NESTED_MULTI.items():
+        if only is not None and not (children := [child for child in children if child[0].path in only]):
+            continue
         items = record.get(parent)
         if isinstance(items, dict):
             items = [items]

@@ -13,11 +13,11 @@ from __future__ import annotations
 import hashlib
 import statistics
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from random import Random
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from precon.service.catalogue.market import Draws, Listing, Week, apply_week, draw_week, publishing_day, year_pace
 from precon.service.stores.derived import complete_listing
@@ -40,6 +40,17 @@ class SimulatedStore(Protocol):
     def upsert_listings(self, records: Iterable[dict[str, Any]], at: float | None = None) -> list[CatalogueChange]: ...
     def newest_change(self) -> str | None: ...
     def listing_ids(self) -> list[str]: ...
+
+
+Move = Callable[[str, dict[str, Any]], dict[str, Any]]
+"""A listing's document after a simulated day, given its id and its document."""
+
+
+@runtime_checkable
+class UpdatingStore(Protocol):
+    """A store with a read-modify-write of its own (SQLite's)."""
+
+    def update_listings(self, ids: Sequence[str], update: Move, at: float | None = None) -> list[CatalogueChange]: ...
 
 
 @dataclass
@@ -117,6 +128,16 @@ class Simulation:
         new["updatedAt"] = stamp
         return new
 
+    def mover(self, happening: list[tuple[Listing, Draws]], at: float) -> Move:
+        """What the day does to each listing of ``happening`` (given its document): :meth:`moved`."""
+        moves = {state.listing_id: (state, draws) for state, draws in happening}
+
+        def move(listing_id: str, doc: dict[str, Any]) -> dict[str, Any]:
+            state, draws = moves[listing_id]
+            return self.moved(doc, state, draws, at)
+
+        return move
+
 
 def _fortnight_day(listing_id: str) -> int:
     return (publishing_day(listing_id) * 2 + hashlib.blake2b(listing_id.encode(), digest_size=1).digest()[0]) % 14
@@ -150,21 +171,29 @@ def simulate(store: SimulatedStore, days: int, seed: int = 0, progress: Progress
     report = Report(start + timedelta(days=1), start + timedelta(days=days))
     for day, happening in simulation.days(days):
         at = day_time(day)
-        written: list[dict[str, Any]] = []
-        for batch in batched(happening, READ_BATCH):
-            docs = store.get_listings([state.listing_id for state, _ in batch], None)
-            for state, draws in batch:
-                if (doc := docs.get(state.listing_id)) is not None:
-                    written.append(simulation.moved(doc, state, draws, at))
-        if written:
-            changes = store.upsert_listings(written, at=at)
+        changes = _write_day(store, [state.listing_id for state, _ in happening], simulation.mover(happening, at), at)
+        if changes:
             report.writes += 1
-            report.listings_written += len(written)
+            report.listings_written += len(changes)
             report.entries += sum(len(change.entries or ()) for change in changes)
         if progress is not None:
-            progress(day, len(written))
+            progress(day, len(changes))
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _write_day(store: SimulatedStore, ids: list[str], move: Move, at: float) -> list[CatalogueChange]:
+    """A day's write: a read-modify-write in the store where it has one (each document read and parsed once, and
+    what did not change known unchanged), else the documents read, then written."""
+    if not ids:
+        return []
+    if isinstance(store, UpdatingStore):
+        return store.update_listings(ids, move, at=at)
+    written: list[dict[str, Any]] = []
+    for some in batched(ids, READ_BATCH):
+        docs = store.get_listings(some, None)
+        written += [move(listing_id, docs[listing_id]) for listing_id in some if listing_id in docs]
+    return store.upsert_listings(written, at=at) if written else []
 
 
 def _documents(store: SimulatedStore, ids: list[str]) -> Iterator[dict[str, Any]]:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from precon.filters import fold_text
@@ -23,24 +22,17 @@ from precon.schema import (
     SEARCHABLE_LISTING_FIELDS,
     SEARCHABLE_PROFILE_FIELDS,
 )
-from precon.service.search.plans import (
-    delete_one_plan_rows,
-    delete_plan_rows,
-    floor_plans,
-    one_plan_rows,
-    plan_rows,
-)
+from precon.service.search.plans import delete_plan_rows
 from precon.service.search.text import searchable_text
 from precon.service.stores.derived import complete_listing
 from precon.service.stores.history import HistoryRow, history_rows, iso_time, listing_changes
+from precon.service.stores.loading import batched
 from precon.service.stores.records import (
-    ListingIndexRows,
     _geo_point,
     _last_of_each,
     as_stored_listing,
     decode_document,
     encode_document,
-    index_multi,
     listing_columns,
     listing_key,
     province_of,
@@ -55,6 +47,7 @@ from precon.service.stores.sqlite.catalogue import (
     _schema,
 )
 from precon.service.stores.sqlite.history import INSERT_HISTORY
+from precon.service.stores.sqlite.rewrites import ListingBatch, rewrite_in_place
 from precon.service.stores.types import (
     TRENDING_DECAY_PER_S,
     TRENDING_EPOCH_S,
@@ -64,6 +57,10 @@ from precon.service.stores.types import (
 )
 
 _SCALAR_COLUMNS = [a.column for a in SCALAR_ATTRIBUTES]
+READ_BATCH = 500
+"""The most listings an update reads in one statement."""
+Update = Callable[[str, dict[str, Any]], dict[str, Any] | None]
+"""What :meth:`SQLiteWrites.update_listings` makes of a listing's document (None: nothing)."""
 ONE_BY_ONE_MOST = 200
 """The most profiles whose provinces a write recounts one by one (each a lookup in the terms index); more, as a
 set (a bulk load's thousands)."""
@@ -74,11 +71,6 @@ _INSERT_LISTING = (
     + ", ".join("?" * (6 + len(_SCALAR_COLUMNS)))
     + ")"
 )
-_UPDATE_LISTING = (
-    "UPDATE listings SET province = ?, featured = ?, updated_at = ?, geo_lat = ?, geo_lng = ?, "
-    + ", ".join(f"{column} = ?" for column in _SCALAR_COLUMNS)
-    + " WHERE id = ?"
-)
 _INSERT_LISTING_FTS = (
     f"INSERT INTO listing_fts(rowid, {', '.join(SEARCHABLE_LISTING_FIELDS)}) "
     f"VALUES (?{', ?' * len(SEARCHABLE_LISTING_FIELDS)})"
@@ -87,26 +79,6 @@ _INSERT_PROFILE_FTS = (
     f"INSERT INTO profile_fts(rowid, {', '.join(SEARCHABLE_PROFILE_FIELDS)}) "
     f"VALUES (?{', ?' * len(SEARCHABLE_PROFILE_FIELDS)})"
 )
-
-
-@dataclass
-class _ListingBatch(ListingIndexRows):
-    """A batch of listings' rows, with SQLite's own tables: the documents, the text, the places."""
-
-    docs: list[tuple[int, bytes]] = field(default_factory=list)
-    fts_rows: list[tuple[Any, ...]] = field(default_factory=list)
-    geo_rows: list[tuple[int, float, float, float, float]] = field(default_factory=list)
-    province_pairs: set[tuple[str, str]] = field(default_factory=set)
-    replaced: bool = False
-    """Whether a listing already stored was rewritten (else the batch only added listings)."""
-    existing: dict[str, Any] = field(default_factory=dict)
-    """The stored (rowid, document) of each listing id met, as this batch leaves it."""
-    created: list[str] = field(default_factory=list)
-    """The ids of the listings the batch adds (a listing deleted before is no longer)."""
-    history: list[tuple[Any, ...]] = field(default_factory=list)
-    """The rows of ``listing_history``: what the batch changed in each listing."""
-    keep_before: bool = False
-    """Whether each change carries the document it replaced (:attr:`CatalogueChange.before`)."""
 
 
 class SQLiteWrites(SQLiteCatalogueBase):
@@ -143,37 +115,73 @@ class SQLiteWrites(SQLiteCatalogueBase):
         records = _last_of_each(records, listing_key)
         now = None if as_stored else (time.time() if at is None else at)
         with self._transaction() as db:
-            batch = _ListingBatch(keep_before=before_wanted(self.listeners))
+            batch = ListingBatch(keep_before=before_wanted(self.listeners))
             for record in records:
                 changes.append(self._add_listing(db, record, batch, now))
-            self._insert_listing_rows(db, batch)
-            if self._bulk and not batch.replaced:
-                # Only listings added: their provinces are added to their profiles' without the dropped indexes.
-                db.executemany(
-                    "INSERT OR IGNORE INTO profile_provinces(province, profile) SELECT ?, id FROM profiles "
-                    "WHERE path_key = ?",
-                    sorted(batch.province_pairs),
-                )
-            else:
-                self._refresh_profile_provinces(db, batch.touched_profiles)
-            self._bump_generation(db)
+            self._finish_listings(db, batch)
         self._notify(changes)
         return changes
 
+    def update_listings(self, ids: Sequence[str], update: Update, at: float | None = None) -> list[CatalogueChange]:
+        """A read-modify-write of the listings ``ids`` (in that order; those not stored are skipped), in one
+        transaction: ``update(listing_id, document)`` is given each stored document, read and parsed once, and
+        what it answers (None: left as it is) is written as :meth:`upsert_listings` writes it at ``at``, with the
+        same history, changes and events. The answer may share with the document what did not change (it must
+        not change the document itself): what it shares is known to be unchanged without being compared."""
+        changes: list[CatalogueChange] = []
+        now = time.time() if at is None else at
+        with self._transaction() as db:
+            batch = ListingBatch(keep_before=before_wanted(self.listeners))
+            for some in batched(list(dict.fromkeys(ids)), READ_BATCH):
+                marks = ", ".join("?" * len(some))
+                rows = {
+                    listing_id: (rowid, blob)
+                    for rowid, listing_id, blob in db.execute(
+                        "SELECT l.id, l.listing_id, d.doc FROM listings l JOIN listing_docs d ON d.id = l.id "
+                        f"WHERE l.listing_id IN ({marks})",
+                        some,
+                    )
+                }
+                for listing_id in some:
+                    if (row := rows.get(listing_id)) is None:
+                        continue
+                    old = decode_document(row[1])
+                    record = update(listing_id, old)
+                    if record is not None:
+                        if listing_key(record) != listing_id:
+                            raise ValueError(f"an update of {listing_id} answered another listing")
+                        changes.append(self._add_listing(db, record, batch, now, (row, old)))
+            if changes:
+                self._finish_listings(db, batch)
+        return self._notify(changes) if changes else changes
+
+    def _finish_listings(self, db: sqlite3.Connection, batch: ListingBatch) -> None:
+        """A batch's rows written, its profiles' provinces counted again, the generation raised."""
+        self._insert_listing_rows(db, batch)
+        if self._bulk and not batch.replaced:
+            # Only listings added: their provinces are added to their profiles' without the dropped indexes.
+            db.executemany(
+                "INSERT OR IGNORE INTO profile_provinces(province, profile) SELECT ?, id FROM profiles "
+                "WHERE path_key = ?",
+                sorted(batch.province_pairs),
+            )
+        else:
+            self._refresh_profile_provinces(db, batch.touched_profiles)
+        self._bump_generation(db)
+
     def _add_listing(
-        self, db: sqlite3.Connection, record: dict[str, Any], batch: _ListingBatch, now: float | None
+        self,
+        db: sqlite3.Connection,
+        record: dict[str, Any],
+        batch: ListingBatch,
+        now: float | None,
+        stored: tuple[tuple[int, bytes], dict[str, Any]] | None = None,
     ) -> CatalogueChange:
         """Writes one listing's row (replacing the stored one's rows) and gathers the rest of its rows in ``batch``;
-        completed as of ``now`` (None: stored as it is)."""
+        completed as of ``now`` (None: stored as it is). ``stored``: its stored row and document, already read."""
         listing_id, record = as_stored_listing(record)
-        if listing_id not in batch.existing:
-            row = db.execute(_SELECT_LISTING_DOC, (listing_id,)).fetchone()
-            batch.existing[listing_id] = row
-        else:
-            row = batch.existing[listing_id]
-        old = None
+        row, old = stored if stored is not None else self._stored_listing(db, listing_id, batch)
         if row is not None:
-            old = decode_document(row[1])
             batch.replaced = True
         changed: list[dict[str, Any]] | None = None
         if now is not None:
@@ -183,9 +191,9 @@ class SQLiteWrites(SQLiteCatalogueBase):
                 batch.history += history_rows(changed, province_of(record.get("state")))
         before = row[1] if row is not None and batch.keep_before else None
         if row is not None and old is not None and not self._bulk:
-            batch.existing[listing_id] = (row[0], _rewrite_in_place(db, row[0], old, record, batch))
+            batch.existing[listing_id] = (row[0], rewrite_in_place(db, row[0], old, record, batch))
             return CatalogueChange("listing", "updated", listing_id, changed, before)
-        if old is not None:
+        if row is not None:
             batch.touched_profiles.update(reference_keys(old))
             self._delete_listing_rows(db, row[0])
         else:
@@ -204,7 +212,17 @@ class SQLiteWrites(SQLiteCatalogueBase):
         return CatalogueChange("listing", "updated" if row else "created", listing_id, changed, before)
 
     @staticmethod
-    def _insert_listing_rows(db: sqlite3.Connection, batch: _ListingBatch) -> None:
+    def _stored_listing(
+        db: sqlite3.Connection, listing_id: str, batch: ListingBatch
+    ) -> tuple[tuple[int, bytes] | None, dict[str, Any] | None]:
+        """A listing's stored row (row id, document bytes) as this batch leaves it, and its document."""
+        if listing_id not in batch.existing:
+            batch.existing[listing_id] = db.execute(_SELECT_LISTING_DOC, (listing_id,)).fetchone()
+        row = batch.existing[listing_id]
+        return row, None if row is None else decode_document(row[1])
+
+    @staticmethod
+    def _insert_listing_rows(db: sqlite3.Connection, batch: ListingBatch) -> None:
         db.executemany("DELETE FROM deleted_listings WHERE listing_id = ?", [(i,) for i in batch.created])
         db.executemany("INSERT INTO listing_docs VALUES (?, ?)", batch.docs)
         db.executemany("INSERT INTO listing_terms VALUES (?, ?, ?)", sorted(batch.terms))
@@ -436,69 +454,3 @@ class SQLiteWrites(SQLiteCatalogueBase):
                 "views = views + 1, last_view = excluded.last_view",
                 (listing_id, weight, now),
             )
-
-
-def _rewrite_in_place(
-    db: sqlite3.Connection, rowid: int, old: dict[str, Any], new: dict[str, Any], batch: _ListingBatch
-) -> bytes:
-    """A stored listing rewritten where it stands (its row id kept): only the rows that differ between ``old`` and
-    ``new`` are deleted here or added to ``batch``, so a write that sells a unit replaces that plan's rows, not the
-    listing's hundreds. The new document's bytes."""
-    lat, lng = _geo_point(new)
-    db.execute(_UPDATE_LISTING, [*listing_columns(new, lat, lng, batch.labels), rowid])
-    document = encode_document(new)
-    db.execute("UPDATE listing_docs SET doc = ? WHERE id = ?", (document, rowid))
-    # What is stored of the old one is read back (by the indexes on its row id), not derived from it again.
-    terms_before = {
-        (a, t, rowid) for a, t in db.execute("SELECT attr, term FROM listing_terms WHERE listing = ?", (rowid,))
-    }
-    numbers_before = {
-        (a, n, rowid) for a, n in db.execute("SELECT attr, num FROM listing_numbers WHERE listing = ?", (rowid,))
-    }
-    terms_after: set[tuple[str, str, int]] = set()
-    numbers_after: set[tuple[str, float, int]] = set()
-    index_multi(new, rowid, terms_after, numbers_after, batch.labels)
-    db.executemany("DELETE FROM listing_terms WHERE attr = ? AND term = ? AND listing = ?", terms_before - terms_after)
-    db.executemany(
-        "DELETE FROM listing_numbers WHERE attr = ? AND num = ? AND listing = ?", numbers_before - numbers_after
-    )
-    batch.terms |= terms_after - terms_before
-    batch.numbers |= numbers_after - numbers_before
-    _rewrite_plans(db, rowid, floor_plans(old), floor_plans(new), batch)
-    text = searchable_text(new, SEARCHABLE_LISTING_FIELDS)
-    if text != searchable_text(old, SEARCHABLE_LISTING_FIELDS):
-        db.execute("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
-        batch.fts_rows.append((rowid, *text))
-    if _geo_point(old) != (lat, lng):
-        db.execute("DELETE FROM listing_geo WHERE id = ?", (rowid,))
-        if lat is not None and lng is not None:
-            batch.geo_rows.append((rowid, lat, lat, lng, lng))
-    batch.attribute_names.update(new)
-    # A profile's provinces are counted again only where the listing's companies or province changed.
-    keys_before, keys_after = reference_keys(old), reference_keys(new)
-    if keys_before != keys_after or province_of(old.get("state")) != province_of(new.get("state")):
-        batch.touched_profiles |= keys_before | keys_after
-    batch.province_pairs.update(province_pairs(new))
-    return document
-
-
-def _rewrite_plans(
-    db: sqlite3.Connection, rowid: int, old: list[dict[str, Any]], new: list[dict[str, Any]], batch: _ListingBatch
-) -> None:
-    """The plan rows of a listing rewritten in place: those of each plan that changed (all when plans came or
-    went), and its plan ids that differ."""
-    if len(old) != len(new):
-        delete_plan_rows(db, rowid)
-        plans, values, units = plan_rows({"floorPlans": new}, rowid)
-        batch.plans += plans
-        batch.plan_values += values
-        batch.plan_units += units
-    else:
-        for index, (was, now) in enumerate(zip(old, new, strict=True)):
-            if was != now:
-                delete_one_plan_rows(db, rowid, index)
-                one_plan_rows(now, rowid, index, batch.plan_values, batch.plan_units)
-    ids_before = {(plan["id"], rowid) for plan in old if isinstance(plan.get("id"), str)}
-    ids_after = {(plan["id"], rowid) for plan in new if isinstance(plan.get("id"), str)}
-    db.executemany("DELETE FROM plan_ids WHERE plan_id = ? AND listing = ?", ids_before - ids_after)
-    batch.plan_ids |= ids_after - ids_before

@@ -1,0 +1,264 @@
+"""A stored listing rewritten in place: only the rows that differ between what it was and what it becomes.
+
+:func:`rewrite_in_place` is the part of the write path (:mod:`precon.service.stores.sqlite.writes`) that replaces a
+listing already stored, keeping its row id: its typed columns that differ, its document, the term and number rows
+that differ, each plan that changed (its value rows where they differ, and of its unit rows only those of the
+units that changed, each in its place), its text and place where they changed. A simulated day that sells three
+units of a plan of two hundred writes three unit rows, not the listing's hundreds.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from precon.schema import SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS
+from precon.service.search.plans import UnitRow, ValueRow, delete_plan_rows, floor_plans, one_plan_rows, plan_rows
+from precon.service.search.text import searchable_text
+from precon.service.stores.records import (
+    _NESTED_MULTI,
+    _TOP_LEVEL_MULTI,
+    ListingIndexRows,
+    _collect,
+    _geo_point,
+    encode_document,
+    index_multi,
+    listing_columns,
+    province_of,
+    province_pairs,
+    reference_keys,
+)
+
+LISTING_COLUMNS = ["province", "featured", "updated_at", "geo_lat", "geo_lng", *(a.column for a in SCALAR_ATTRIBUTES)]
+"""The typed columns of ``listings`` after its id, in the order :func:`listing_columns` gives their values."""
+_HEAD_FIELDS = ("state", "isFeatured", "updatedAt")
+"""The fields of the columns before the attributes' (with the place: province, featured, updated_at)."""
+_POSITION = {a.path: k for k, a in enumerate(SCALAR_ATTRIBUTES, start=len(_HEAD_FIELDS) + 2)}
+"""The position among :data:`LISTING_COLUMNS` of each single-valued attribute's column."""
+_SELECT_COLUMNS = f"SELECT {', '.join(LISTING_COLUMNS)} FROM listings WHERE id = ?"
+
+
+@dataclass
+class ListingBatch(ListingIndexRows):
+    """A batch of listings' rows, with SQLite's own tables: the documents, the text, the places."""
+
+    docs: list[tuple[int, bytes]] = field(default_factory=list)
+    fts_rows: list[tuple[Any, ...]] = field(default_factory=list)
+    geo_rows: list[tuple[int, float, float, float, float]] = field(default_factory=list)
+    province_pairs: set[tuple[str, str]] = field(default_factory=set)
+    replaced: bool = False
+    """Whether a listing already stored was rewritten (else the batch only added listings)."""
+    existing: dict[str, Any] = field(default_factory=dict)
+    """The stored (rowid, document) of each listing id met, as this batch leaves it."""
+    created: list[str] = field(default_factory=list)
+    """The ids of the listings the batch adds (a listing deleted before is no longer)."""
+    history: list[tuple[Any, ...]] = field(default_factory=list)
+    """The rows of ``listing_history``: what the batch changed in each listing."""
+    keep_before: bool = False
+    """Whether each change carries the document it replaced (:attr:`CatalogueChange.before`)."""
+
+
+def rewrite_in_place(
+    db: sqlite3.Connection, rowid: int, old: dict[str, Any], new: dict[str, Any], batch: ListingBatch
+) -> bytes:
+    """A stored listing rewritten where it stands (its row id kept): only the rows that differ between ``old`` and
+    ``new`` are deleted, updated here or added to ``batch``, so a write that sells a unit replaces that unit's row,
+    not the listing's hundreds. The new document's bytes."""
+    lat, lng = _geo_point(new)
+    _update_columns(db, rowid, old, new, batch.labels)
+    document = encode_document(new)
+    db.execute("UPDATE listing_docs SET doc = ? WHERE id = ?", (document, rowid))
+    _rewrite_terms(db, rowid, old, new, batch)
+    _rewrite_plans(db, rowid, floor_plans(old), floor_plans(new), batch)
+    text = searchable_text(new, SEARCHABLE_LISTING_FIELDS)
+    if text != searchable_text(old, SEARCHABLE_LISTING_FIELDS):
+        db.execute("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
+        batch.fts_rows.append((rowid, *text))
+    if _geo_point(old) != (lat, lng):
+        db.execute("DELETE FROM listing_geo WHERE id = ?", (rowid,))
+        if lat is not None and lng is not None:
+            batch.geo_rows.append((rowid, lat, lat, lng, lng))
+    batch.attribute_names.update(new)
+    # A profile's provinces are counted again only where the listing's companies or province changed.
+    keys_before, keys_after = reference_keys(old), reference_keys(new)
+    if keys_before != keys_after or province_of(old.get("state")) != province_of(new.get("state")):
+        batch.touched_profiles |= keys_before | keys_after
+    batch.province_pairs.update(province_pairs(new))
+    return document
+
+
+def _update_columns(
+    db: sqlite3.Connection, rowid: int, old: dict[str, Any], new: dict[str, Any], labels: dict[tuple[str, str], str]
+) -> None:
+    """The listing's typed columns that differ from the stored ones set, of those whose fields differ between ``old``
+    and ``new``: an index of ``listings`` on columns that did not change is not touched (a day's write changes a
+    listing's time and a few of its prices)."""
+    changed = {a.path for a in SCALAR_ATTRIBUTES if not _same(old.get(a.path), new.get(a.path))}
+    fields = {key: new[key] for key in changed.union(_HEAD_FIELDS) if key in new}
+    values = listing_columns(fields, *_geo_point(new), labels)
+    stored = db.execute(_SELECT_COLUMNS, (rowid,)).fetchone()
+    updated = [
+        (LISTING_COLUMNS[k], values[k])
+        for k in (*range(len(_HEAD_FIELDS) + 2), *(_POSITION[path] for path in changed))
+        if stored[k] != values[k]  # a REAL column reads back 500000.0 for 500000: the same
+    ]
+    if updated:
+        assignments = ", ".join(f"{column} = ?" for column, _ in updated)
+        db.execute(f"UPDATE listings SET {assignments} WHERE id = ?", [*(value for _, value in updated), rowid])
+
+
+def _rewrite_terms(
+    db: sqlite3.Connection, rowid: int, old: dict[str, Any], new: dict[str, Any], batch: ListingBatch
+) -> None:
+    """The listing's term and number rows that differ from the stored ones, of the attributes whose values differ
+    between ``old`` and ``new`` (what is stored is read back by the indexes on its row id, not derived from the old
+    document again)."""
+    changed = _changed_attributes(old, new)
+    if not changed:
+        return
+    attributes = sorted(changed)
+    which = f"WHERE listing = ? AND attr IN ({', '.join('?' * len(attributes))})"
+    terms = db.execute(f"SELECT attr, term FROM listing_terms {which}", (rowid, *attributes))
+    terms_before = {(a, t, rowid) for a, t in terms}
+    numbers = db.execute(f"SELECT attr, num FROM listing_numbers {which}", (rowid, *attributes))
+    numbers_before = {(a, n, rowid) for a, n in numbers}
+    terms_after: set[tuple[str, str, int]] = set()
+    numbers_after: set[tuple[str, float, int]] = set()
+    index_multi(new, rowid, terms_after, numbers_after, batch.labels, changed)
+    db.executemany("DELETE FROM listing_terms WHERE attr = ? AND term = ? AND listing = ?", terms_before - terms_after)
+    db.executemany(
+        "DELETE FROM listing_numbers WHERE attr = ? AND num = ? AND listing = ?", numbers_before - numbers_after
+    )
+    batch.terms |= terms_after - terms_before
+    batch.numbers |= numbers_after - numbers_before
+
+
+def _changed_attributes(old: dict[str, Any], new: dict[str, Any]) -> set[str]:
+    """The multi-valued attributes (by path) whose values may differ between the two records: those of a plan
+    (or another nested record) only where that plan changed, so that a sale in one plan indexes the listing's
+    unit statuses again, not its plans' sizes and prices."""
+    changed = {a.path for a in _TOP_LEVEL_MULTI if not _same(old.get(a.path), new.get(a.path))}
+    for parent, children in _NESTED_MULTI.items():
+        was, now = old.get(parent), new.get(parent)
+        if was is now:
+            continue
+        items_before, items_after = _items(was), _items(now)
+        if len(items_before) != len(items_after):
+            changed.update(attribute.path for attribute, _ in children)
+            continue
+        for before, after in zip(items_before, items_after, strict=True):
+            if before is after:
+                continue
+            if not (isinstance(before, dict) and isinstance(after, dict)):
+                changed.update(attribute.path for attribute, _ in children)
+                break
+            for attribute, leaf in children:
+                if attribute.path not in changed and not _same(*_leaf_values(before, after, leaf)):
+                    changed.add(attribute.path)
+    return changed
+
+
+def _items(value: Any) -> list[Any]:
+    """The nested records of a field as :func:`index_multi` walks them."""
+    return [value] if isinstance(value, dict) else value if isinstance(value, list) else []
+
+
+def _leaf_values(before: dict[str, Any], after: dict[str, Any], leaf: str) -> tuple[Any, Any]:
+    if "." in leaf:  # deeper (units.status): the values at the path, each once, as index_multi adds them
+        return _distinct(_collect(before, leaf)), _distinct(_collect(after, leaf))
+    return before.get(leaf), after.get(leaf)
+
+
+def _distinct(values: list[Any]) -> set[tuple[type, Any]]:
+    """Each value (of a type indexed) once, ``True`` and ``1`` apart: a sale in a plan that still has units
+    available and already had one sold leaves its statuses as they were."""
+    return {(type(value), value) for value in values if isinstance(value, str | int | float)}
+
+
+def _same(before: Any, after: Any) -> bool:
+    """Whether two values are the same JSON (``True == 1`` and ``1 == 1.0`` in Python, not in what is indexed)."""
+    if before is after:
+        return True
+    if type(before) is not type(after) or before != after:
+        return False
+    return not isinstance(before, list | dict) or orjson.dumps(before) == orjson.dumps(after)
+
+
+def _rewrite_plans(
+    db: sqlite3.Connection, rowid: int, old: list[dict[str, Any]], new: list[dict[str, Any]], batch: ListingBatch
+) -> None:
+    """The plan rows of a listing rewritten in place: those of each plan that changed (all when plans came or
+    went), and its plan ids that differ."""
+    if len(old) != len(new):
+        delete_plan_rows(db, rowid)
+        plans, values, units = plan_rows({"floorPlans": new}, rowid)
+        batch.plans += plans
+        batch.plan_values += values
+        batch.plan_units += units
+    else:
+        for index, (was, now) in enumerate(zip(old, new, strict=True)):
+            if was is not now and was != now:
+                _rewrite_plan(db, rowid, index, was, now, batch)
+    ids_before = {(plan["id"], rowid) for plan in old if isinstance(plan.get("id"), str)}
+    ids_after = {(plan["id"], rowid) for plan in new if isinstance(plan.get("id"), str)}
+    db.executemany("DELETE FROM plan_ids WHERE plan_id = ? AND listing = ?", ids_before - ids_after)
+    batch.plan_ids |= ids_after - ids_before
+
+
+def _rewrite_plan(
+    db: sqlite3.Connection, rowid: int, index: int, was: dict[str, Any], now: dict[str, Any], batch: ListingBatch
+) -> None:
+    """One plan of a listing rewritten: its value rows when they differ; the unit rows of the units that changed,
+    each updated where it stands (the rows of a plan are its units in order), or all of them when units came or
+    went."""
+    values_after = _value_rows(now, rowid, index)
+    if _value_rows(was, rowid, index) != values_after:
+        db.execute("DELETE FROM listing_plan_values WHERE listing = ? AND idx = ?", (rowid, index))
+        batch.plan_values += values_after
+    units_before, units_after = _units(was), _units(now)
+    changed: list[tuple[int, UnitRow]] = []
+    if len(units_before) == len(units_after):
+        for position, (before, after) in enumerate(zip(units_before, units_after, strict=True)):
+            if before is not after and before != after:
+                row = unit_row(after, rowid, index)
+                if row != unit_row(before, rowid, index):
+                    changed.append((position, row))
+        if not changed:
+            return
+        stored = [
+            row[0]
+            for row in db.execute(
+                "SELECT rowid FROM listing_plan_units WHERE listing = ? AND idx = ? ORDER BY rowid", (rowid, index)
+            )
+        ]
+        if len(stored) == len(units_after):
+            db.executemany(
+                "UPDATE listing_plan_units SET status = ?, status_num = ?, price = ?, floor = ? WHERE rowid = ?",
+                [(*row[2:], stored[position]) for position, row in changed],
+            )
+            return
+    db.execute("DELETE FROM listing_plan_units WHERE listing = ? AND idx = ?", (rowid, index))
+    batch.plan_units += [unit_row(unit, rowid, index) for unit in units_after]
+
+
+def _value_rows(plan: dict[str, Any], rowid: int, index: int) -> list[ValueRow]:
+    """The rows of ``listing_plan_values`` of the listing's plan ``index`` (not its units')."""
+    values: list[ValueRow] = []
+    one_plan_rows({name: value for name, value in plan.items() if name != "units"}, rowid, index, values, [])
+    return values
+
+
+def unit_row(unit: dict[str, Any], rowid: int, index: int) -> UnitRow:
+    """The row of ``listing_plan_units`` of one unit of the listing's plan ``index``."""
+    rows: list[UnitRow] = []
+    one_plan_rows({"units": [unit]}, rowid, index, [], rows)
+    return rows[0]
+
+
+def _units(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """A plan's units that have rows (its objects), in order."""
+    listed = plan.get("units")
+    return [unit for unit in listed if isinstance(unit, dict)] if isinstance(listed, list) else []
