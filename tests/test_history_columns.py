@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from precon import filters
@@ -15,6 +16,8 @@ from precon.service import catalogue
 from precon.service.stores.history import iso_time
 from precon.service.stores.loading import batched
 from precon.service.stores.simulation import day_time, simulate
+from precon.service.stores.sqlite import history_columns
+from precon.service.stores.sqlite.history_columns import HistoryColumns
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import HistoryQuery, ListingQuery
 
@@ -123,3 +126,39 @@ def test_the_columns_follow_writes_and_a_history_read_again(store: SQLiteStore, 
     store.copy_history(rows)
     again = store._catalogue_history(HistoryQuery(limit=100))
     assert again is not None and again.total == 50 == store._sql_history(HistoryQuery(limit=100)).total
+
+
+def test_the_history_is_read_a_chunk_at_a_time(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = HistoryColumns().caught_up(store._db())
+    monkeypatch.setattr(history_columns, "CHUNK", 37)
+    chunked = HistoryColumns().caught_up(store._db())
+    assert whole is not None and chunked is not None and chunked.count == whole.count > 37
+    for name in ("seq", "at", "listing", "scope", "change", "field_code", "province"):
+        assert np.array_equal(getattr(chunked, name), getattr(whole, name)), name
+
+
+def test_processes_sharing_a_data_directory_map_one_copy_of_the_history(store: SQLiteStore, tmp_path: Path) -> None:
+    """Warmed where indexes are shared, the history's columns are read by one store and mapped by the others,
+    which append the entries written since each on its own."""
+    path = tmp_path / "shared.sqlite3"
+    copy = SQLiteStore(path)
+    copy.upsert_listings(store.get_listings(store.listing_ids()[:30], None).values())
+    copy.copy_history(store._db().execute(f"SELECT {ENTRY} FROM listing_history ORDER BY seq").fetchall())
+    first, second = SQLiteStore(path, shared_indexes=True), SQLiteStore(path, shared_indexes=True)
+    try:
+        first.warm()
+        second.warm()
+        held = second._history_held
+        assert held is not None and not held[1].at.flags.writeable  # mapped from the files the first wrote
+        assert len([p for p in path.with_name("shared.sqlite3.index").iterdir() if p.name.startswith("history-")]) == 1
+        copy.delete_listing(store.listing_ids()[0])
+        query = HistoryQuery(limit=30)
+        for reader in (first, second):
+            found = reader._catalogue_history(query)
+            assert found is not None and (found.total, found.entries[0]["change"]) == (
+                copy._sql_history(query).total,
+                "deleted",
+            )
+    finally:
+        for opened in (copy, first, second):
+            opened.close()

@@ -14,7 +14,7 @@ from precon.service.search.documents import DocumentFilter
 from precon.service.stores.history import entry_of
 from precon.service.stores.records import decode_document
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
-from precon.service.stores.sqlite.history_columns import HistoryColumns
+from precon.service.stores.sqlite.history_columns import COLUMNS_VERSION, HistoryColumns
 from precon.service.stores.types import HistoryPage, HistoryQuery, ListingQuery
 
 _ENTRY_COLUMNS = "at, listing_id, province, scope, plan, unit, field, change, from_value, to_value"
@@ -76,9 +76,27 @@ class SQLiteHistory(SQLiteCatalogueBase):
             held = self._history_held
             if held is not None and held[0] == generation:
                 return held[1]
-            columns = (HistoryColumns() if held is None else held[1]).caught_up(db)
+            start = HistoryColumns() if held is None else held[1]
+            if held is None and self._shared is not None:
+                start = self._shared_history(db)
+            columns = None if start is None else start.caught_up(db)
             self._history_held = None if columns is None else (generation, columns)
             return columns
+
+    def _shared_history(self, db: sqlite3.Connection) -> HistoryColumns | None:
+        """The history's columns as one process read them, mapped from the files it wrote (see
+        :class:`~precon.service.search.shared.SharedIndexes`): the processes serving one data directory share one
+        copy, and only one of them reads the history (the entries written since are appended by each)."""
+        assert self._shared is not None
+
+        def key(generation: int) -> str:
+            return f"{COLUMNS_VERSION}-{self._index_key(generation)}"
+
+        def build() -> tuple[str, HistoryColumns | None]:
+            return key(self._read_generation()), HistoryColumns().caught_up(db)
+
+        columns: HistoryColumns | None = self._shared.get("history", lambda: key(self.generation()), build)
+        return columns
 
     def newest_change(self) -> str | None:
         """The time of the catalogue's newest entry (None without history)."""

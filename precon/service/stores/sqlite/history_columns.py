@@ -16,8 +16,10 @@ is tested whole. A feed narrowed to listings can name them as a mask over the li
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,8 +37,13 @@ _READ = (
     f"group_concat(CASE scope {' '.join(f'WHEN {s!r} THEN {k}' for k, s in enumerate(SCOPES))} ELSE -1 END), "
     f"group_concat(CASE change {' '.join(f'WHEN {c!r} THEN {k}' for k, c in enumerate(CHANGES))} ELSE -1 END), "
     "group_concat(ifnull(field, ''), char(31)), group_concat(ifnull(province, ''), char(31)) "
-    "FROM (SELECT * FROM listing_history WHERE seq > ? ORDER BY seq)"
+    "FROM (SELECT * FROM listing_history WHERE seq > ? ORDER BY seq LIMIT ?)"
 )
+COLUMNS_VERSION = hashlib.blake2b(Path(__file__).read_bytes(), digest_size=6).hexdigest()
+"""Names columns written to be shared by this module's code: those another version wrote are read again."""
+CHUNK = 250_000
+"""The most entries read in one statement: the text SQLite joins, and the Python strings it is split into, are
+held for this many at a time (2 million at once held about 600 MB more than their columns)."""
 
 
 def _milliseconds(times: npt.NDArray[np.bytes_]) -> npt.NDArray[np.int64]:
@@ -88,8 +95,13 @@ class HistoryColumns:
         """These columns with the entries written since appended (new columns, read whole, where entries went);
         None where an entry's time is not as this module reads them (its SQL then answers)."""
         held = db.execute("SELECT count(*) FROM listing_history WHERE seq <= ?", (self.last_seq,)).fetchone()[0]
-        base = self if held == self.count else HistoryColumns()
-        return base._appended(db.execute(_READ, (base.last_seq,)).fetchone())
+        columns: HistoryColumns | None = self if held == self.count else HistoryColumns()
+        while columns is not None:
+            row = db.execute(_READ, (columns.last_seq, CHUNK)).fetchone()
+            columns = columns._appended(row)
+            if int(row[0]) < CHUNK:
+                break
+        return columns
 
     def _appended(self, row: tuple[Any, ...]) -> HistoryColumns | None:
         count = int(row[0])
