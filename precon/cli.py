@@ -161,12 +161,18 @@ def serve(
     if dev and host not in ("127.0.0.1", "localhost", "::1"):
         raise click.UsageError("--dev binds loopback only: use --host 127.0.0.1")
     workers = workers or available_cores()
-    overrides: dict[str, Any] = {"data_dir": data_dir, "dev": dev, "workers": workers}
+    overrides: dict[str, Any] = {"data_dir": data_dir, "dev": dev, "workers": workers, "host": host}
     if rate_limit is not None:
         overrides["rate_limit"] = rate_limit
     if database_url:
         overrides["database_url"] = database_url
     settings = ServiceSettings(**overrides)
+    from precon.service.api.observe import observed_serving
+
+    try:
+        log_config = observed_serving(settings)  # the logs' format applied; metrics settings that cannot be met refused
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
     where = f" and PostgreSQL at {redact(settings.database_url)}" if settings.database_url else ""
     click.echo(f"Opening {data_dir}{where} (the first run generates the default catalogue)…", err=True)
     if workers == 1:
@@ -179,25 +185,30 @@ def serve(
         settle_heap()
         if dev:
             click.echo(f"Development key: {DEV_API_KEY}  product: {DEV_PRODUCT_ID}", err=True)
-        uvicorn.run(app, host=host, port=port, log_level="info", access_log=False, http=JsonErrorsProtocol)
+        options: dict[str, Any] = {"log_level": "info", "access_log": False, "log_config": log_config}
+        uvicorn.run(app, host=host, port=port, http=JsonErrorsProtocol, **options)
         return
-    _serve_workers(settings, host, port)
+    _serve_workers(settings, host, port, log_config)
 
 
-def _serve_workers(settings: ServiceSettings, host: str, port: int) -> None:
+def _serve_workers(settings: ServiceSettings, host: str, port: int, log_config: dict[str, Any]) -> None:
     """``serve`` with several worker processes: the data directory made ready (and its indexes written) once, in a
     process of its own that ends before they start, so this supervising process stays small; then uvicorn's
-    supervisor starts the workers, each of which opens the directory from the settings in its environment."""
+    supervisor starts the workers, each of which opens the directory from the settings in its environment (and
+    keeps its metrics in files of ``metrics/`` there, emptied for the run: any worker adds them all up)."""
     import uvicorn
 
+    from precon.service.metrics import MULTIPROC_ENV, fresh_directory
     from precon.service.protocol import JsonErrorsProtocol
 
+    os.environ.pop(MULTIPROC_ENV, None)  # the preparing process records nothing
     os.environ.update(
         {
             "PRECON_SERVICE_DATA_DIR": str(settings.data_dir.resolve()),
             "PRECON_SERVICE_DEV": "true" if settings.dev else "false",
             "PRECON_SERVICE_RATE_LIMIT": repr(settings.rate_limit),
             "PRECON_SERVICE_WORKERS": str(settings.workers),
+            "PRECON_SERVICE_HOST": host,
             "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2"),  # see _fewer_malloc_arenas
         }
     )
@@ -209,6 +220,7 @@ def _serve_workers(settings: ServiceSettings, host: str, port: int) -> None:
         raise click.ClickException(f"could not open the data directory {settings.data_dir}{where}")
     if settings.dev:
         click.echo(f"Development key: {DEV_API_KEY}  product: {DEV_PRODUCT_ID}", err=True)
+    os.environ[MULTIPROC_ENV] = str(fresh_directory(settings.data_dir.resolve() / "metrics"))
     uvicorn.run(
         "precon.service.runtime:worker_app",
         factory=True,
@@ -218,6 +230,7 @@ def _serve_workers(settings: ServiceSettings, host: str, port: int) -> None:
         log_level="info",
         access_log=False,
         http=JsonErrorsProtocol,
+        log_config=log_config,
     )
 
 

@@ -296,3 +296,16 @@ def test_a_store_of_the_service_database_migrates_it_itself(pg_empty_database: s
         assert store.shared and not WebhookStore.shared
     finally:
         store.close()
+
+
+def test_a_claim_names_its_subscription_and_event_and_the_summary_counts_what_waits(store: Outbox) -> None:
+    assert store.pending_summary() == (0, None, None)
+    subscription = store.subscribe(7, "live", "profile.updated", "https://1.1.1.1/h")
+    publish_one(store, subscription)
+    publish_one(store, subscription)
+    count, oldest, due = store.pending_summary()
+    assert count == 2 and oldest is not None and due is not None and abs(due - time.time()) < 60
+    [claimed] = store.claim_due(1)
+    assert (claimed.subscription_id, claimed.event) == (subscription.id, "profile.updated")
+    store.record_attempt(claimed, status_code=204, latency_ms=1.0, error=None, excerpt="", schedule=RetrySchedule())
+    assert store.pending_summary()[0] == 1

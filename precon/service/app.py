@@ -17,10 +17,12 @@ from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import Scope
 
+from precon.service import metrics
 from precon.service.accounts.sqlite import AccountStore
 from precon.service.api.calls import Service
 from precon.service.api.media import placeholder_svg
 from precon.service.api.middleware import RequestIdMiddleware
+from precon.service.api.observe import MetricsPort, ObservedRequests, StoreCollector, metrics_policy
 from precon.service.api.openapi import truthful_openapi
 from precon.service.api.request_errors import request_error
 from precon.service.api.responses import error_response
@@ -30,7 +32,7 @@ from precon.service.config import ServiceSettings
 from precon.service.errors import ApiError
 from precon.service.stores.types import CatalogueStore
 from precon.service.webhooks.delivery import DeliveryWorker
-from precon.service.webhooks.model import RetrySchedule
+from precon.service.webhooks.model import Outbox, RetrySchedule
 from precon.service.webhooks.sqlite import WebhookStore
 from precon.service.webhooks.targets import TargetPolicy
 
@@ -49,11 +51,17 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     worker: DeliveryWorker | None = app.state.webhook_worker
     if worker is not None:
         worker.start()
+    port: MetricsPort | None = app.state.metrics_port
+    if port is not None:
+        port.start()
     try:
         yield
     finally:
         if worker is not None:
             worker.stop()
+        if port is not None:
+            port.stop()
+        metrics.process_ended()
 
 
 def allowed_methods(app: FastAPI, scope: Scope) -> list[str]:
@@ -90,6 +98,7 @@ def create_app(
     app.openapi = lambda: truthful_openapi(app)  # type: ignore[method-assign]
     app.state.service = service
     app.add_middleware(RequestIdMiddleware)
+    _observe(app, settings, {"live": live, "sandbox": sandbox}, webhooks)
 
     _answer_errors(app)
 
@@ -100,6 +109,20 @@ def create_app(
     _around_the_api(app, live)
     _serve_webhooks(app, settings, webhooks)
     return app
+
+
+def _observe(
+    app: FastAPI, settings: ServiceSettings, catalogues: dict[str, CatalogueStore], webhooks: Outbox | None
+) -> None:
+    """Every request counted and logged (outside the request id's middleware, so that it sees every answer), and
+    ``/metrics`` where the settings serve it: on the API's port, or on a port of its own started with the app."""
+    policy = metrics_policy(settings)
+    stores = StoreCollector(catalogues, webhooks)
+    app.add_middleware(ObservedRequests, policy=policy, stores=stores)
+    app.state.metrics_port = None
+    if policy.port is not None:
+        shared = settings.workers > 1
+        app.state.metrics_port = MetricsPort(settings.host, policy.port, policy, stores, shared=shared)
 
 
 def _answer_errors(app: FastAPI) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -52,6 +53,22 @@ class ServiceSettings(BaseSettings):
     """A ``redis://`` (or ``rediss://``, ``unix://``) URL: the rate limits are kept in that Redis, so that they hold
     across every replica of the service using it rather than per replica. When Redis does not answer within a
     quarter of a second, each replica limits on its own until it does again (and logs a warning)."""
+
+    host: str = "127.0.0.1"
+    """The address the service listens on (``precon serve --host`` sets it): where ``/metrics`` is served by
+    default, and the address of ``metrics_port``."""
+    metrics: bool | None = None
+    """``/metrics`` in Prometheus's format: by default (unset) on when the service listens on loopback; beyond
+    loopback only with ``metrics_token`` or ``metrics_port``. False turns it off; True beyond loopback needs one of
+    them."""
+    metrics_token: str | None = None
+    """A bearer token ``/metrics`` then asks for (``Authorization: Bearer <token>``), on either port."""
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    """A port of its own that serves ``/metrics`` (on ``host``; every worker process binds it): the API's port then
+    does not."""
+    log_format: Literal["auto", "json", "text"] = "auto"
+    """Logs on standard error as JSON lines (one a request, one a webhook attempt) or as text; ``auto``: text on a
+    terminal, JSON otherwise."""
 
     @field_validator("redis_url")
     @classmethod

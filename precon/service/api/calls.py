@@ -11,6 +11,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from precon.models import PROVINCES
+from precon.service import metrics
 from precon.service.accounts.model import ApiKey, digest
 from precon.service.accounts.rate_limits import Limiter, RateLimiter, RedisRateLimiter, SharedRateLimiter, redis_client
 from precon.service.accounts.sqlite import AccountStore
@@ -138,14 +139,18 @@ class Service:
         raw = request.headers.get("x-api-key")
         key = self.accounts.authenticate(raw)
         if key is None:
+            metrics.AUTH_FAILURES.inc()
             address = request.client.host if request.client else ""
             wait = self.guessing.retry_after(address)
             if wait > 0:
+                metrics.RATE_LIMITED.labels("address").inc()
                 raise too_many("Too many requests without a valid key from this address", wait)
             raise forbidden()
+        request.state.key_id = key.key_id  # for the request's log line (never the key itself)
         # Per key by its digest, not its row id: the same in every replica's key store, and never another key's.
         wait = self.limiter.retry_after(digest(raw or ""))
         if wait > 0:
+            metrics.RATE_LIMITED.labels("key").inc()
             raise too_many(f"Too many requests: this key may make {self.settings.rate_limit:g} requests a second", wait)
         return key
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import time
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +31,7 @@ from precon.schema import (
     SEARCHABLE_LISTING_WEIGHTS,
     IndexedAttribute,
 )
+from precon.service import metrics
 from precon.service.search.sql_filter import BOOLEAN_WORDS, canonical_path
 from precon.service.search.text import MIN_PREFIX_LENGTH, TextQuery
 
@@ -216,10 +219,25 @@ class TextPostings:
         return np.where(matched, np.round(total, 6), np.nan)
 
 
+def catalogue_name(db: sqlite3.Connection) -> str:
+    """The name of the catalogue file ``db`` reads (``catalogue``, ``sandbox``, ``copy-public``), for the metrics."""
+    for _, name, file in db.execute("PRAGMA database_list"):
+        if name == "main":
+            return Path(file).stem if file else "memory"
+    return "memory"
+
+
 class ColumnIndex:
     """The listing index of one store generation, in columns; positions are listings in ``rowid`` order."""
 
     def __init__(self, db: sqlite3.Connection, generation: int) -> None:
+        """The index read from the catalogue ``db`` holds (in its transaction), timed and counted as a build (an
+        index mapped from a shared copy is not built again: it is unpickled, not made here)."""
+        started = time.perf_counter()
+        self._read(db, generation)
+        metrics.index_built(catalogue_name(db), time.perf_counter() - started)
+
+    def _read(self, db: sqlite3.Connection, generation: int) -> None:
         self.generation = generation
         scalar_columns = ", ".join(a.column for a in SCALAR_ATTRIBUTES)
         rows = db.execute(

@@ -21,6 +21,7 @@ from pathlib import Path
 import httpcore
 from standardwebhooks import Webhook
 
+from precon.service import metrics
 from precon.service.webhooks.model import (
     DELIVERY_TIMEOUT_S,
     ELECTION_S,
@@ -184,6 +185,26 @@ class DeliveryWorker:
             log.exception("delivery %s failed unexpectedly", delivery.id)
             error = type(failure).__name__
         latency = (time.perf_counter() - started) * 1000
-        return self.store.record_attempt(
+        outcome = self.store.record_attempt(
             delivery, status_code=status_code, latency_ms=latency, error=error, excerpt=excerpt, schedule=self.schedule
         )
+        attempted(delivery, outcome, status_code, error, latency)
+        return outcome
+
+
+def attempted(delivery: Due, outcome: str, status_code: int | None, error: str | None, latency_ms: float) -> None:
+    """An attempt recorded: counted (:mod:`precon.service.metrics`) and logged as one line (never its URL, secret or
+    body: the subscription's id says whose it was)."""
+    attempt = delivery.attempts + 1
+    metrics.delivery_attempted(delivery.subscription_id, attempt, outcome, error is None, latency_ms / 1000)
+    fields = {
+        "deliveryId": delivery.id,
+        "subscriptionId": delivery.subscription_id,
+        "event": delivery.event,
+        "attempt": attempt,
+        "outcome": outcome,
+        "statusCode": status_code,
+        "latencyMs": round(latency_ms, 1),
+        "error": error,
+    }
+    log.info("webhook attempt", extra={"fields": fields})

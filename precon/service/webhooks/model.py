@@ -217,6 +217,9 @@ class Due:
     secret: str
     attempts: int
     body: bytes
+    subscription_id: str = ""
+    event: str = ""
+    """The event's type (``listing.updated``): for the attempt's log line and metrics."""
 
 
 @dataclass
@@ -309,6 +312,11 @@ class Outbox(Protocol):
     ) -> StoredAnswer: ...
 
     def claim_due(self, limit: int, lease_s: float = CLAIM_LEASE_S) -> list[Due]: ...
+
+    def pending_summary(self) -> tuple[int, Any, float | None]:
+        """How many deliveries wait to be sent, when the oldest of them was stored, and the earliest time one of them
+        is due (Unix seconds; None when none waits)."""
+        ...
 
     def release_abandoned_claims(self) -> int: ...
 

@@ -74,7 +74,8 @@ class PostgresWebhookStore(PostgresPoolStore, SqlOutbox):
                 "ORDER BY next_attempt_at LIMIT %s FOR UPDATE SKIP LOCKED) "
                 f"UPDATE webhook_deliveries d SET next_attempt_at = {NOW} + %s, claimed_by = %s "
                 "FROM due, webhook_events e WHERE d.id = due.id AND e.id = d.event_id "
-                "RETURNING due.next_attempt_at, d.id, d.event_id, d.target_url, d.secret, d.attempts, e.body",
+                "RETURNING due.next_attempt_at, d.id, d.event_id, d.target_url, d.secret, d.attempts, e.body, "
+                "d.subscription_id, e.type",
                 (limit, lease_s, CLAIMANT),
             ).fetchall()
-        return [Due(*row[1:6], bytes(row[6])) for row in sorted(rows, key=lambda row: (row[0], row[1]))]
+        return [Due(*row[1:6], bytes(row[6]), *row[7:9]) for row in sorted(rows, key=lambda row: (row[0], row[1]))]

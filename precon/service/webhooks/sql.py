@@ -121,6 +121,9 @@ class OutboxStatements:
             "UPDATE {deliveries} SET next_attempt_at = {now}, claimed_by = NULL "
             "WHERE id = ? AND claimed_by = ? AND status = 'pending'"
         )
+        self.pending = sql(
+            "SELECT count(*), min(created_at), min(next_attempt_at) FROM {deliveries} WHERE status = 'pending'"
+        )
         self.add_attempt = sql(
             "INSERT INTO {attempts}(delivery_id, attempted_at, status_code, latency_ms, error, response_excerpt) "
             "VALUES (?, ?, ?, ?, ?, ?)"
@@ -296,6 +299,12 @@ class SqlOutbox(SqlStore):
             with self._transaction() as db:
                 execute_many(db, self.statements.release, dead)
         return len(dead)
+
+    def pending_summary(self) -> tuple[int, Any, float | None]:
+        """How many deliveries wait to be sent, when the oldest of them was stored, and the earliest time one of them
+        is due (Unix seconds; None when none waits)."""
+        count, oldest, due = self._rows(self.statements.pending, ())[0]
+        return int(count), oldest, None if due is None else float(due)
 
     def record_attempt(
         self,

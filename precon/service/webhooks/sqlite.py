@@ -108,7 +108,8 @@ class WebhookStore(SQLiteFileStore, SqlOutbox):
         now = time.time()
         with self._transaction() as db:
             rows = db.execute(
-                "SELECT d.id, d.event_id, d.target_url, d.secret, d.attempts, e.body FROM deliveries d "
+                "SELECT d.id, d.event_id, d.target_url, d.secret, d.attempts, e.body, d.subscription_id, e.type "
+                "FROM deliveries d "
                 "JOIN events e ON e.id = d.event_id WHERE d.status = 'pending' AND d.next_attempt_at <= ? "
                 "ORDER BY d.next_attempt_at LIMIT ?",
                 (now, limit),
