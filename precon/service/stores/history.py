@@ -82,6 +82,8 @@ def _fields(old: Mapping[str, Any], new: Mapping[str, Any], scope: Scope) -> Ite
         if field in ignored:
             continue
         before, after = old.get(field), new.get(field)
+        if before is after:  # a field a write kept as it was (most of them): not compared
+            continue
         if before != after or isinstance(before, bool) != isinstance(after, bool):  # True == 1, yet it changed
             yield field, before, after
 
