@@ -153,6 +153,7 @@ def serve(
 ) -> None:
     """Serve the listings API over the catalogue in the data directory, or in PostgreSQL with --database (made on
     first use)."""
+    os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)  # before prometheus-client is imported: see _serve_workers
     import uvicorn
 
     from precon.service.protocol import JsonErrorsProtocol
@@ -201,7 +202,6 @@ def _serve_workers(settings: ServiceSettings, host: str, port: int, log_config: 
     from precon.service.metrics import MULTIPROC_ENV, fresh_directory
     from precon.service.protocol import JsonErrorsProtocol
 
-    os.environ.pop(MULTIPROC_ENV, None)  # the preparing process records nothing
     os.environ.update(
         {
             "PRECON_SERVICE_DATA_DIR": str(settings.data_dir.resolve()),

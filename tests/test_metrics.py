@@ -336,6 +336,17 @@ def test_a_port_of_its_own_serves_both_workers_behind_the_token(tmp_path: Path) 
     assert counts == {8.0}
 
 
+def test_one_worker_counts_in_its_memory(tmp_path: Path) -> None:
+    """``--workers 1`` keeps its values in memory, whatever ``PROMETHEUS_MULTIPROC_DIR`` the shell had."""
+    with serve(tmp_path, workers=1, PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "no-such-directory")) as served:
+        with httpx.Client(timeout=30) as http:
+            ids = [served.search(http, perPage=0).headers["x-request-id"] for _ in range(3)]
+        found = scrape(served.url)
+    assert value(found, "precon_requests_total", **_search_200()) == 3
+    assert value(found, "process_cpu_seconds_total") > 0
+    assert {line["requestId"] for line in access_lines(served.log)} >= set(ids)
+
+
 # -- the formats ------------------------------------------------------------------------------------------------
 
 
