@@ -19,12 +19,15 @@ The figures of an interval ``[S, E)`` (docs/api.md, "Market statistics"):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from precon.service.stores.market_grid import MarketGrid, medians
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -51,32 +54,15 @@ def empty_float() -> FloatArray:
 
 @dataclass
 class MarketColumns:
-    """A catalogue's units (of its listings now, and of its deleted listings as they last were) and the entries of
-    its history the figures need, as columns. Units are contiguous per listing; each listing is a code."""
+    """What the figures of a catalogue's generation are computed from: its units' states on a grid of times (of its
+    listings now, and of its deleted listings as they last were: :mod:`.market_grid`), and the entries counted
+    (sales, price moves, launches), as columns by listing. Each listing is a code."""
 
     listing_codes: dict[str, int] = field(default_factory=dict)
     listing_provinces: list[str | None] = field(default_factory=list)
     """Per listing code, the province it stands in (stood in, deleted)."""
-    unit_first: IntArray = field(default_factory=empty_int)
-    """Per listing code, its first unit's row (its units are ``unit_first[c]:unit_first[c + 1]``), one more."""
-    unit_status: IntArray = field(default_factory=empty_int)
-    unit_price: FloatArray = field(default_factory=empty_float)
-    """NaN where the unit has no numeric price."""
-    unit_sqft: FloatArray = field(default_factory=empty_float)
-    """The plan's ``squareFeet`` as a number, NaN where it has none above 0."""
-    unit_born: IntArray = field(default_factory=empty_int)
-    """Unix ms of the latest creation of the unit, its plan or its listing (:data:`ALWAYS` where none is known)."""
-    unit_gone: IntArray = field(default_factory=empty_int)
-    """Unix ms of its listing's deletion (:data:`NEVER` for a listing stored now)."""
-    unit_last_change: IntArray = field(default_factory=empty_int)
-    """Unix ms of the unit's last status or price entry (:data:`ALWAYS` without one)."""
-    status_first: IntArray = field(default_factory=empty_int)
-    """Per unit, its first status entry's row in the ``status_*`` columns (ordered by unit, then time), one more."""
-    status_at: IntArray = field(default_factory=empty_int)
-    status_from: IntArray = field(default_factory=empty_int)
-    price_first: IntArray = field(default_factory=empty_int)
-    price_at: IntArray = field(default_factory=empty_int)
-    price_from: FloatArray = field(default_factory=empty_float)
+    grid: MarketGrid | None = None
+    """The units' states on the grid of times (None: no unit)."""
     event_first: IntArray = field(default_factory=empty_int)
     """Per listing code, its first counted unit entry's row (entries ordered by listing, then time), one more."""
     event_at: IntArray = field(default_factory=empty_int)
@@ -88,10 +74,10 @@ class MarketColumns:
     def codes(self, listing_ids: Sequence[str], provinces: frozenset[str] | None = None) -> IntArray:
         """The codes of those of ``listing_ids`` that the columns know (in ``provinces``, when given), each once."""
         known, where = self.listing_codes, self.listing_provinces
-        codes = (known[i] for i in listing_ids if i in known)
+        codes = [code for code in map(known.get, listing_ids) if code is not None]
         if provinces is not None:
-            codes = (code for code in codes if where[code] in provinces)
-        return np.unique(np.fromiter(codes, dtype=np.int64))
+            codes = [code for code in codes if where[code] in provinces]
+        return np.unique(np.array(codes, dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -134,20 +120,20 @@ def market_series(
     over its listings in ``provinces`` (None: wherever they are). Without ``units`` (a version that shows no floor
     plans) the unit figures are null."""
     edges = np.asarray(boundaries, dtype=np.int64)
+    chosen = [columns.codes(group.listing_ids, provinces) for group in groups]
+    states = _states(columns.grid, chosen, edges[1:], len(columns.listing_codes)) if units else []
     series = []
-    for group in groups:
-        listings = columns.codes(group.listing_ids, provinces)
+    for g, (group, listings) in enumerate(zip(groups, chosen, strict=True)):
         launches = _counted(columns.launch_first, columns.launch_at, None, listings, edges, 1)[0]
         points = [{"start": int(edges[k]), "launches": int(launches[k])} for k in range(len(edges) - 1)]
         if units:
             events = _counted(columns.event_first, columns.event_at, columns.event_kind, listings, edges, 3)
-            states = _states(columns, listings, edges)
             for k, point in enumerate(points):
                 point.update(
                     unitsSold=int(events[SOLD_EVENT][k]),
                     priceIncreases=int(events[INCREASE][k]),
                     priceCuts=int(events[CUT][k]),
-                    **states[k],
+                    **states[g][k],
                 )
         else:
             for point in points:
@@ -180,62 +166,55 @@ def _counted(
     return np.bincount(flat, minlength=kinds * intervals).reshape(kinds, intervals)
 
 
-def _states(columns: MarketColumns, listings: IntArray, edges: IntArray) -> list[dict[str, Any]]:
-    """Per interval, the figures of the units' states at its end."""
-    rows = ranges(columns.unit_first[listings], columns.unit_first[listings + 1])
-    ends = edges[1:]
-    first_end, last_end = int(ends[0]), int(ends[-1])
-    born, gone = columns.unit_born[rows], columns.unit_gone[rows]
-    steady = (columns.unit_last_change[rows] < first_end) & (born < first_end) & (gone >= last_end)
-    still, moving = rows[steady], rows[~steady]
-    status, price, ppsf = _values(columns, still, columns.unit_status[still], columns.unit_price[still])
-    available = status == AVAILABLE
-    base = (len(still), int(np.count_nonzero(status == SOLD)), int(np.count_nonzero(available)))
-    base_prices = np.sort(price[available & ~np.isnan(price)])
-    base_ppsf = np.sort(ppsf[available & ~np.isnan(ppsf)])
-    replay = _Replay(columns, moving)
-    figures = []
-    for end in ends.tolist():
-        exists, status, price, ppsf = replay.at(end)
-        available = exists & (status == AVAILABLE)
-        existing = base[0] + int(np.count_nonzero(exists))
-        sold = base[1] + int(np.count_nonzero(exists & (status == SOLD)))
-        figures.append(
-            {
-                "unitsAvailable": base[2] + int(np.count_nonzero(available)),
-                "sellThrough": sold / existing if existing else None,
-                "medianPrice": _median(base_prices, np.sort(price[available & ~np.isnan(price)])),
-                "medianPricePerSqFt": _median(base_ppsf, np.sort(ppsf[available & ~np.isnan(ppsf)])),
-            }
+def _states(
+    grid: MarketGrid | None, listings: list[IntArray], ends: IntArray, listing_count: int
+) -> list[list[dict[str, Any]]]:
+    """Per group, per interval, the figures of the units' states at its end."""
+    if grid is None:
+        return [[_state_figures(0, 0, 0, math.nan, math.nan) for _ in ends] for _ in listings]
+    columns = grid.columns(ends)
+    pairs = (
+        np.concatenate([codes for codes in listings]) if listings else empty_int(),
+        np.repeat(np.arange(len(listings)), [len(codes) for codes in listings]),
+    )
+    prices = medians(grid.prices, pairs, len(listings), listing_count, columns)
+    per_sqft = medians(grid.per_sqft, pairs, len(listings), listing_count, columns)
+    found = []
+    for g, codes in enumerate(listings):
+        counts = grid.counts[codes][:, :, columns].sum(axis=0, dtype=np.int64)
+        found.append(
+            [
+                _state_figures(int(counts[0, k]), int(counts[1, k]), int(counts[2, k]), prices[g, k], per_sqft[g, k])
+                for k in range(len(columns))
+            ]
         )
-    return figures
+    return found
 
 
-def _values(
-    columns: MarketColumns, rows: IntArray, status: IntArray, price: FloatArray
-) -> tuple[IntArray, FloatArray, FloatArray]:
-    """The units' status and price as given, and their price per square foot (NaN where either is missing)."""
-    return status, price, price / columns.unit_sqft[rows]
+def _state_figures(existing: int, sold: int, available: int, price: float, per_sqft: float) -> dict[str, Any]:
+    return {
+        "unitsAvailable": available,
+        "sellThrough": sold / existing if existing else None,
+        "medianPrice": None if math.isnan(price) else float(price),
+        "medianPricePerSqFt": None if math.isnan(per_sqft) else float(per_sqft),
+    }
 
 
-class _Replay:
-    """The units whose state moves within the intervals (or that appear or go in them), replayed to any time."""
+class UnitReplay:
+    """The units whose status or price moved (``rows``), replayed to any time from their entries."""
 
-    def __init__(self, columns: MarketColumns, rows: IntArray) -> None:
-        self.columns = columns
+    def __init__(self, rows: IntArray, status: IntArray, price: FloatArray, entries: tuple[Any, ...]) -> None:
+        status_first, status_at, status_from, price_first, price_at, price_from = entries
         self.rows = rows
-        self.born, self.gone = columns.unit_born[rows], columns.unit_gone[rows]
-        self.status = _Field(columns.status_first, columns.status_at, columns.status_from.astype(np.float64), rows)
-        self.price = _Field(columns.price_first, columns.price_at, columns.price_from, rows)
-        self.current_status = columns.unit_status[rows].astype(np.float64)
-        self.current_price = columns.unit_price[rows]
+        self.status = _Field(status_first, status_at, status_from.astype(np.float64), rows)
+        self.price = _Field(price_first, price_at, price_from, rows)
+        self.current_status = status[rows].astype(np.float64)
+        self.current_price = price[rows]
 
-    def at(self, end: int) -> tuple[Mask, IntArray, FloatArray, FloatArray]:
-        """Which exist at ``end``, and their status, price and price per square foot then."""
-        exists = (self.born < end) & (self.gone >= end)
+    def at(self, end: int) -> tuple[IntArray, FloatArray]:
+        """Their status and price at ``end``."""
         status = self.status.value_at(end, self.current_status).astype(np.int64)
-        status, price, ppsf = _values(self.columns, self.rows, status, self.price.value_at(end, self.current_price))
-        return exists, status, price, ppsf
+        return status, self.price.value_at(end, self.current_price)
 
 
 class _Field:
@@ -258,22 +237,3 @@ class _Field:
         first = (self.times >= end) & (self.leading | (self.previous < end))
         values[self.owner[first]] = self.before[first]
         return values
-
-
-def _median(base: FloatArray, extra: FloatArray) -> float | None:
-    """The median of two sorted arrays together (the mean of the middle two of an even count), None when empty."""
-    count = len(base) + len(extra)
-    if not count:
-        return None
-    low, high = _kth(base, extra, (count - 1) // 2), _kth(base, extra, count // 2)
-    return (low + high) / 2
-
-
-def _kth(base: FloatArray, extra: FloatArray, rank: int) -> float:
-    """The value of rank ``rank`` (from 0) of two sorted arrays merged."""
-    # Where each of ``extra`` lands in the merge (before equal values of ``base``): its rank there.
-    placed = np.arange(len(extra)) + np.searchsorted(base, extra, side="left")
-    hit = np.searchsorted(placed, rank)
-    if hit < len(placed) and placed[hit] == rank:
-        return float(extra[hit])
-    return float(base[rank - hit])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
+from array import array
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import numpy as np
 import orjson
 
 from precon.service.stores.history import _keyed
+from precon.service.stores.market_grid import UnitStates, build_grid, month_times
 from precon.service.stores.market_stats import (
     ALWAYS,
     CUT,
@@ -32,6 +34,7 @@ from precon.service.stores.market_stats import (
     IntArray,
     MarketColumns,
     MarketGroup,
+    UnitReplay,
     market_series,
 )
 from precon.service.stores.records import decode_document
@@ -135,7 +138,8 @@ class _Builder:
         self.history = history
         self.codes: dict[str, int] = {}
         self.provinces: list[str | None] = []
-        self.unit_rows: list[list[float]] = [[], [], [], [], [], []]  # status, price, sqft, born, gone, last change
+        # status, price, sqft, born, gone, last change: machine numbers (a Python float each would be 4 times the size)
+        self.unit_rows: list[array[Any]] = [array(kind) for kind in "bddqqq"]
         self.unit_first: list[int] = [0]
         self.status: list[tuple[int, int, float]] = []  # unit, at, from
         self.price: list[tuple[int, int, float]] = []
@@ -199,28 +203,39 @@ class _Builder:
         price_rows, price_first = _ordered(self.price, units)
         event_rows, event_first = _ordered(self.events, listings)
         launch_rows, launch_first = _ordered(self.launches, listings)
+        unit_first = np.array(self.unit_first, np.int64)
+        states = UnitStates(
+            listing=np.repeat(np.arange(listings), np.diff(unit_first)),
+            status=np.frombuffer(status, np.int8).astype(np.int64),
+            price=np.frombuffer(price, np.float64),
+            sqft=np.frombuffer(sqft, np.float64),
+            born=np.frombuffer(born, np.int64),
+            gone=np.frombuffer(gone, np.int64),
+            moving=np.frombuffer(changed, np.int64) != ALWAYS,
+            listings=listings,
+        )
+        entries = (status_first, status_rows[1], status_rows[2].astype(np.int64), price_first, price_rows[1],
+                   price_rows[2])  # fmt: skip
+        replay = UnitReplay(np.flatnonzero(states.moving), states.status, states.price, entries)
         return MarketColumns(
             listing_codes=self.codes,
             listing_provinces=self.provinces,
-            unit_first=np.array(self.unit_first, np.int64),
-            unit_status=np.array(status, np.int64),
-            unit_price=np.array(price, np.float64),
-            unit_sqft=np.array(sqft, np.float64),
-            unit_born=np.array(born, np.int64),
-            unit_gone=np.array(gone, np.int64),
-            unit_last_change=np.array(changed, np.int64),
-            status_first=status_first,
-            status_at=status_rows[1].astype(np.int64),
-            status_from=status_rows[2].astype(np.int64),
-            price_first=price_first,
-            price_at=price_rows[1].astype(np.int64),
-            price_from=price_rows[2].astype(np.float64),
+            grid=build_grid(states, _grid_times(states, status_rows[1], price_rows[1]), replay) if units else None,
             event_first=event_first,
             event_at=event_rows[1].astype(np.int64),
             event_kind=event_rows[2].astype(np.int64),
             launch_first=launch_first,
             launch_at=launch_rows[1].astype(np.int64),
         )
+
+
+def _grid_times(units: UnitStates, *entry_times: IntArray) -> IntArray:
+    """The grid's times: from the first time a unit's state moved (an entry, a creation, a deletion) to the last."""
+    moments = [units.born[units.born != ALWAYS], units.gone[units.gone != NEVER], *entry_times]
+    found = np.concatenate(moments)
+    if not len(found):
+        return np.zeros(1, np.int64)
+    return month_times(int(found.min()), int(found.max()))
 
 
 def _status(value: Any) -> int:

@@ -1,0 +1,238 @@
+"""(ours) The units' states on a grid of times, for ``market_stats``: built once per catalogue generation, so that a
+request adds up listings' rows and finds medians without touching each unit again.
+
+The grid's times are the catalogue's first entry's, then the first instant of every calendar month after it, up to
+the first one after its last entry: every interval's end a request can name (a month's or a quarter's start) is one
+of them, or lies before the first (the state before any entry) or after the last (the state now). The state at
+``times[c]`` is the one after every entry written before it (:mod:`.market_stats` says how it is replayed).
+
+* Per listing and time, how many of its units exist, are ``Sold`` and are ``Available`` (:attr:`MarketGrid.counts`):
+  a request's counts are the sums of its listings' rows.
+* The runs of an available unit with a price: ``[first, last)`` of the grid's times over which it is available at
+  one price, ordered by that price (and again by the price per square foot): a request's median at a time is found
+  block by block over its own runs (:func:`medians`), not by sorting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+Mask = npt.NDArray[np.bool_]
+
+AVAILABLE, SOLD = 1, 2
+BLOCK = 1024
+"""Runs counted together when a median is looked for: the median is then found among one block's runs."""
+EXISTING, SOLD_ROW, AVAILABLE_ROW = 0, 1, 2
+
+
+@dataclass
+class Runs:
+    """Available units' runs, ordered by ``value``: the listing, the first grid time and the one after the last."""
+
+    listing: npt.NDArray[np.int32]
+    first: npt.NDArray[np.int16]
+    last: npt.NDArray[np.int16]
+    value: FloatArray
+
+    @classmethod
+    def ordered(cls, listing: IntArray, first: IntArray, last: IntArray, value: FloatArray) -> Runs:
+        keep = ~np.isnan(value)
+        order = np.flatnonzero(keep)[np.argsort(value[keep], kind="stable")]
+        return cls(
+            listing[order].astype(np.int32),
+            first[order].astype(np.int16),
+            last[order].astype(np.int16),
+            value[order],
+        )
+
+
+@dataclass
+class MarketGrid:
+    times: IntArray
+    counts: npt.NDArray[np.int32]
+    """(listing, kind: existing, sold, available, grid time)."""
+    prices: Runs
+    per_sqft: Runs
+
+    def columns(self, ends: IntArray) -> IntArray:
+        """The grid time whose state each of ``ends`` has."""
+        return np.clip(np.searchsorted(self.times, ends, side="right") - 1, 0, len(self.times) - 1)
+
+
+def month_times(first: int, last: int) -> IntArray:
+    """``first``, then the first instant of each month after it up to the first one after ``last`` (Unix ms)."""
+    times = [first]
+    moment = datetime.fromtimestamp(first / 1000, UTC)
+    year, month = moment.year, moment.month
+    while times[-1] <= last:
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+        times.append(int(datetime(year, month, 1, tzinfo=UTC).timestamp() * 1000))
+    return np.array(times, np.int64)
+
+
+@dataclass
+class UnitStates:
+    """What the grid is built from: every unit now (contiguous per listing) and its status and price entries."""
+
+    listing: IntArray
+    status: IntArray
+    price: FloatArray
+    sqft: FloatArray
+    born: IntArray
+    gone: IntArray
+    moving: Mask
+    """The units with status or price entries."""
+    listings: int
+
+
+def build_grid(units: UnitStates, times: IntArray, replay: StateReplay) -> MarketGrid:
+    """The grid over ``times`` of these units, those that move replayed by ``replay``."""
+    width = len(times)
+    first = np.searchsorted(times, units.born, side="right")
+    last = np.searchsorted(times, units.gone, side="right")
+    counts = np.zeros(units.listings * 3 * (width + 1), np.int64)
+    still = np.flatnonzero(~units.moving & (first < last))
+    for kind, holds in ((EXISTING, None), (SOLD_ROW, SOLD), (AVAILABLE_ROW, AVAILABLE)):
+        rows = still if holds is None else still[units.status[still] == holds]
+        base = (units.listing[rows] * 3 + kind) * (width + 1)
+        counts += _tally(base + first[rows], len(counts)) - _tally(base + last[rows], len(counts))
+    counts = counts.reshape(units.listings, 3, width + 1)
+    counts = np.cumsum(counts, axis=2)[:, :, :width]
+    listing, start, stop, price = [], [], [], []
+    rows = still[(units.status[still] == AVAILABLE) & ~np.isnan(units.price[still])]
+    listing.append(rows)
+    start.append(first[rows])
+    stop.append(last[rows])
+    price.append(units.price[rows])
+    moved = _moved(units, times, replay, first, last, counts)
+    for found, kept in zip((listing, start, stop, price), moved, strict=True):
+        found.append(kept)
+    unit = np.concatenate(listing)
+    value = np.concatenate(price)
+    begin, end = np.concatenate(start), np.concatenate(stop)
+    return MarketGrid(
+        times,
+        counts.astype(np.int32),
+        Runs.ordered(units.listing[unit], begin, end, value),
+        Runs.ordered(units.listing[unit], begin, end, value / units.sqft[unit]),
+    )
+
+
+class StateReplay(Protocol):
+    """The status and price of the moving units (``rows``) at any time."""
+
+    rows: IntArray
+
+    def at(self, end: int) -> tuple[IntArray, FloatArray]: ...
+
+
+def _moved(
+    units: UnitStates, times: IntArray, replay: StateReplay, first: IntArray, last: IntArray, counts: IntArray
+) -> tuple[IntArray, IntArray, IntArray, FloatArray]:
+    """Adds the moving units to ``counts``; their available runs (unit, first, last, price)."""
+    rows = replay.rows
+    width = len(times)
+    status = np.empty((len(rows), width), np.int8)
+    price = np.empty((len(rows), width), np.float64)
+    for column, moment in enumerate(times.tolist()):
+        status[:, column], price[:, column] = replay.at(moment)
+    columns = np.arange(width)
+    exists = (columns >= first[rows, None]) & (columns < last[rows, None])
+    owner = np.repeat(units.listing[rows], width).reshape(len(rows), width)
+    available = exists & (status == AVAILABLE)
+    for kind, holds in ((EXISTING, exists), (SOLD_ROW, exists & (status == SOLD)), (AVAILABLE_ROW, available)):
+        at = np.broadcast_to(columns, holds.shape)[holds]
+        counts[:, kind, :] += _tally(owner[holds] * width + at, counts.shape[0] * width).reshape(-1, width)
+    priced = available & ~np.isnan(price)
+    same = np.zeros_like(priced)
+    same[:, 1:] = priced[:, 1:] & priced[:, :-1] & (price[:, 1:] == price[:, :-1])  # a run goes on
+    starts = priced & ~same
+    ends = np.zeros_like(priced)
+    ends[:, :-1] = same[:, 1:]
+    ends = priced & ~ends
+    unit_at, begin = np.nonzero(starts)
+    _, stop = np.nonzero(ends)
+    return rows[unit_at], begin, stop + 1, price[unit_at, begin]
+
+
+def _tally(index: IntArray, size: int) -> IntArray:
+    return np.bincount(index, minlength=size).astype(np.int64)
+
+
+def medians(runs: Runs, pairs: tuple[IntArray, IntArray], groups: int, listings: int, columns: IntArray) -> FloatArray:
+    """Per group and column, the median value of the runs of its listings holding at that column (NaN: none).
+    ``pairs``: (listing, group) of each listing in each group it is in."""
+    found = np.full((groups, len(columns)), np.nan)
+    width = int(columns.max()) + 1 if len(columns) else 0
+    for g, (first, last, value) in enumerate(_by_group(runs, pairs, groups, listings)):
+        found[g] = _group_medians(first, last, value, columns, width)
+    return found
+
+
+def _by_group(
+    runs: Runs, pairs: tuple[IntArray, IntArray], groups: int, listings: int
+) -> list[tuple[npt.NDArray[np.int16], npt.NDArray[np.int16], FloatArray]]:
+    """Each group's runs (first, last, value), in the order of their values."""
+    held_listing, held_group = pairs
+    count = np.bincount(held_listing, minlength=listings)
+    if groups == 1 and len(held_listing) == listings and count.max(initial=0) == 1:  # every listing: every run
+        return [(runs.first, runs.last, runs.value)]
+    if count.max(initial=0) <= 1:  # a listing in one group at most: a group per run, each group's found apart
+        group_of = np.full(listings, -1, np.int16 if groups < 2**15 else np.int64)
+        group_of[held_listing] = held_group
+        group = group_of[runs.listing]
+        kept_runs = [np.flatnonzero(group == g) for g in range(groups)]
+        return [(runs.first[kept], runs.last[kept], runs.value[kept]) for kept in kept_runs]
+    # A listing in several groups: its runs in each.
+    order = np.argsort(held_listing, kind="stable")
+    start = np.cumsum(count) - count
+    repeat = count[runs.listing]
+    chosen = np.repeat(np.arange(len(repeat)), repeat)
+    within = np.arange(len(chosen)) - np.repeat(np.cumsum(repeat) - repeat, repeat)
+    group = held_group[order][start[runs.listing[chosen]] + within]
+    by_group = np.argsort(group, kind="stable")
+    chosen, group = chosen[by_group], group[by_group]
+    bounds = np.searchsorted(group, np.arange(groups + 1))
+    found = []
+    for g in range(groups):
+        kept = chosen[bounds[g] : bounds[g + 1]]
+        found.append((runs.first[kept], runs.last[kept], runs.value[kept]))
+    return found
+
+
+def _group_medians(first: npt.NDArray[np.int16], last: npt.NDArray[np.int16], value: FloatArray, columns: IntArray,
+                   width: int) -> FloatArray:  # fmt: skip
+    """The median at each column of runs ordered by value: counted by blocks, found within one."""
+    found = np.full(len(columns), np.nan)
+    if not len(value):
+        return found
+    blocks = (len(value) + BLOCK - 1) // BLOCK
+    block = np.repeat(np.arange(blocks, dtype=np.int32) * (width + 1), BLOCK)[: len(value)]
+    change = np.bincount(block + np.minimum(first, width), minlength=blocks * (width + 1))
+    change -= np.bincount(block + np.minimum(last, width), minlength=blocks * (width + 1))
+    holding = np.cumsum(change.reshape(blocks, width + 1), axis=1)
+    for k, column in enumerate(columns.tolist()):
+        prefix = np.cumsum(holding[:, column])
+        total = int(prefix[-1])
+        if total:
+            low = _kth(first, last, value, prefix, column, (total - 1) // 2)
+            high = _kth(first, last, value, prefix, column, total // 2)
+            found[k] = (low + high) / 2
+    return found
+
+
+def _kth(first: npt.NDArray[np.int16], last: npt.NDArray[np.int16], value: FloatArray, prefix: IntArray, column: int,
+         rank: int) -> float:  # fmt: skip
+    """The value of the run of ``rank`` (from 0) among those holding at ``column``."""
+    block = int(np.searchsorted(prefix, rank, side="right"))
+    before = int(prefix[block - 1]) if block else 0
+    span = slice(block * BLOCK, (block + 1) * BLOCK)
+    holding = np.flatnonzero((first[span] <= column) & (column < last[span]))
+    return float(value[span][holding[rank - before]])
