@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,9 +79,12 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
 
 
 @contextmanager
-def running_dashboard(data_dir: Path, listings: int, **settings: str) -> Iterator[Dashboard]:
-    """``streamlit run app.py`` on a free loopback port over ``data_dir`` (``settings``: more environment), until
-    it answers its health check; stopped on leaving."""
+def running_dashboard(
+    data_dir: Path, listings: int, *, address: str = "127.0.0.1", args: Sequence[str] = (), **settings: str
+) -> Iterator[Dashboard]:
+    """``streamlit run app.py`` on a free port over ``data_dir`` (``settings``: more environment; ``args``: more
+    options, such as ``--secrets.files``), listening on ``address``, until it answers its health check on loopback;
+    stopped on leaving."""
     port = _free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("PRECON_API", "PRECON_DASHBOARD"))},
@@ -101,11 +104,12 @@ def running_dashboard(data_dir: Path, listings: int, **settings: str) -> Iterato
             "--server.port",
             str(port),
             "--server.address",
-            "127.0.0.1",
+            address,
             "--server.headless",
             "true",
             "--browser.gatherUsageStats",
             "false",
+            *args,
         ],
         cwd=ROOT,
         env=env,
