@@ -6,6 +6,7 @@ sign-in."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Iterator
@@ -87,10 +88,8 @@ def watched(browser: object) -> Iterator[tuple[Any, list[bytes]]]:
 
         def bodies(response: Any) -> None:
             if response.url.startswith("http://127.0.0.1") and response.status < 300:
-                try:
+                with contextlib.suppress(Exception):  # a redirect or a streamed body has none to read
                     seen.append(response.body())
-                except Exception:  # a redirect or a streamed body has none to read
-                    pass
 
         page.on("websocket", frames)
         page.on("response", bodies)
