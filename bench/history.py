@@ -13,6 +13,9 @@ What it measures, in one run, at ``--listings`` listings (50,000 by default) wit
    * ``changes`` with ``since`` (the last 30 days) and a ``filterQuery`` beside ``search_listings`` with that
      ``filterQuery``; target: p95 at most 2 times;
    * ``listing_history?id=`` beside ``listing?id=`` of the same listings; target: p95 at most 1.5 times;
+   * ``market_stats`` by month and ``cityOrDistrict`` over the last two years with a ``filterQuery`` beside
+     ``facet_counts`` of ``cityOrDistrict`` with that ``filterQuery``; target: p95 at most 5 times (its columns are
+     built by the first request, timed apart as ``market_stats_first_s``);
    * the PSS of the service's process tree, sampled while it answers: target at most 1.5 GB.
 3. **The simulation**: ``precon catalogue simulate --days --simulate-days`` (730) on a copy of the data directory,
    timed from the command's start to its end; target under 10 minutes at 50,000 listings.
@@ -69,7 +72,7 @@ WARMUP = 20
 SAMPLE = 2000
 CHANGES_WINDOW_DAYS = 30
 
-TARGETS = {"unit_filter": 3.0, "changes": 2.0, "listing_history": 1.5}
+TARGETS = {"unit_filter": 3.0, "changes": 2.0, "listing_history": 1.5, "market_stats": 5.0}
 """p95 of each kind at most this many times its baseline's."""
 PSS_TARGET_MB = 1536.0
 SIMULATE_TARGET_S = 600.0
@@ -154,6 +157,7 @@ def unit_filter(rng: random.Random, vocabulary: Vocabulary) -> str:
 def paired_calls(count: int, vocabulary: Vocabulary, rng: random.Random) -> list[Call]:
     """``count`` requests of each kind, each kind's baseline beside it, interleaved."""
     since = (datetime.now(UTC) - timedelta(days=CHANGES_WINDOW_DAYS)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    two_years = (datetime.now(UTC) - timedelta(days=730)).strftime("%Y-%m-%dT%H:%M:%SZ")
     search = "/v1/all/search_listings"
     calls: list[Call] = []
     for _ in range(count):
@@ -166,6 +170,10 @@ def paired_calls(count: int, vocabulary: Vocabulary, rng: random.Random) -> list
         listing_id = rng.choice(vocabulary.sample)["listingId"]
         calls.append(Call("listing", "/v1/all/listing", {"id": listing_id}))
         calls.append(Call("listing_history", "/v1/all/listing_history", {"id": listing_id, "perPage": "20"}))
+        text = filter_query(rng, vocabulary)
+        calls.append(Call("market_baseline", "/v1/all/facet_counts", {"filterQuery": text, "facets": "cityOrDistrict"}))
+        market = {"filterQuery": text, "groupBy": "cityOrDistrict", "interval": "month", "since": two_years}
+        calls.append(Call("market_stats", "/v1/all/market_stats", market))
     return calls
 
 
@@ -177,6 +185,7 @@ def serve_and_measure(data_dir: Path, requests: int, seed: int) -> JsonDict:
     service = Service.start(data_dir, OUT_DIR / f"history-serve-{data_dir.name}.log")
     try:
         with MemorySampler(service.process.pid) as memory:
+            first_market = market_stats_first(service.base_url, key)
             run_mix(service, key, paired_calls(WARMUP, vocabulary, rng), 1)
             samples, _ = run_mix(service, key, calls, 1)
             memory.sample()
@@ -185,11 +194,29 @@ def serve_and_measure(data_dir: Path, requests: int, seed: int) -> JsonDict:
             raise SystemExit(f"{len(failed)} answers were not 200, the first {failed[0]}")
         latency = {
             kind: percentiles([s.latency_ms for s in samples if s.category == kind])
-            for kind in ("filter", "unit_filter", "changes_baseline", "changes", "listing", "listing_history")
+            for kind in (
+                *("filter", "unit_filter", "changes_baseline", "changes", "listing", "listing_history"),
+                *("market_baseline", "market_stats"),
+            )
         }
-        return {"latency_ms": latency, "pss_peak_mb": round(memory.peak_mb), **service.memory_mb()}
+        figures = {"latency_ms": latency, "pss_peak_mb": round(memory.peak_mb), **service.memory_mb()}
+        return {**figures, "market_stats_first_s": first_market}
     finally:
         service.stop()
+
+
+def market_stats_first(base_url: str, key: str) -> float:
+    """Seconds to the first ``market_stats`` answer: the one that builds the generation's market columns (longer
+    than a mix's request may take)."""
+    import httpx
+
+    started = time.perf_counter()
+    answer = httpx.get(
+        base_url + "/v1/all/market_stats", params={"product_id": PRODUCT}, headers={"x-api-key": key}, timeout=900
+    )
+    if answer.status_code != 200:
+        raise SystemExit(f"market_stats answered {answer.status_code}: {answer.text[:200]}")
+    return round(time.perf_counter() - started, 1)
 
 
 def simulate(data_dir: Path, days: int, seed: int) -> JsonDict:
@@ -216,6 +243,7 @@ def ratios(latency: JsonDict) -> JsonDict:
         "unit_filter": round(p95("unit_filter") / p95("filter"), 2),
         "changes": round(p95("changes") / p95("changes_baseline"), 2),
         "listing_history": round(p95("listing_history") / p95("listing"), 2),
+        "market_stats": round(p95("market_stats") / p95("market_baseline"), 2),
     }
 
 
@@ -233,6 +261,7 @@ def report(figures: JsonDict) -> list[str]:
         checks.append(("simulate seconds", seconds, f"< {SIMULATE_TARGET_S:.0f}", seconds < SIMULATE_TARGET_S))
     for label, value, target, holds in checks:
         lines.append(f"  {label:32} {value:>10} {target:>8}  {'ok' if holds else 'MISSED'}")
+    lines.append(f"  market_stats' first answer (its columns built): {figures['service']['market_stats_first_s']} s")
     if "simulate" in figures:
         lines.append(f"  simulate said: {figures['simulate']['said']}")
     return lines
