@@ -13,6 +13,7 @@ A plan without an ``id`` is known by its position, a unit without a ``unitNumber
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -127,8 +128,10 @@ HistoryRow = tuple[str, str, str | None, str, str | None, str | None, str | None
 ENTRY_KEYS = ("at", "listingId", "province", "scope", "plan", "unit", "field", "change", "from", "to")
 
 
+@functools.lru_cache(maxsize=64)
 def iso_time(seconds: float) -> str:
-    """A time as the API writes times: ``2026-11-27T09:30:00.000Z``."""
+    """A time as the API writes times: ``2026-11-27T09:30:00.000Z`` (a write's time, asked for each listing, is
+    made once)."""
     moment = datetime.fromtimestamp(seconds, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 

@@ -16,7 +16,15 @@ from typing import Any
 import orjson
 
 from precon.schema import SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS
-from precon.service.search.plans import UnitRow, ValueRow, delete_plan_rows, floor_plans, one_plan_rows, plan_rows
+from precon.service.search.plans import (
+    PLAN_FIELDS,
+    UnitRow,
+    ValueRow,
+    delete_plan_rows,
+    floor_plans,
+    one_plan_rows,
+    plan_rows,
+)
 from precon.service.search.text import searchable_text
 from precon.service.stores.records import (
     _NESTED_MULTI,
@@ -38,7 +46,6 @@ _HEAD_FIELDS = ("state", "isFeatured", "updatedAt")
 """The fields of the columns before the attributes' (with the place: province, featured, updated_at)."""
 _POSITION = {a.path: k for k, a in enumerate(SCALAR_ATTRIBUTES, start=len(_HEAD_FIELDS) + 2)}
 """The position among :data:`LISTING_COLUMNS` of each single-valued attribute's column."""
-_SELECT_COLUMNS = f"SELECT {', '.join(LISTING_COLUMNS)} FROM listings WHERE id = ?"
 
 
 @dataclass
@@ -93,17 +100,17 @@ def rewrite_in_place(
 def _update_columns(
     db: sqlite3.Connection, rowid: int, old: dict[str, Any], new: dict[str, Any], labels: dict[tuple[str, str], str]
 ) -> None:
-    """The listing's typed columns that differ from the stored ones set, of those whose fields differ between ``old``
-    and ``new``: an index of ``listings`` on columns that did not change is not touched (a day's write changes a
-    listing's time and a few of its prices)."""
+    """The listing's typed columns that differ between ``old`` and ``new`` set (those of the fields that differ, and
+    the listing's province, time and place), the others left as they are stored: an index of ``listings`` on
+    columns that did not change is not touched (a day's write changes a listing's time and a few of its prices)."""
     changed = {a.path for a in SCALAR_ATTRIBUTES if not _same(old.get(a.path), new.get(a.path))}
-    fields = {key: new[key] for key in changed.union(_HEAD_FIELDS) if key in new}
-    values = listing_columns(fields, *_geo_point(new), labels)
-    stored = db.execute(_SELECT_COLUMNS, (rowid,)).fetchone()
+    keys = changed.union(_HEAD_FIELDS)
+    values = listing_columns({key: new[key] for key in keys if key in new}, *_geo_point(new), labels)
+    before = listing_columns({key: old[key] for key in keys if key in old}, *_geo_point(old), {})
     updated = [
         (LISTING_COLUMNS[k], values[k])
         for k in (*range(len(_HEAD_FIELDS) + 2), *(_POSITION[path] for path in changed))
-        if stored[k] != values[k]  # a REAL column reads back 500000.0 for 500000: the same
+        if before[k] != values[k]  # 500000 and 500000.0 are the same in a REAL column
     ]
     if updated:
         assignments = ", ".join(f"{column} = ?" for column, _ in updated)
@@ -214,10 +221,11 @@ def _rewrite_plan(
     """One plan of a listing rewritten: its value rows when they differ; the unit rows of the units that changed,
     each updated where it stands (the rows of a plan are its units in order), or all of them when units came or
     went."""
-    values_after = _value_rows(now, rowid, index)
-    if _value_rows(was, rowid, index) != values_after:
-        db.execute("DELETE FROM listing_plan_values WHERE listing = ? AND idx = ?", (rowid, index))
-        batch.plan_values += values_after
+    if not all(_same(was.get(name), now.get(name)) for name in PLAN_FIELDS):
+        values_after = _value_rows(now, rowid, index)
+        if _value_rows(was, rowid, index) != values_after:
+            db.execute("DELETE FROM listing_plan_values WHERE listing = ? AND idx = ?", (rowid, index))
+            batch.plan_values += values_after
     units_before, units_after = _units(was), _units(now)
     changed: list[tuple[int, UnitRow]] = []
     if len(units_before) == len(units_after):
