@@ -33,6 +33,7 @@ from precon.access import BadSetting, Person, Policy
 LOG = logging.getLogger("precon.dashboard.auth")
 PROVIDER_TIMEOUT_S = 5
 PROVIDER_KEYS = ("issuer", "authorization_endpoint", "token_endpoint", "jwks_uri")
+FORWARDED_HEADERS = ("X-Forwarded-For", "Forwarded", "X-Real-Ip")
 SESSION_COOKIE = "_streamlit_session"
 """Streamlit's own session cookie, where Authlib keeps a sign-in's state until the provider sends the person back."""
 ADMINS_ONLY = (
@@ -139,11 +140,19 @@ def _stop(title: str, text: str, kind: str = "error") -> NoReturn:
     raise AssertionError("st.stop() returned")  # pragma: no cover
 
 
+def _proxied() -> bool:
+    """Whether this session's request came through a proxy (which says whom it forwarded it for)."""
+    try:
+        headers = st.context.headers
+        return any(headers.get(name) for name in FORWARDED_HEADERS)
+    except Exception:  # no request to read (a bare run): not through a proxy
+        return False
+
+
 def _check_exposure() -> None:
     address = st.get_option("server.address")
-    problem = access.exposure_problem(
-        address, auth_configured=False, anonymous=access.is_true(_setting(access.ANONYMOUS_SETTING))
-    )
+    anonymous = access.is_true(_setting(access.ANONYMOUS_SETTING))
+    problem = access.exposure_problem(address, auth_configured=False, anonymous=anonymous, proxied=_proxied())
     if problem:
         LOG.error("Refusing to serve without sign-in beyond loopback: %s", problem)
         _stop("Not served: no sign-in is configured", markdown_text(problem))

@@ -130,13 +130,18 @@ def is_loopback(address: str | None) -> bool:
         return False
 
 
-def exposure_problem(address: str | None, auth_configured: bool, anonymous: bool) -> str | None:
-    """Why the dashboard must not serve on this address (None: it may)."""
-    if auth_configured or anonymous or is_loopback(address):
+def exposure_problem(address: str | None, auth_configured: bool, anonymous: bool, proxied: bool = False) -> str | None:
+    """Why the dashboard must not serve on this address, or through a proxy (which makes loopback reach beyond this
+    machine), without sign-in (None: it may)."""
+    if auth_configured or anonymous or (is_loopback(address) and not proxied):
         return None
-    where = f"on {address}" if (address or "").strip() else "on every network interface"
+    if is_loopback(address):
+        how = "is reached through a proxy (the request says whom it was forwarded for), beyond this machine,"
+    else:
+        how = f"is set to listen on {address}" if (address or "").strip() else "is set to listen on every interface"
+        how += ", beyond this machine,"
     return (
-        f"This dashboard is set to listen {where}, beyond this machine, without sign-in: anyone who reaches it "
+        f"This dashboard {how} without sign-in: anyone who reaches it "
         "would see the data and act with its API key. Configure sign-in (the [auth] section of "
         f".streamlit/secrets.toml, see docs/deploy.md), listen on 127.0.0.1, or set {ANONYMOUS_SETTING}=true "
         "if serving it to anyone who reaches it is meant."

@@ -89,7 +89,10 @@ def test_exposure_needs_auth_or_anonymous_beyond_loopback() -> None:
     assert exposure_problem("0.0.0.0", auth_configured=False, anonymous=True) is None
     problem = exposure_problem("0.0.0.0", auth_configured=False, anonymous=False)
     assert problem and "0.0.0.0" in problem and "PRECON_DASHBOARD_ANONYMOUS=true" in problem
-    assert "every network interface" in (exposure_problem("", auth_configured=False, anonymous=False) or "")
+    assert "every interface" in (exposure_problem("", auth_configured=False, anonymous=False) or "")
+    behind = exposure_problem("127.0.0.1", auth_configured=False, anonymous=False, proxied=True)
+    assert behind and "through a proxy" in behind
+    assert exposure_problem("127.0.0.1", auth_configured=True, anonymous=False, proxied=True) is None
     assert is_true("TRUE") and is_true(" yes") and not is_true("false") and not is_true(None)
 
 

@@ -221,6 +221,12 @@ def test_no_sign_in_beyond_loopback_is_refused_unless_meant(unsigned_data: Path,
         screenshot(page, "auth-refused-beyond-loopback")
     log = (unsigned_data / "streamlit.log").read_text()
     assert "Refusing to serve without sign-in beyond loopback" in log
+    with running_dashboard(unsigned_data, LISTINGS) as behind_a_proxy:
+        page.set_extra_http_headers({"X-Forwarded-For": "203.0.113.9"})  # as a proxy in front of loopback says
+        page.goto(behind_a_proxy.url)
+        settle(page, "Not served: no sign-in is configured", "through a proxy")
+        assert_nothing_shown(page)
+        page.set_extra_http_headers({})
     with running_dashboard(unsigned_data, LISTINGS, address="0.0.0.0", PRECON_DASHBOARD_ANONYMOUS="true") as meant:
         page.goto(meant.url)
         settle(page, "Listings by province", "Reachable")
