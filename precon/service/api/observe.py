@@ -33,7 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from precon.service import metrics
 from precon.service.config import ServiceSettings
-from precon.service.logs import ACCESS, logging_config
+from precon.service.logs import ACCESS, log_fields, logging_config
 from precon.service.stores.types import CatalogueStore
 from precon.service.webhooks.model import Outbox
 
@@ -298,7 +298,7 @@ class ObservedRequests:
                 "bytes": size,
                 "keyId": state.get("key_id"),
             }
-            ACCESS.info("request", extra={"fields": fields})
+            log_fields(ACCESS, "request", fields)
 
     async def _metrics(self, scope: Scope, send: Send) -> None:
         headers = dict(scope.get("headers") or [])

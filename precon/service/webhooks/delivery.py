@@ -22,6 +22,7 @@ import httpcore
 from standardwebhooks import Webhook
 
 from precon.service import metrics
+from precon.service.logs import log_fields
 from precon.service.webhooks.model import (
     DELIVERY_TIMEOUT_S,
     ELECTION_S,
@@ -207,4 +208,4 @@ def attempted(delivery: Due, outcome: str, status_code: int | None, error: str |
         "latencyMs": round(latency_ms, 1),
         "error": error,
     }
-    log.info("webhook attempt", extra={"fields": fields})
+    log_fields(log, "webhook attempt", fields)
