@@ -286,28 +286,23 @@ class UnitColumns:
         status = np.fromiter(
             (terms.setdefault(t, len(terms)) if t else -1 for t in texts), dtype=np.int32, count=len(texts)
         )
+        numbers = [_numbers(row[column], np.float64) for column in (3, 4, 5)]  # status_num, price, floor
+        del texts, row, listing  # the text read (hundreds of megabytes), once parsed
         listed = np.bincount(plan, minlength=plans) > 0 if plans else np.zeros(0, np.bool_)
         bare = np.flatnonzero(~listed)
         plan = np.concatenate([plan, bare]).astype(np.int64)
         missing = np.full(len(bare), np.nan)
         status = np.concatenate([status, np.full(len(bare), -1, np.int32)])
-        price = np.concatenate([_numbers(row[4], np.float64), missing])
         # Rows grouped by plan (a plan's rows are a range), then by status, then by price (NaN last), as
-        # :class:`FloorSteps` reads them. The other columns are ordered as they are read, so that few are held twice.
-        order = np.lexsort((price, status, plan))
+        # :class:`FloorSteps` reads them. Each column is ordered in turn, so that few are held twice.
+        order = np.lexsort((np.concatenate([numbers[1], missing]), status, plan))
 
         def ordered(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
             return np.concatenate([values, missing])[order]
 
-        return cls(
-            plan[order],
-            status[order],
-            ordered(_numbers(row[3], np.float64)),
-            price[order],
-            ordered(_numbers(row[5], np.float64)),
-            terms,
-            listed,
-        )
+        plan, status = plan[order], status[order]
+        status_num, price, floor = (ordered(numbers.pop(0)) for _ in range(3))
+        return cls(plan, status, status_num, price, floor, terms, listed)
 
     def take(self, rows: IntArray) -> UnitColumns:
         """These rows only (in this order)."""
@@ -396,7 +391,7 @@ class PlanIndex:
                 "group_concat(CASE WHEN num IS NULL THEN 'nan' ELSE quote(num) END), "
                 "group_concat(ifnull(term, ''), char(31)) FROM listing_plan_values"
             ).fetchone()
-            units = db.execute(_UNIT_COLUMNS_SQL).fetchone()
+            units = [db.execute(_UNIT_COLUMNS_SQL).fetchone()]  # handed over, so that its text is freed once read
         finally:
             if began:
                 db.execute("COMMIT")
@@ -420,6 +415,7 @@ class PlanIndex:
         lookup: dict[str, int] = {}
         terms = (values[4] or "").split("\x1f") if len(value_listing) else []
         codes = np.fromiter((lookup.setdefault(t, len(lookup)) for t in terms), dtype=np.int32, count=len(terms))
+        del values, terms, value_listing, field_kind  # their text and copies, before the units are read
         self.terms = lookup
         """Every folded text value (and ``true``/``false``), by code."""
         true_code = lookup.get("true", -1)
@@ -437,7 +433,7 @@ class PlanIndex:
                 num[numbers],
                 kind[numbers] == NUMBER,
             )
-        self._hold_units(UnitColumns.of(units, plan_listing, first_plan, self.size))
+        self._hold_units(UnitColumns.of(units.pop(), plan_listing, first_plan, self.size))
 
     def _hold_units(self, units: UnitColumns) -> None:
         """The unit rows, each plan's range of them, and each plan's bounds."""

@@ -28,15 +28,20 @@ class FloorSteps:
         known = ~np.isnan(floor)
         self.floors: FloatArray = np.unique(floor[known])
         """Every floor a unit is on, ascending."""
-        ranks = np.full(len(floor), -1, dtype=np.int64)
-        ranks[known] = np.searchsorted(self.floors, floor[known])
         starts = np.ones(len(plan), dtype=np.bool_)
         starts[1:] = (plan[1:] != plan[:-1]) | (status[1:] != status[:-1])
         # A running maximum that starts again at each group: each group's values lifted above every earlier group's.
-        lift = np.cumsum(starts, dtype=np.int64) * (len(self.floors) + 1)
-        ranks += lift + 1
+        step = len(self.floors) + 1
+        wide = np.int32 if (int(starts.sum()) + 1) * step < np.iinfo(np.int32).max else np.int64
+        lift = np.cumsum(starts, dtype=wide)
+        del starts
+        lift *= step
+        ranks = lift.copy()  # the rank plus one above the group's lift: 0 for no floor
+        ranks[known] += np.searchsorted(self.floors, floor[known]).astype(wide) + 1
         np.maximum.accumulate(ranks, out=ranks)
-        ranks -= lift + 1
+        ranks -= lift
+        ranks -= 1
+        del lift
         dtype = np.int16 if len(self.floors) < np.iinfo(np.int16).max else np.int32
         self.highest: npt.NDArray[np.signedinteger] = ranks.astype(dtype)
 
