@@ -52,6 +52,7 @@ import random
 import signal
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import threading
@@ -429,14 +430,18 @@ class Service:
     """``time.perf_counter()`` when ``/healthz`` first answered."""
 
     @classmethod
-    def start(cls, data_dir: Path, log_path: Path, workers: int | None = None) -> Service:
+    def start(
+        cls, data_dir: Path, log_path: Path, workers: int | None = None, env: dict[str, str] | None = None
+    ) -> Service:
         port = free_port()
         command = [str(PRECON), "serve", "--data", str(data_dir), "--port", str(port), "--host", "127.0.0.1"]
         if workers is not None:
             command += ["--workers", str(workers)]
         started = time.perf_counter()
         with log_path.open("wb") as log:
-            process = subprocess.Popen([*command, "--rate-limit", "0"], stdout=log, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(
+                [*command, "--rate-limit", "0"], stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+            )
         service = cls(process, f"http://127.0.0.1:{port}", log_path, 0.0)
         service.wait_healthy()
         service.healthy_at = time.perf_counter()
@@ -811,6 +816,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--data", type=Path, default=None, help="Default: bench/out/data-<listings>-<seed>")
     parser.add_argument("--reuse", action="store_true", help="Keep an existing catalogue in --data")
+    parser.add_argument(
+        "--metrics-pair",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="Then the mix at concurrency 16 with /metrics off and on, ROUNDS times each (a service started for each)",
+    )
     return parser.parse_args(argv)
 
 
@@ -856,6 +868,64 @@ def measure_service(
         "peak_pss_mb": max(sampler.peak_mb, *(m["PSS"] for m in memory.values())),
         "processes": max(sampler.processes, *(int(m["processes"]) for m in memory.values())),
     }
+
+
+METRICS_SIDES = {"metrics off": "false", "metrics on": "true"}
+
+
+def compare_metrics(
+    data_dir: Path,
+    key: str,
+    mix: Sequence[BenchRequest],
+    warmup: Sequence[BenchRequest],
+    workers: int | None,
+    rounds: int,
+) -> JsonDict:
+    """``/metrics`` on against off (``PRECON_SERVICE_METRICS``; the JSON request log on for both): a service started
+    with each in turn, ``rounds`` times in alternating order so that both sides meet the same machine, the mix at
+    the highest concurrency after the warm-up; the medians of each side, and what the service counted."""
+    concurrency = CONCURRENCY_LEVELS[-1]
+    seen: dict[str, list[JsonDict]] = {side: [] for side in METRICS_SIDES}
+    counted = None
+    for number in range(rounds):
+        order = list(METRICS_SIDES.items()) if number % 2 == 0 else list(reversed(METRICS_SIDES.items()))
+        for side, setting in order:
+            log = OUT_DIR / f"service-{side.replace(' ', '-')}.log"
+            service = Service.start(data_dir, log, workers, {"PRECON_SERVICE_METRICS": setting})
+            try:
+                run_mix(service, key, warmup, concurrency)
+                samples, wall = run_mix(service, key, mix, concurrency)
+                if setting == "true":
+                    text = httpx.get(service.base_url + "/metrics", timeout=30).text
+                    counted = sum(
+                        float(line.rsplit(" ", 1)[1])
+                        for line in text.splitlines()
+                        if line.startswith("precon_requests_total{") and 'operation="healthz"' not in line
+                    )
+            finally:
+                service.stop()
+            latencies = sorted(sample.latency_ms for sample in samples)
+            seen[side].append(
+                {
+                    "requests_per_s": round(len(samples) / wall, 1),
+                    "p50_ms": round(statistics.median(latencies), 2),
+                    "p95_ms": round(latencies[int(0.95 * (len(latencies) - 1))], 2),
+                }
+            )
+    medians = {
+        side: {figure: statistics.median(run[figure] for run in runs) for figure in runs[0]}
+        for side, runs in seen.items()
+    }
+    off, on = medians["metrics off"]["requests_per_s"], medians["metrics on"]["requests_per_s"]
+    slower = round((1 - on / off) * 100, 1)
+    for side, figures in medians.items():
+        print(f"{side} at c{concurrency}: " + ", ".join(f"{k} {v}" for k, v in figures.items()))
+    expected = len(warmup) + len(mix)
+    print(
+        f"metrics on: {slower} % slower than off at c{concurrency} (target at most 5 %); counted {counted} of "
+        f"{expected} requests"
+    )
+    return {"rounds": seen, "medians": medians, "slower_percent": slower, "counted": counted, "sent": expected}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -915,6 +985,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         measured = measure_service(service, key, mix, warmup)
     finally:
         service.stop()
+    metrics_pair = None
+    if args.metrics_pair:
+        metrics_pair = compare_metrics(data_dir, key, mix, warmup, workers, args.metrics_pair)
     runs: dict[str, JsonDict] = measured["runs"]
     first_after = measured["first_after_healthy_s"]
     to_first = None if first_after is None else round(service.started_s + first_after, 2)
@@ -972,6 +1045,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "memory_by_phase_mb": {k: {n: round(v, 1) for n, v in m.items()} for k, m in phases.items()},
         "targets": checked,
         "failures": failures,
+        "metrics_pair": metrics_pair,
     }
     out = OUT_DIR / f"service-{args.listings}{'' if workers is None else f'-w{workers}'}.json"
     out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
