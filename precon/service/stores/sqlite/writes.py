@@ -58,6 +58,8 @@ from precon.service.stores.types import (
 
 _SCALAR_COLUMNS = [a.column for a in SCALAR_ATTRIBUTES]
 READ_BATCH = 500
+MANY_WRITES_CHECKPOINT_PAGES = 100_000
+"""The pages (4 KB) the log holds before it is copied into the file during :meth:`SQLiteWrites.many_writes`."""
 """The most listings an update reads in one statement."""
 Update = Callable[[str, dict[str, Any]], dict[str, Any] | None]
 """What :meth:`SQLiteWrites.update_listings` makes of a listing's document (None: nothing)."""
@@ -105,6 +107,20 @@ class SQLiteWrites(SQLiteCatalogueBase):
                 self._refresh_profile_provinces(db, keys)
                 self._bump_generation(db)
             db.execute("ANALYZE")
+
+    @contextmanager
+    def many_writes(self) -> Iterator[None]:
+        """For a long run of writes by this thread (a simulation's days): the log (WAL) is copied into the file
+        every :data:`MANY_WRITES_CHECKPOINT_PAGES` pages written rather than SQLite's 1,000 (each write of
+        hundreds of listings passes those, and the copy syncs the file), and once at the end. A page written again
+        before the copy (an index's, a reused page of a document) is copied once."""
+        db = self._db()
+        db.execute(f"PRAGMA wal_autocheckpoint={MANY_WRITES_CHECKPOINT_PAGES}")
+        try:
+            yield
+        finally:
+            db.execute("PRAGMA wal_autocheckpoint=1000")
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def upsert_listings(
         self, records: Iterable[dict[str, Any]], as_stored: bool = False, at: float | None = None
