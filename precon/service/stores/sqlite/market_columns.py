@@ -13,7 +13,6 @@ import sqlite3
 import threading
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,9 +54,11 @@ _DOCUMENTS = (
 )
 
 
-def milliseconds(time: str) -> int:
-    """Unix milliseconds of a time as entries write it (``2026-11-27T14:00:00.000Z``)."""
-    return int(np.datetime64(time.rstrip("Z"), "ms").astype(np.int64))
+def _milliseconds(times: list[str]) -> IntArray:
+    """Unix milliseconds of times as entries write them (``2026-11-27T14:00:00.000Z``), all at once."""
+    if not times:
+        return np.empty(0, np.int64)
+    return np.array([time.rstrip("Z") for time in times], dtype="datetime64[ms]").astype(np.int64)
 
 
 def _number(value: Any) -> float:
@@ -85,7 +86,8 @@ class _History:
     created: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     deleted: dict[str, int] = field(default_factory=dict)
     plan_created: dict[tuple[str, str], int] = field(default_factory=dict)
-    unit_created: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    unit_created: dict[tuple[str, str], dict[str, int]] = field(default_factory=lambda: defaultdict(dict))
+    """Per listing and plan: when each unit created after its plan was."""
     selling: dict[str, list[tuple[int, Any, Any]]] = field(default_factory=lambda: defaultdict(list))
     """Per listing: (time, from, to) of each sellingStatus entry, and of each creation (``to`` the marker)."""
     units: dict[str, dict[str, dict[str, list[tuple[int, str, Any, Any]]]]] = field(
@@ -93,12 +95,12 @@ class _History:
     )
     """Per listing, plan and unit: (time, field, from, to) of its status and price entries."""
 
-    def read(self, rows: Iterator[tuple[Any, ...]]) -> _History:
-        for at, listing, scope, plan, unit, name, change, before, after in rows:
-            moment = milliseconds(at)
+    def read(self, rows: list[tuple[Any, ...]]) -> _History:
+        moments = _milliseconds([row[0] for row in rows]).tolist()
+        for moment, (_, listing, scope, plan, unit, name, change, before, after) in zip(moments, rows, strict=True):
             if scope == "unit":
                 if change == "created":
-                    self.unit_created[(listing, plan, unit)] = moment
+                    self.unit_created[(listing, plan)][unit] = moment
                 else:
                     self.units[listing][plan][unit].append((moment, name, _json(before), _json(after)))
             elif scope == "floorPlan":
@@ -112,6 +114,9 @@ class _History:
                 self.selling[listing].append((moment, _json(before), _json(after)))
         return self
 
+
+Entry = tuple[int, str, Any, Any]
+"""A unit's entry as kept: time, field, from, to."""
 
 _CREATED = object()
 """Marks a listing's creation among its selling status entries."""
@@ -161,19 +166,35 @@ class _Builder:
             plan_born = max(listing_born, history.plan_created.get((listing, plan_key), ALWAYS))
             sqft = _number(plan.get("squareFeet"))
             sqft = sqft if sqft > 0 else math.nan
-            entries = touched.get(plan_key, {})
             status, price, size, born, ended, changed = self.unit_rows
-            for unit_key, unit in units.items():
-                status.append(_status(unit.get("status")))
-                price.append(_price(unit.get("price")))
-                born.append(max(plan_born, history.unit_created.get((listing, plan_key, unit_key), ALWAYS)))
-                changed.append(self._entries(len(status) - 1, entries.get(unit_key, ())))
+            first = len(status)
+            records = list(units.values())
+            status.extend(_statuses(records))
+            price.extend([p if type(p) in (int, float) else math.nan for p in (u.get("price") for u in records)])
             size.extend([sqft] * len(units))
             ended.extend([gone] * len(units))
+            born.extend([plan_born] * len(units))
+            changed.extend([ALWAYS] * len(units))
+            moved, created = touched.get(plan_key), history.unit_created.get((listing, plan_key))
+            if moved or created:
+                self._plan_units(first, list(units), plan_born, moved or {}, created or {})
         self.unit_first.append(len(self.unit_rows[0]))
         self._counted(code, touched)
         last = doc.get("sellingStatus")
         self.launches += [(code, moment, 0.0) for moment in launches(history.selling.get(listing, []), last)]
+
+    def _plan_units(
+        self, first: int, keys: list[str], plan_born: int, moved: dict[str, list[Entry]], created: dict[str, int]
+    ) -> None:
+        """The units of a plan that were created after it, or have entries, told apart from the others."""
+        _, _, _, born, _, changed = self.unit_rows
+        for position, key in enumerate(keys):
+            moment = created.get(key)
+            if moment is not None and moment > plan_born:
+                born[first + position] = moment
+            entries = moved.get(key)
+            if entries:
+                changed[first + position] = self._entries(first + position, entries)
 
     def _entries(self, unit: int, entries: Any) -> int:
         """Records a unit's status and price entries (for replaying it); the time of its last (ALWAYS: none)."""
@@ -238,6 +259,14 @@ def _grid_times(units: UnitStates, *entry_times: IntArray) -> IntArray:
     return month_times(int(found.min()), int(found.max()))
 
 
+def _statuses(units: list[Any]) -> list[int]:
+    codes = STATUS_CODES
+    try:
+        return [codes.get(unit.get("status"), OTHER) for unit in units]
+    except TypeError:  # a status that is a list or an object: no status of ours
+        return [_status(unit.get("status")) for unit in units]
+
+
 def _status(value: Any) -> int:
     return STATUS_CODES.get(value, OTHER) if isinstance(value, str) else OTHER
 
@@ -271,7 +300,7 @@ def _ordered(rows: list[tuple[int, int, float]], owners: int) -> tuple[list[np.n
 
 def build_market_columns(db: sqlite3.Connection) -> MarketColumns:
     """The catalogue's market columns, read in the caller's read transaction."""
-    history = _History().read(iter(db.execute(_ENTRIES)))
+    history = _History().read(db.execute(_ENTRIES).fetchall())
     builder = _Builder(history)
     for listing, province, blob, deleted in db.execute(_DOCUMENTS):
         builder.add(str(listing), province, decode_document(blob), bool(deleted))
