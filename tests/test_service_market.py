@@ -359,3 +359,16 @@ def test_bad_input_is_a_400_naming_the_parameter(api: Api, asked: dict[str, str]
     response = api.get(MARKET, **asked)
     assert response.status_code == 400, response.text
     assert named in response.json()["message"]
+
+
+def test_numbers_and_booleans_group_as_facet_counts_keys_them(api: Api, window: Window) -> None:
+    assert_matches_oracle(api, window, interval="quarter", groupBy="completionYear")
+    answer = assert_matches_oracle(api, window, interval="quarter", groupBy="isFeatured")
+    assert {s["group"] for s in answer["series"]} <= {"true", "false"}
+
+
+def test_group_limit_keeps_the_most_frequent_values(api: Api, window: Window) -> None:
+    since, until = window
+    counts = api.ok("/v1/all/facet_counts", facets="neighbourhood", format="list")["neighbourhood"]
+    answer = api.ok(MARKET, groupBy="neighbourhood", groupLimit=3, since=since, until=until)
+    assert [s["group"] for s in answer["series"]] == [c["value"] for c in counts[:3]]
