@@ -177,22 +177,34 @@ def provider_problem(metadata_url: str) -> str | None:
     return None
 
 
-def unfinished_sign_in() -> bool:
-    """Whether a sign-in was started in this browser and not completed (the provider refused it, or it was
-    cancelled): Authlib's state for it is still in Streamlit's session cookie. Read only to say so."""
+def _pending_sign_ins() -> set[str]:
+    """The sign-ins started in this browser that the provider has not sent back yet (or refused): Authlib's state
+    for each, kept in Streamlit's session cookie for an hour. Read only to say so."""
     value = st.context.cookies.get(SESSION_COOKIE) if st.context.cookies else None
     if not value:
-        return False
+        return set()
     try:
         payload = value.split(".", 1)[0]
         data = json.loads(base64.b64decode(payload + "=" * (-len(payload) % 4)))
     except (ValueError, TypeError):
-        return False
+        return set()
     now = time.time()
-    return any(
-        key.startswith("_state_") and isinstance(entry, dict) and float(entry.get("exp") or 0) > now
+    return {
+        key
         for key, entry in (data.items() if isinstance(data, dict) else [])
-    )
+        if key.startswith("_state_") and isinstance(entry, dict) and float(entry.get("exp") or 0) > now
+    }
+
+
+@st.cache_resource(show_spinner=False)
+def _superseded() -> set[str]:
+    """Unfinished sign-ins that a later one in the same browser completed: not worth a word any more."""
+    return set()
+
+
+def unfinished_sign_in() -> bool:
+    """Whether the last sign-in in this browser did not finish (the provider refused it, or it was cancelled)."""
+    return bool(_pending_sign_ins() - _superseded())
 
 
 def _sign_in_page(section: Mapping[str, Any]) -> NoReturn:
@@ -299,6 +311,7 @@ def gate() -> Person | None:
     user = _user()
     if not user.get("is_logged_in"):
         _sign_in_page(section)
+    _superseded().update(_pending_sign_ins())  # signed in since: those attempts are past
     return _check_signed_in(user, pol, hours)
 
 
