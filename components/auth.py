@@ -58,6 +58,19 @@ def auth_section() -> Mapping[str, Any]:
     return section if isinstance(section, Mapping) else {}
 
 
+def secrets_problem() -> str | None:
+    """Why the secrets file cannot be read (None: it can, or there is none): it may hold [auth], so a page is not
+    served as if it had none."""
+    try:
+        st.secrets.get("auth")
+    except FileNotFoundError as error:  # Streamlit's "no secrets found", and its "error parsing secrets file"
+        text = str(error)
+        return text if "parsing" in text else None
+    except Exception as error:
+        return f"the secrets could not be read ({type(error).__name__})"
+    return None
+
+
 def auth_configured() -> bool:
     return bool(auth_section())
 
@@ -288,6 +301,12 @@ def _check_signed_in(user: dict[str, Any], pol: Policy, hours: float) -> Person:
 
 def gate() -> Person | None:
     """Stops the run unless the page may be shown: who is signed in (None when sign-in is not configured)."""
+    broken = secrets_problem()
+    if broken:
+        LOG.error("%s", broken)
+        _stop("This dashboard's secrets cannot be read",
+              f"{markdown_text(broken)}. Nothing is shown until it is fixed: tell whoever runs this dashboard "
+              "(.streamlit/secrets.toml is TOML; docs/deploy.md shows one).")  # fmt: skip
     section = auth_section()
     if not section:
         _check_exposure()

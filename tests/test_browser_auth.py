@@ -233,3 +233,14 @@ def test_no_sign_in_beyond_loopback_is_refused_unless_meant(unsigned_data: Path,
         page.goto(meant.url)
         settle(page, "Listings by province", "Reachable")
         assert_no_exception(page)
+
+
+def test_a_secrets_file_that_cannot_be_read_serves_nothing(unsigned_data: Path, page: Any, tmp_path: Path) -> None:
+    broken = tmp_path / "secrets.toml"
+    broken.write_text(f'[auth\nclient_secret = "{CLIENT_SECRET}"\n')
+    with running_dashboard(unsigned_data, LISTINGS, args=["--secrets.files", str(broken)]) as started:
+        page.goto(started.url)
+        settle(page, "This dashboard's secrets cannot be read", "Error parsing secrets file")
+        assert_nothing_shown(page)
+        assert CLIENT_SECRET not in page.locator('[data-testid="stApp"]').inner_text()
+        assert_no_exception(page)

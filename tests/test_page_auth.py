@@ -263,3 +263,25 @@ def test_without_sign_in_beyond_loopback_nothing_is_served(dashboard: Client, mo
         assert "Reachable · 300 listings" in said(app)
     finally:
         config.set_option("server.address", before)
+
+
+def test_a_secrets_file_that_cannot_be_read_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It may hold [auth]: the dashboard does not serve as if it had none."""
+    from streamlit.errors import StreamlitSecretNotFoundError
+
+    from components import auth
+
+    class Broken:
+        def get(self, name: str) -> Any:
+            raise StreamlitSecretNotFoundError("Error parsing secrets file at /x/secrets.toml: Expected ']' (line 1)")
+
+    monkeypatch.setattr(auth.st, "secrets", Broken())
+    assert "Error parsing secrets file at /x/secrets.toml" in (auth.secrets_problem() or "")
+    assert auth.auth_section() == {}
+
+    class Missing:
+        def get(self, name: str) -> Any:
+            raise StreamlitSecretNotFoundError("No secrets found. Valid paths for a secrets.toml file are: /x")
+
+    monkeypatch.setattr(auth.st, "secrets", Missing())
+    assert auth.secrets_problem() is None
