@@ -27,6 +27,8 @@ FloatArray = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
 
 AVAILABLE, SOLD = 1, 2
+SPARSE = 8
+"""Groups holding under an eighth of the runs gather their listings' runs; others pick theirs from all of them."""
 BLOCK = 1024
 """Runs counted together when a median is looked for: the median is then found among one block's runs."""
 EXISTING, SOLD_ROW, AVAILABLE_ROW = 0, 1, 2
@@ -40,17 +42,31 @@ class Runs:
     first: npt.NDArray[np.int16]
     last: npt.NDArray[np.int16]
     value: FloatArray
+    by_listing: npt.NDArray[np.int32]
+    """The runs' positions listing by listing (in value order within each)."""
+    listing_first: IntArray
+    """Per listing, where its runs start in ``by_listing``, one more."""
 
     @classmethod
-    def ordered(cls, listing: IntArray, first: IntArray, last: IntArray, value: FloatArray) -> Runs:
+    def ordered(cls, listing: IntArray, first: IntArray, last: IntArray, value: FloatArray, listings: int) -> Runs:
         keep = ~np.isnan(value)
         order = np.flatnonzero(keep)[np.argsort(value[keep], kind="stable")]
+        owner = listing[order]
         return cls(
-            listing[order].astype(np.int32),
+            owner.astype(np.int32),
             first[order].astype(np.int16),
             last[order].astype(np.int16),
             value[order],
+            np.argsort(owner, kind="stable").astype(np.int32),
+            np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=listings))]).astype(np.int64),
         )
+
+    def of_listings(self, listings: IntArray) -> IntArray:
+        """The positions of these listings' runs, in value order."""
+        starts, ends = self.listing_first[listings], self.listing_first[listings + 1]
+        counts = ends - starts
+        offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        return np.sort(self.by_listing[np.arange(int(counts.sum()), dtype=np.int64) + offsets])
 
 
 @dataclass
@@ -120,8 +136,8 @@ def build_grid(units: UnitStates, times: IntArray, replay: StateReplay) -> Marke
     return MarketGrid(
         times,
         counts.astype(np.int32),
-        Runs.ordered(units.listing[unit], begin, end, value),
-        Runs.ordered(units.listing[unit], begin, end, value / units.sqft[unit]),
+        Runs.ordered(units.listing[unit], begin, end, value, units.listings),
+        Runs.ordered(units.listing[unit], begin, end, value / units.sqft[unit], units.listings),
     )
 
 
@@ -162,6 +178,10 @@ def _moved(
     return rows[unit_at], begin, stop + 1, price[unit_at, begin]
 
 
+def _ascending(values: IntArray) -> bool:
+    return bool(len(values) < 2 or (values[1:] >= values[:-1]).all())
+
+
 def _tally(index: IntArray, size: int) -> IntArray:
     return np.bincount(index, minlength=size).astype(np.int64)
 
@@ -184,6 +204,14 @@ def _by_group(
     count = np.bincount(held_listing, minlength=listings)
     if groups == 1 and len(held_listing) == listings and count.max(initial=0) == 1:  # every listing: every run
         return [(runs.first, runs.last, runs.value)]
+    sizes = runs.listing_first[1:] - runs.listing_first[:-1]
+    if int(sizes[held_listing].sum()) * SPARSE < len(runs.listing):  # few runs: gathered listing by listing
+        bounds = np.searchsorted(held_group, np.arange(groups + 1)) if _ascending(held_group) else None
+        picked = []
+        for g in range(groups):
+            members = held_listing[bounds[g] : bounds[g + 1]] if bounds is not None else held_listing[held_group == g]
+            picked.append(runs.of_listings(members))
+        return [(runs.first[kept], runs.last[kept], runs.value[kept]) for kept in picked]
     if count.max(initial=0) <= 1:  # a listing in one group at most: a group per run, each group's found apart
         group_of = np.full(listings, -1, np.int16 if groups < 2**15 else np.int64)
         group_of[held_listing] = held_group
