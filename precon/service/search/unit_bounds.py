@@ -101,14 +101,19 @@ class UnitBounds:
         found = self.by_status.get(ANY_STATUS if status is None else status)
         if found is None:
             return Candidates(np.zeros(plans, dtype=np.bool_), True, [])
-        mask: Mask = found.units > 0
-        bounded = 0
+        # One pass over the plans a finite bound (a plan without such a unit has bounds of +-inf, and fails it).
+        tests: list[Mask] = []
         for column, (low, high) in ranges.items():
-            if low > -np.inf or high < np.inf:
-                lowest, highest = (found.low_price, found.high_price) if column == "price" else (
-                    found.low_floor, found.high_floor)  # fmt: skip
-                mask &= (lowest <= high) & (highest >= low)
-                bounded += 1 + (low > -np.inf and high < np.inf)
+            lowest, highest = (found.low_price, found.high_price) if column == "price" else (
+                found.low_floor, found.high_floor)  # fmt: skip
+            if high < np.inf:
+                tests.append(lowest <= high)
+            if low > -np.inf:
+                tests.append(highest >= low)
+        mask: Mask = tests[0] if tests else found.units > 0
+        for test in tests[1:]:
+            mask &= test
+        bounded = len(tests)
         # One bound on one column: the lowest (or highest) unit of the status meets it exactly when one does.
         exact = bounded <= 1 and (bounded == 1 or status is not None)
         price, floor = ranges["price"], ranges["floor"]
