@@ -46,6 +46,8 @@ _HEAD_FIELDS = ("state", "isFeatured", "updatedAt")
 """The fields of the columns before the attributes' (with the place: province, featured, updated_at)."""
 _POSITION = {a.path: k for k, a in enumerate(SCALAR_ATTRIBUTES, start=len(_HEAD_FIELDS) + 2)}
 """The position among :data:`LISTING_COLUMNS` of each single-valued attribute's column."""
+_SCALAR_PATHS = tuple(a.path for a in SCALAR_ATTRIBUTES)
+_TOP_LEVEL_PATHS = tuple(a.path for a in _TOP_LEVEL_MULTI)
 
 
 @dataclass
@@ -103,7 +105,7 @@ def _update_columns(
     """The listing's typed columns that differ between ``old`` and ``new`` set (those of the fields that differ, and
     the listing's province, time and place), the others left as they are stored: an index of ``listings`` on
     columns that did not change is not touched (a day's write changes a listing's time and a few of its prices)."""
-    changed = {a.path for a in SCALAR_ATTRIBUTES if not _same(old.get(a.path), new.get(a.path))}
+    changed = _changed_fields(old, new, _SCALAR_PATHS)
     keys = changed.union(_HEAD_FIELDS)
     values = listing_columns({key: new[key] for key in keys if key in new}, *_geo_point(new), labels)
     before = listing_columns({key: old[key] for key in keys if key in old}, *_geo_point(old), {})
@@ -147,7 +149,7 @@ def _changed_attributes(old: dict[str, Any], new: dict[str, Any]) -> set[str]:
     """The multi-valued attributes (by path) whose values may differ between the two records: those of a plan
     (or another nested record) only where that plan changed, so that a sale in one plan indexes the listing's
     unit statuses again, not its plans' sizes and prices."""
-    changed = {a.path for a in _TOP_LEVEL_MULTI if not _same(old.get(a.path), new.get(a.path))}
+    changed = _changed_fields(old, new, _TOP_LEVEL_PATHS)
     for parent, children in _NESTED_MULTI.items():
         was, now = old.get(parent), new.get(parent)
         if was is now:
@@ -183,6 +185,11 @@ def _distinct(values: list[Any]) -> set[tuple[type, Any]]:
     """Each value (of a type indexed) once, ``True`` and ``1`` apart: a sale in a plan that still has units
     available and already had one sold leaves its statuses as they were."""
     return {(type(value), value) for value in values if isinstance(value, str | int | float)}
+
+
+def _changed_fields(old: dict[str, Any], new: dict[str, Any], fields: tuple[str, ...]) -> set[str]:
+    """Those of ``fields`` whose values differ (most are the same object in both: not compared)."""
+    return {name for name in fields if (was := old.get(name)) is not (now := new.get(name)) and not _same(was, now)}
 
 
 def _same(before: Any, after: Any) -> bool:
