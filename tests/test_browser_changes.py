@@ -182,4 +182,4 @@ def test_changes_follow_the_window_and_the_filters(
     screen.goto(f"{history_dashboard.url}/changes?from=2026-13-40&window=90")
     settle(screen, "not a date")
     assert_no_exception(screen)
-    assert screen.locator('[data-testid="stMetric"]').count() == 5, "the rest of the page works"
+    expect(screen.locator('[data-testid="stMetric"]')).to_have_count(5)  # the rest of the page works

@@ -11,13 +11,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import api, filter_chips, market, shared_filters
-from components import filter_panel as panel
-from components import search_results as results
+from components import api, history_filters, market, shared_filters
 from components.formatting import plural
-from components.search_scope import local_note, scope_of
-from precon import listing_search
-from precon.filter_state import SEARCH_MAX_CHARS, facets_in
 
 st.title("Market changes")
 state, problems = shared_filters.current("changes")
@@ -28,32 +23,13 @@ for problem in window_problems:
     st.warning(problem, icon=":material/date_range:")
 
 search_column, window_column = st.columns([1, 2], vertical_alignment="bottom")
-panel.set_widget("changes_q", state.text)
-search_column.text_input(
-    "Search",
-    key="changes_q",
-    on_change=results.on_text,
-    args=("changes_q",),
-    max_chars=SEARCH_MAX_CHARS,
-    placeholder="Words in the listings' name, city, street… then Enter",
-    icon=":material/search:",
-)
+with search_column:
+    history_filters.search_box("changes", state)
 with window_column:
     market.window_controls(window)
 
-with api.guarded():
-    scope = scope_of(state)
-    total, found = listing_search.total_and_facets(
-        api.backend, scope.text, scope.filter, scope.unit_filter, [f.attr for f in facets_in(api.scope()[0])],
-        unit_supported=scope.unit_supported,
-    )  # fmt: skip
-    facet_views = results.facet_views(state, listing_search.SearchOutcome(total, [], found, 0))
-    names = {k: v for view in facet_views for k, v in view.names.items()}
-    filter_chips.render(state, prefix="changes", with_text=False, links=("search", "map", "facets"), names=names)
-    with st.expander("Filters", icon=":material/filter_list:", key="changes_filters"):
-        panel.render_panel(state, facet_views, panel.numeric_bounds(), unit_level=scope.unit_level)
-if scope.local:
-    st.caption(local_note())
+matched = history_filters.chips_and_panel("changes", state)
+scope, total = matched.scope, matched.total
 
 with api.guarded(), st.spinner("Reading the market's history…"):
     try:

@@ -12,15 +12,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import api, filter_chips, shared_filters
-from components import filter_panel as panel
+from components import api, history_filters, shared_filters
 from components import market_stats as ms
-from components import search_results as results
 from components.formatting import plural
-from components.search_scope import local_note, scope_of
-from precon import listing_search
 from precon import market_view as mv
-from precon.filter_state import SEARCH_MAX_CHARS, facets_in
 
 st.title("Market")
 state, problems = shared_filters.current("market")
@@ -30,31 +25,11 @@ for problem in problems:
 for problem in request_problems:
     st.warning(problem, icon=":material/date_range:")
 
-panel.set_widget("market_q", state.text)
-st.text_input(
-    "Search",
-    key="market_q",
-    on_change=results.on_text,
-    args=("market_q",),
-    max_chars=SEARCH_MAX_CHARS,
-    placeholder="Words in the listings' name, city, street… then Enter",
-    icon=":material/search:",
-)
+history_filters.search_box("market", state)
 ms.controls(request)
 
-with api.guarded():
-    scope = scope_of(state)
-    total, found = listing_search.total_and_facets(
-        api.backend, scope.text, scope.filter, scope.unit_filter, [f.attr for f in facets_in(api.scope()[0])],
-        unit_supported=scope.unit_supported,
-    )  # fmt: skip
-    facet_views = results.facet_views(state, listing_search.SearchOutcome(total, [], found, 0))
-    names = {k: v for view in facet_views for k, v in view.names.items()}
-    filter_chips.render(state, prefix="market", with_text=False, links=("search", "map", "facets"), names=names)
-    with st.expander("Filters", icon=":material/filter_list:", key="market_filters"):
-        panel.render_panel(state, facet_views, panel.numeric_bounds(), unit_level=scope.unit_level)
-if scope.local:
-    st.caption(local_note())
+matched = history_filters.chips_and_panel("market", state)
+scope, total, names = matched.scope, matched.total, matched.names
 
 try:
     with api.guarded(), st.spinner("Counting the market…"):
