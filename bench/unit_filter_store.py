@@ -31,6 +31,11 @@ from service import Vocabulary, filter_query, percentiles
 from precon import filters
 from precon.filters import Expr
 from precon.service.api.units import add_matched_floor_plans
+
+try:
+    from precon.service.api.units import with_matched_floor_plans
+except ImportError:  # code from before pages were answered from the stored bytes with them
+    with_matched_floor_plans = None  # type: ignore[assignment]
 from precon.service.stores.records import decode_document
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery, SearchHits
@@ -39,6 +44,9 @@ from precon.service.stores.types import ListingQuery, SearchHits
 def answer_unit_filter(store: SQLiteStore, text: Expr, units: Expr) -> None:
     """The store's page for a unit filter, with ``_matchedFloorPlans`` as the service adds them."""
     hits: SearchHits = store.search_listings(ListingQuery(filter=text, unit_filter=units, limit=20, raw=True))
+    if hits.blobs is not None and with_matched_floor_plans is not None:  # as the service answers
+        with_matched_floor_plans([b"{}"] * len(hits.blobs), hits.blobs, hits.source, units, hits.matched)
+        return
     documents = hits.documents if hits.blobs is None else [decode_document(blob) for _, blob in hits.blobs]
     found = getattr(hits, "matched", None)  # None from code before the search gave them
     if found is None:

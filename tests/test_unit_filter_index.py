@@ -7,13 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precon import filters
 from precon.service import catalogue
-from precon.service.api.units import matched_floor_plans
+from precon.service.api.units import matched_floor_plans, with_matched_floor_plans
 from precon.service.search.unit_steps import FloorSteps
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
@@ -88,6 +89,21 @@ def check(store: SQLiteStore, sql: SQLiteStore, records: list[dict[str, Any]], e
         if filters.names_units(expr):
             assert found.units == units
         assert matched_floor_plans(document, expr, found) == matched_floor_plans(document, expr)
+
+
+def test_matched_floor_plans_spliced_into_stored_bytes_say_what_the_documents_do(
+    stores: tuple[SQLiteStore, SQLiteStore],
+) -> None:
+    columns, _ = stores
+    for question in [*QUESTIONS, "numberOfBedrooms >= 2", "NOT startPrice > 0"]:
+        expr = filters.parse(question)
+        assert expr is not None
+        hits = columns.search_listings(ListingQuery(unit_filter=expr, limit=10_000, raw=True))
+        blobs = hits.blobs or []
+        for _ in range(2):  # the second time, from the labels kept
+            spliced = with_matched_floor_plans([b'{"x":1}'] * len(blobs), blobs, hits.source, expr, hits.matched)
+            for answer, (_, blob) in zip(spliced, blobs, strict=True):
+                assert orjson.loads(answer)["_matchedFloorPlans"] == matched_floor_plans(orjson.loads(blob), expr)
 
 
 @pytest.mark.parametrize("question", QUESTIONS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,15 +89,72 @@ def add_matched_floor_plans(
         out["_matchedFloorPlans"] = matched_floor_plans(record, expr, None if found is None else found[number])
 
 
+PLAN_LABELS_KEPT = 4096
+"""Listings whose floor plans' names and prices each process keeps (a few hundred bytes each): the first pages of
+many searches show the same listings, whose documents are then not decoded again for ``_matchedFloorPlans``."""
+
+
+class PlanLabels:
+    """Per stored document (its source and rowid, as :class:`~precon.service.api.splice.Splicer` names it), each
+    floor plan's name (where it is text) and price (:func:`_price`): what ``_matchedFloorPlans`` says of them."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[tuple[str, int], list[tuple[str | None, int | float | None]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, source: str, rowid: int, blob: bytes) -> list[tuple[str | None, int | float | None]]:
+        key = (source, rowid)
+        labels = self._kept.get(key)
+        if labels is None:
+            labels = [
+                (name if isinstance(name := plan.get("name"), str) else None, _price(plan.get("startPrice")))
+                for plan in floor_plans(decode_document(blob))
+            ]
+            with self._lock:
+                self._kept[key] = labels
+                while len(self._kept) > PLAN_LABELS_KEPT:
+                    self._kept.popitem(last=False)
+        return labels
+
+
+PLAN_LABELS = PlanLabels()
+
+
+def _matched_by_labels(
+    labels: list[tuple[str | None, int | float | None]], found: PlanMatch, expr: Expr
+) -> dict[str, Any]:
+    """What :func:`matched_floor_plans` says, from the plans' labels and what the search found."""
+    matching = [labels[index] for index in found.plans]
+    prices = [price for _, price in matching if price is not None]
+    matched = {
+        "count": len(matching),
+        "of": len(labels),
+        "minPrice": min(prices) if prices else None,
+        "names": [name for name, _ in matching if name is not None],
+    }
+    if filters.names_units(expr):
+        matched["units"] = found.units
+    return matched
+
+
 def with_matched_floor_plans(
-    answers: list[bytes], blobs: Sequence[tuple[int, bytes]], expr: Expr | None, found: Sequence[PlanMatch] | None
+    answers: list[bytes],
+    blobs: Sequence[tuple[int, bytes]],
+    source: str,
+    expr: Expr | None,
+    found: Sequence[PlanMatch] | None,
 ) -> list[bytes]:
-    """Listings answered as stored bytes (:mod:`precon.service.api.splice`), each with ``_matchedFloorPlans`` last,
-    where the shaper adds it."""
+    """Listings answered as stored bytes (:mod:`precon.service.api.splice`, ``source`` naming the catalogue and
+    generation they come from), each with ``_matchedFloorPlans`` last, where the shaper adds it."""
     if expr is None:
         return answers
     marked: list[bytes] = []
-    for number, (answer, (_, blob)) in enumerate(zip(answers, blobs, strict=True)):
-        matched = matched_floor_plans(decode_document(blob), expr, None if found is None else found[number])
+    for number, (answer, (rowid, blob)) in enumerate(zip(answers, blobs, strict=True)):
+        plan_match = None if found is None else found[number]
+        labels = None if plan_match is None else PLAN_LABELS.of(source, rowid, blob)
+        if plan_match is not None and labels is not None and plan_match.of == len(labels):
+            matched = _matched_by_labels(labels, plan_match, expr)
+        else:
+            matched = matched_floor_plans(decode_document(blob), expr, plan_match)
         marked.append(answer[:-1] + b',"_matchedFloorPlans":' + orjson.dumps(matched) + b"}")
     return marked

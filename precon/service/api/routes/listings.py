@@ -57,7 +57,7 @@ def listing_search(call: Call[ListingRequest], *, trending: bool = False) -> dic
     scores = hits.scores if query.text is not None else None
     if hits.blobs is not None:  # answered as stored, without decoding
         answers = SPLICER.listings(hits.source, hits.blobs, scores, call.media)
-        answers = with_matched_floor_plans(answers, hits.blobs, query.unit_filter, hits.matched)
+        answers = with_matched_floor_plans(answers, hits.blobs, hits.source, query.unit_filter, hits.matched)
         body = envelope(EncodedResults(answers), hits.total, page, per_page)
     else:
         results = shaper.shape(
