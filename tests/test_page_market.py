@@ -140,6 +140,20 @@ def test_grouped_by_city_a_column_per_group(dashboard: None, oracle: Client) -> 
     assert len(shown.columns) == 2 + len(grouped.series)
 
 
+def test_grouped_by_bedrooms_a_column_per_bedroom_count(dashboard: None, oracle: Client) -> None:
+    request = mv.MarketRequest("month", mv.add_months(today().replace(day=1), -5), today().replace(day=1), "bedrooms")
+    app = open_page(PAGE, request.to_params(today()))
+    assert not app.exception, [e.value for e in app.exception]
+    assert not [w.value for w in app.warning]
+    grouped = asked(oracle, request, FilterState(), group_by="floorPlans.numberOfBedrooms")
+    assert len(grouped.series) > 1 and all(float(s.group or "x") >= 0 for s in grouped.series)
+    for index, measures in SECTIONS.items():
+        shown = table_values(app, index)
+        for k, series in enumerate(grouped.series):
+            for measure, label in measures:
+                assert same(shown[f"{label} · {series.group}"], column(grouped, measure, k)), (label, series.group)
+
+
 def test_the_controls_write_the_address(dashboard: None, oracle: Client) -> None:
     app = open_page(PAGE)
     assert not app.query_params.get("interval")

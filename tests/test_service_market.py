@@ -82,6 +82,23 @@ def price_of(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+PLAN_ATTRIBUTES = ("floorPlans.numberOfBedrooms", "floorPlans.numberOfBathrooms", "floorPlans.floorPlanType")
+
+
+def plan_holds(plan: dict[str, Any], attribute: str, value: str) -> bool:
+    """Whether a floor plan holds a facet key of a plan attribute (a number as facet_counts keys it, a text folded)."""
+    held = plan.get(attribute.split(".", 1)[1])
+    for one in held if isinstance(held, list) else [held]:
+        if isinstance(one, str) and filters.fold_text(one) == filters.fold_text(value):
+            return True
+        try:
+            if not isinstance(one, bool) and float(one) == float(value):
+                return True
+        except (TypeError, ValueError):
+            continue
+    return False
+
+
 @dataclass
 class Oracle:
     """The catalogue's units and history as the API shows them, replayed by brute force."""
@@ -136,15 +153,29 @@ class Oracle:
     def __post_init__(self) -> None:
         self.held = (self.units(), self.unit_entries())
 
-    def point(self, listings: set[str], start: int, end: int) -> dict[str, Any]:
-        """Every figure of one interval, over the listings given."""
+    def in_plan(self, listing_id: str, plan_key: str, plan: tuple[str, str] | None) -> bool:
+        """Whether a plan of a listing (by its key, as history names it) holds ``plan``'s (attribute, value)."""
+        if plan is None:
+            return True
+        found = keyed(self.documents[listing_id].get("floorPlans"), "id").get(plan_key)
+        return found is not None and plan_holds(found, *plan)
+
+    def point(self, listings: set[str], start: int, end: int, plan: tuple[str, str] | None = None) -> dict[str, Any]:
+        """Every figure of one interval, over the listings given (the units of their plans holding ``plan``'s value
+        alone, when given)."""
         every_unit, changes = self.held
         inside = [e for e in self.entries if e["listingId"] in listings and start <= ms(e["at"]) < end]
-        unit_updates = [e for e in inside if e["scope"] == "unit" and e["change"] == "updated"]
+        unit_updates = [
+            e
+            for e in inside
+            if e["scope"] == "unit" and e["change"] == "updated" and self.in_plan(e["listingId"], e["plan"], plan)
+        ]
         prices = [(price_of(e["from"]), price_of(e["to"])) for e in unit_updates if e["field"] == "price"]
         available, ppsf, existing, sold = [], [], 0, 0
         for unit in every_unit:
             if unit["key"][0] not in listings or not (unit["born"] < end <= unit["gone"]):
+                continue
+            if not self.in_plan(*unit["key"][:2], plan):
                 continue
             state = {"status": unit["status"], "price": unit["price"]}
             for name in state:
@@ -231,31 +262,38 @@ def intervals(interval: str, since: str, until: str) -> list[int]:
 
 
 def member(doc: dict[str, Any], attribute: str, value: str) -> bool:
+    if attribute in PLAN_ATTRIBUTES:
+        plans = doc.get("floorPlans")
+        return any(plan_holds(plan, attribute, value) for plan in plans if isinstance(plan, dict)) if isinstance(
+            plans, list) else False  # fmt: skip
     return filters.evaluate(filters.Match(attribute, value), doc)
 
 
 def assert_matches_oracle(api: Api, window: Window, version: str = "v1", province: str = "all", key: str = KEY_ALL,
                           **asked: Any) -> dict[str, Any]:  # fmt: skip
     interval = asked.pop("interval", "month")
-    group_by = asked.pop("groupBy", None)
+    group_by, limit = asked.pop("groupBy", None), asked.pop("groupLimit", 10)
     since, until = window
+    grouped = {"groupBy": group_by, "groupLimit": limit} if group_by else {}
     answer = api.ok(f"/{version}/{province}/market_stats", key, interval=interval, since=since, until=until,
-                    **({"groupBy": group_by} if group_by else {}), **asked)  # fmt: skip
+                    **grouped, **asked)  # fmt: skip
     oracle = oracle_for(api, version, province, key, **asked)
     assert answer["interval"] == interval and answer["groupBy"] == group_by
     edges = intervals(interval, since, until)
     groups: list[tuple[str | None, set[str]]] = [(None, set(oracle.documents))]
     if group_by:
         counts = api.ok(f"/{version}/{province}/facet_counts", key, facets=group_by, format="list", **asked)
-        values = [hit["value"] for hit in counts[group_by][:10]]
+        values = [hit["value"] for hit in counts[group_by][:limit]]
         groups = [(v, {i for i, doc in oracle.documents.items() if member(doc, group_by, v)}) for v in values]
+    plan_group = group_by in PLAN_ATTRIBUTES
     assert [s["group"] for s in answer["series"]] == [g for g, _ in groups]
-    for series, (_, listings) in zip(answer["series"], groups, strict=True):
+    for series, (value, listings) in zip(answer["series"], groups, strict=True):
+        plan = (group_by, value) if plan_group and value is not None else None
         assert [p["start"] for p in series["points"]] == [
             datetime.fromtimestamp(e / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z") for e in edges[:-1]
         ]
         for point, start, end in zip(series["points"], edges, edges[1:], strict=False):
-            expected = oracle.point(listings, start, end)
+            expected = oracle.point(listings, start, end, plan)
             for name, value in expected.items():
                 assert point[name] == (pytest.approx(value, rel=1e-9) if isinstance(value, float) else value), (
                     series["group"], point["start"], name
@@ -348,7 +386,7 @@ def test_lite_shows_launches_and_hides_what_units_tell(api: Api, window: Window)
         ({"since": "2010-01-01", "until": "2026-01-01"}, "10 years"),
         ({"since": "yesterday"}, "since"),
         ({"groupBy": "bogus"}, "groupBy"),
-        ({"groupBy": "floorPlans.numberOfBedrooms"}, "groupBy"),
+        ({"groupBy": "floorPlans.squareFeet"}, "groupBy"),
         ({"groupBy": "cityOrDistrict,type"}, "groupBy"),
         ({"groupLimit": "0"}, "groupLimit"),
         ({"filterQuery": "type:"}, "filterQuery"),
@@ -365,6 +403,22 @@ def test_numbers_and_booleans_group_as_facet_counts_keys_them(api: Api, window: 
     assert_matches_oracle(api, window, interval="quarter", groupBy="completionYear")
     answer = assert_matches_oracle(api, window, interval="quarter", groupBy="isFeatured")
     assert {s["group"] for s in answer["series"]} <= {"true", "false"}
+
+
+@pytest.mark.parametrize("attribute", PLAN_ATTRIBUTES)
+def test_grouped_by_a_plan_attribute_counts_each_unit_in_its_plan_s_group(api: Api, window: Window, attribute: str
+                                                                         ) -> None:  # fmt: skip
+    answer = assert_matches_oracle(api, window, interval="quarter", groupBy=attribute)
+    assert len(answer["series"]) > 1
+
+
+def test_grouped_by_bedrooms_with_a_filter_by_month_matches_the_oracle(api: Api, window: Window) -> None:
+    answer = assert_matches_oracle(
+        api, window, groupBy="floorPlans.numberOfBedrooms", groupLimit=3, filterQuery='sellingStatus:"Selling Now"'
+    )
+    whole = assert_matches_oracle(api, window, filterQuery='sellingStatus:"Selling Now"')
+    assert "2" in [s["group"] for s in answer["series"]] and len(answer["series"]) == 3
+    assert whole["series"][0]["points"]
 
 
 def test_group_limit_keeps_the_most_frequent_values(api: Api, window: Window) -> None:

@@ -18,7 +18,7 @@ from precon.service.api.requests import ListingReader, ListingRequest, Searching
 from precon.service.api.visibility import visible_attribute
 from precon.service.errors import bad_request
 from precon.service.search.facets import ArrayFacet, NestedFacet, NumericFacet, ScalarFacet, facet_for
-from precon.service.stores.market_stats import MarketGroup
+from precon.service.stores.market_stats import PLAN_GROUPS, MarketGroup
 from precon.service.stores.types import ListingQuery
 
 if TYPE_CHECKING:
@@ -45,7 +45,9 @@ class MarketRequest(ListingReader, Searching):
             pattern=r"^[^,*]*$",
             max_length=256,
             description="(ours) One facetable attribute of the listing: a series per value (a listing counts in each "
-            "of its values); one series without it",
+            "of its values), or `floorPlans.numberOfBedrooms`, `floorPlans.numberOfBathrooms`, "
+            "`floorPlans.floorPlanType` or `floorPlans.planCategory`: a series per value over the units of the plans "
+            "holding it; one series without it",
         ),
     ] = None
     groupLimit: Annotated[
@@ -133,16 +135,21 @@ def _years_after(at: datetime, years: int) -> datetime:
 
 
 def group_attribute(version: str, raw: str | None) -> str | None:
-    """``groupBy``, checked: a facetable attribute of the listing itself (not of its floor plans), visible under
-    ``version``; None when not given."""
+    """``groupBy``, checked: a facetable attribute of the listing itself, or one of its floor plans' in
+    :data:`PLAN_GROUPS`, visible under ``version``; None when not given."""
     name = (raw or "").strip()
     if not name:
         return None
     if ATTRIBUTE_ALIASES.get(name, name) not in LISTING_ATTRIBUTES:
         raise bad_request(f"groupBy: {name!r} is not a facetable attribute")
     visible_attribute(version, name, "groupBy")
+    if ATTRIBUTE_ALIASES.get(name, name) in PLAN_GROUPS:
+        return ATTRIBUTE_ALIASES.get(name, name)
     if isinstance(facet_for(name), NestedFacet) or "." in ATTRIBUTE_ALIASES.get(name, name):
-        raise bad_request(f"groupBy: {name!r} is an attribute of floor plans; group by an attribute of the listing")
+        raise bad_request(
+            f"groupBy: {name!r} is an attribute of floor plans; group by an attribute of the listing or by one of "
+            + ", ".join(PLAN_GROUPS)
+        )
     if not isinstance(facet_for(name), ScalarFacet | ArrayFacet | NumericFacet):
         raise bad_request(f"groupBy: {name!r} cannot group listings")
     return name
@@ -173,5 +180,6 @@ def market_groups(call: Call[MarketRequest]) -> tuple[str | None, list[MarketGro
     for value, _ in counted.facets.get(name, []):
         test = _value_test(name, value)
         narrowed = replace(query, filter=test if query.filter is None else And((query.filter, test)))
-        groups.append(MarketGroup(value, _listing_ids(call, narrowed)))
+        plan = (name, value) if name in PLAN_GROUPS else None
+        groups.append(MarketGroup(value, _listing_ids(call, narrowed), plan))
     return name, groups

@@ -15,6 +15,12 @@ The figures of an interval ``[S, E)`` (docs/api.md, "Market statistics"):
 * ``sellThrough``: the units ``Sold`` at ``E`` over those existing at ``E``;
 * ``launches``: listings whose ``sellingStatus`` became ``Selling Now`` in it, or that were created so;
 * ``priceIncreases``, ``priceCuts``: unit ``price`` entries from a number to a higher, or lower, one.
+
+A group may hold part of its listings' units: those of the floor plans holding one value of a plan attribute
+(:data:`PLAN_GROUPS`, ``floorPlans.numberOfBedrooms``). The columns keep each listing's units (and unit entries) by
+*part*: the plans of one listing holding the same values of every plan attribute; a listing's group takes all its
+parts, a plan value's group the parts holding that value (entries of a plan no longer in the document are in a part
+holding no value). Launches stay the listing's.
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from precon.facet_keys import number_key
+from precon.filters import fold_text
+from precon.service.search.sql_filter import as_number
 from precon.service.stores.market_grid import MarketGrid, medians
 
 IntArray = npt.NDArray[np.int64]
@@ -42,6 +51,34 @@ OTHER, AVAILABLE, SOLD = 0, 1, 2
 STATUS_CODES = {"Available": AVAILABLE, "Sold": SOLD}
 SOLD_EVENT, INCREASE, CUT = 0, 1, 2
 """The kinds of counted unit entries."""
+PLAN_GROUPS: dict[str, bool] = {
+    "floorPlans.numberOfBedrooms": True,
+    "floorPlans.numberOfBathrooms": True,
+    "floorPlans.floorPlanType": False,
+    "floorPlans.planCategory": False,
+}
+"""The plan attributes a group can be of (whether numeric): a unit counts in the group of its plan's value."""
+_PLAN_LEAVES = [(path.split(".", 1)[1], numeric) for path, numeric in PLAN_GROUPS.items()]
+
+
+def plan_keys(plan: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
+    """Per attribute of :data:`PLAN_GROUPS`, the keys of a plan's values (as the index holds them: a number's facet
+    key, a text folded)."""
+    found = []
+    for leaf, numeric in _PLAN_LEAVES:
+        value = plan.get(leaf)
+        values = value if isinstance(value, list) else () if value is None else (value,)
+        if numeric:
+            keys = {number_key(n) for n in map(as_number, values) if n is not None}
+        else:
+            keys = {fold_text(v) for v in values if isinstance(v, str)}
+        found.append(tuple(sorted(keys)))
+    return tuple(found)
+
+
+def group_key(attribute: str, value: str) -> str:
+    """A group's value (a facet's key) as :func:`plan_keys` keys it."""
+    return number_key(float(value)) if PLAN_GROUPS[attribute] else fold_text(value)
 
 
 def empty_int() -> IntArray:
@@ -61,10 +98,14 @@ class MarketColumns:
     listing_codes: dict[str, int] = field(default_factory=dict)
     listing_provinces: list[str | None] = field(default_factory=list)
     """Per listing code, the province it stands in (stood in, deleted)."""
+    part_first: IntArray = field(default_factory=lambda: np.zeros(1, np.int64))
+    """Per listing code, its first part (the parts of a listing are numbered in a row), one more."""
+    plan_parts: dict[str, dict[str, IntArray]] = field(default_factory=dict)
+    """Per attribute of :data:`PLAN_GROUPS`, per key, the parts holding it (ascending)."""
     grid: MarketGrid | None = None
-    """The units' states on the grid of times (None: no unit)."""
+    """The units' states on the grid of times, by part (None: no unit)."""
     event_first: IntArray = field(default_factory=empty_int)
-    """Per listing code, its first counted unit entry's row (entries ordered by listing, then time), one more."""
+    """Per part, its first counted unit entry's row (entries ordered by part, then time), one more."""
     event_at: IntArray = field(default_factory=empty_int)
     event_kind: IntArray = field(default_factory=empty_int)
     launch_first: IntArray = field(default_factory=empty_int)
@@ -79,6 +120,14 @@ class MarketColumns:
             codes = [code for code in codes if where[code] in provinces]
         return np.unique(np.array(codes, dtype=np.int64))
 
+    def parts(self, listings: IntArray, plan: tuple[str, str] | None) -> IntArray:
+        """The parts of these listings (ascending): all, or those holding ``plan``'s (attribute, key)."""
+        found = ranges(self.part_first[listings], self.part_first[listings + 1])
+        if plan is None:
+            return found
+        holding = self.plan_parts.get(plan[0], {}).get(group_key(*plan), empty_int())
+        return found[np.isin(found, holding, assume_unique=True)]
+
 
 @dataclass(frozen=True)
 class MarketGroup:
@@ -86,6 +135,8 @@ class MarketGroup:
 
     value: str | None
     listing_ids: tuple[str, ...]
+    plan: tuple[str, str] | None = None
+    """(attribute, value) of :data:`PLAN_GROUPS`: only the units of the listings' plans holding it."""
 
 
 class MarketStore(Protocol):
@@ -121,13 +172,14 @@ def market_series(
     plans) the unit figures are null."""
     edges = np.asarray(boundaries, dtype=np.int64)
     chosen = [columns.codes(group.listing_ids, provinces) for group in groups]
-    states = _states(columns.grid, chosen, edges[1:], len(columns.listing_codes)) if units else []
+    parts = [columns.parts(listings, group.plan) for group, listings in zip(groups, chosen, strict=True)]
+    states = _states(columns.grid, parts, edges[1:], int(columns.part_first[-1])) if units else []
     series = []
     for g, (group, listings) in enumerate(zip(groups, chosen, strict=True)):
         launches = _counted(columns.launch_first, columns.launch_at, None, listings, edges, 1)[0]
         points = [{"start": int(edges[k]), "launches": int(launches[k])} for k in range(len(edges) - 1)]
         if units:
-            events = _counted(columns.event_first, columns.event_at, columns.event_kind, listings, edges, 3)
+            events = _counted(columns.event_first, columns.event_at, columns.event_kind, parts[g], edges, 3)
             for k, point in enumerate(points):
                 point.update(
                     unitsSold=int(events[SOLD_EVENT][k]),

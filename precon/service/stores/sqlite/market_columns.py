@@ -27,6 +27,7 @@ from precon.service.stores.market_stats import (
     INCREASE,
     NEVER,
     OTHER,
+    PLAN_GROUPS,
     SOLD,
     SOLD_EVENT,
     STATUS_CODES,
@@ -35,6 +36,7 @@ from precon.service.stores.market_stats import (
     MarketGroup,
     UnitReplay,
     market_series,
+    plan_keys,
 )
 from precon.service.stores.records import decode_document
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
@@ -136,8 +138,11 @@ def launches(entries: list[tuple[int, Any, Any]], last: Any) -> list[int]:
     return found
 
 
+PlanKeys = tuple[tuple[str, ...], ...]
+
+
 class _Builder:
-    """Columns gathered listing by listing, in the order of their codes."""
+    """Columns gathered listing by listing, in the order of their codes (and their parts, listing by listing)."""
 
     def __init__(self, history: _History) -> None:
         self.history = history
@@ -145,11 +150,25 @@ class _Builder:
         self.provinces: list[str | None] = []
         # status, price, sqft, born, gone, last change: machine numbers (a Python float each would be 4 times the size)
         self.unit_rows: list[array[Any]] = [array(kind) for kind in "bddqqq"]
-        self.unit_first: list[int] = [0]
+        self.unit_part: array[int] = array("i")
+        self.part_first: list[int] = [0]
+        self.plan_parts: list[dict[str, list[int]]] = [defaultdict(list) for _ in PLAN_GROUPS]
         self.status: list[tuple[int, int, float]] = []  # unit, at, from
         self.price: list[tuple[int, int, float]] = []
-        self.events: list[tuple[int, int, float]] = []  # listing, at, kind
+        self.events: list[tuple[int, int, float]] = []  # part, at, kind
         self.launches: list[tuple[int, int, float]] = []
+        self.parts: dict[PlanKeys, int] = {}
+        """The current listing's parts by their plan keys."""
+
+    def _part(self, keys: PlanKeys) -> int:
+        """The current listing's part of the plans holding ``keys`` (a new one at its first unit or entry)."""
+        part = self.parts.get(keys)
+        if part is None:
+            part = self.parts[keys] = self.part_first[-1] + len(self.parts)
+            for held, values in zip(self.plan_parts, keys, strict=True):
+                for value in values:
+                    held[value].append(part)
+        return part
 
     def add(self, listing: str, province: str | None, doc: dict[str, Any], deleted: bool) -> None:
         code = len(self.codes)
@@ -159,10 +178,14 @@ class _Builder:
         listing_born = max(history.created.get(listing, ()), default=ALWAYS)
         gone = history.deleted.get(listing, NEVER) if deleted else NEVER
         touched = history.units.get(listing, {})
+        self.parts = {}
+        plan_of: dict[str, PlanKeys] = {}
         for plan_key, plan in _keyed(doc.get("floorPlans"), "id").items():
+            plan_of[plan_key] = keys = plan_keys(plan)
             units = _keyed(plan.get("units"), "unitNumber")
             if not units:
                 continue
+            self.unit_part.extend([self._part(keys)] * len(units))
             plan_born = max(listing_born, history.plan_created.get((listing, plan_key), ALWAYS))
             sqft = _number(plan.get("squareFeet"))
             sqft = sqft if sqft > 0 else math.nan
@@ -178,8 +201,8 @@ class _Builder:
             moved, created = touched.get(plan_key), history.unit_created.get((listing, plan_key))
             if moved or created:
                 self._plan_units(first, list(units), plan_born, moved or {}, created or {})
-        self.unit_first.append(len(self.unit_rows[0]))
-        self._counted(code, touched)
+        self._counted(plan_of, touched)
+        self.part_first.append(self.part_first[-1] + len(self.parts))
         last = doc.get("sellingStatus")
         self.launches += [(code, moment, 0.0) for moment in launches(history.selling.get(listing, []), last)]
 
@@ -207,33 +230,36 @@ class _Builder:
                 self.price.append((unit, moment, _price(before)))
         return last
 
-    def _counted(self, code: int, touched: dict[str, dict[str, list[tuple[int, str, Any, Any]]]]) -> None:
-        """The listing's unit entries that count: sales, price increases and cuts."""
-        for plan_entries in touched.values():
+    def _counted(self, plan_of: dict[str, PlanKeys], touched: dict[str, dict[str, list[Entry]]]) -> None:
+        """The listing's unit entries that count (sales, price increases and cuts), each in its plan's part (a plan
+        no longer in the document: a part holding no value)."""
+        nothing: PlanKeys = ((),) * len(PLAN_GROUPS)
+        for plan_key, plan_entries in touched.items():
+            part = None
             for entries in plan_entries.values():
                 for moment, name, before, after in entries:
                     kind = _kind(name, before, after)
                     if kind is not None:
-                        self.events.append((code, moment, kind))
+                        part = self._part(plan_of.get(plan_key, nothing)) if part is None else part
+                        self.events.append((part, moment, kind))
 
     def columns(self) -> MarketColumns:
-        listings = len(self.codes)
+        listings, parts = len(self.codes), self.part_first[-1]
         status, price, sqft, born, gone, changed = self.unit_rows
         units = len(status)
         status_rows, status_first = _ordered(self.status, units)
         price_rows, price_first = _ordered(self.price, units)
-        event_rows, event_first = _ordered(self.events, listings)
+        event_rows, event_first = _ordered(self.events, parts)
         launch_rows, launch_first = _ordered(self.launches, listings)
-        unit_first = np.array(self.unit_first, np.int64)
         states = UnitStates(
-            listing=np.repeat(np.arange(listings), np.diff(unit_first)),
+            listing=np.frombuffer(self.unit_part, np.int32).astype(np.int64),
             status=np.frombuffer(status, np.int8).astype(np.int64),
             price=np.frombuffer(price, np.float64),
             sqft=np.frombuffer(sqft, np.float64),
             born=np.frombuffer(born, np.int64),
             gone=np.frombuffer(gone, np.int64),
             moving=np.frombuffer(changed, np.int64) != ALWAYS,
-            listings=listings,
+            listings=parts,
         )
         entries = (status_first, status_rows[1], status_rows[2].astype(np.int64), price_first, price_rows[1],
                    price_rows[2])  # fmt: skip
@@ -241,6 +267,11 @@ class _Builder:
         return MarketColumns(
             listing_codes=self.codes,
             listing_provinces=self.provinces,
+            part_first=np.array(self.part_first, np.int64),
+            plan_parts={
+                path: {key: np.array(found, np.int64) for key, found in held.items()}
+                for path, held in zip(PLAN_GROUPS, self.plan_parts, strict=True)
+            },
             grid=build_grid(states, _grid_times(states, status_rows[1], price_rows[1]), replay) if units else None,
             event_first=event_first,
             event_at=event_rows[1].astype(np.int64),
