@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from precon.cache import ResponseCache
+from precon.client_metrics import ServiceOperations
 from precon.client_settings import PRODUCTION_URL, ClientSettings
 from precon.client_webhooks import WebhookOperations
 from precon.errors import (
@@ -93,7 +94,7 @@ def _wait(state: RetryCallState) -> float:
     return random.uniform(ceiling / 2, ceiling)
 
 
-class Client(WebhookOperations):
+class Client(WebhookOperations, ServiceOperations):
     """A connection to one deployment of the listings API, as one key, through the cache."""
 
     def __init__(
