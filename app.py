@@ -41,7 +41,10 @@ PAGES = {
 }
 # The Admin section for admins (and everyone, without sign-in); for a viewer its pages answer "admins only" at their
 # addresses and are not in the navigation.
-ADMIN_PAGES = [("views/webhooks.py", "Webhooks", ":material/webhook:", "webhooks")]
+ADMIN_PAGES = [
+    ("views/webhooks.py", "Webhooks", ":material/webhook:", "webhooks"),
+    ("views/status.py", "Status", ":material/monitor_heart:", "status"),
+]
 if admin:
     PAGES["Admin"] = [st.Page(path, title=title, icon=icon, url_path=url) for path, title, icon, url in ADMIN_PAGES]
 else:

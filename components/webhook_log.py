@@ -7,9 +7,11 @@ an error, the start of a response) ends up in a table cell or a code block as te
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 import pandas as pd
+import streamlit as st
 
 from components.formatting import MISSING
 from precon.models import DeliveryAttempt, WebhookDelivery, WebhookSubscription
@@ -169,3 +171,28 @@ def attempts_frame(attempts: list[DeliveryAttempt]) -> pd.DataFrame:
         for number, attempt in enumerate(attempts, start=1)
     ]
     return pd.DataFrame(rows, columns=["#", "time", "outcome", "latency", "response"])
+
+
+LINK_PARAM = "subscription"
+"""The address parameter naming the subscription whose deliveries the Webhooks page's log shows (the Status page
+links to it)."""
+
+
+def linked_log_filter(current: str | None, subscriptions: Iterable[str]) -> str:
+    """The log's subscription: the address's when it names one of these, else the one picked (if it still exists);
+    an address naming none of them is dropped from it."""
+    known = set(subscriptions)
+    linked = st.query_params.get(LINK_PARAM)
+    if linked in known:
+        return str(linked)
+    if linked is not None:
+        st.query_params.pop(LINK_PARAM, None)
+    return current if current in known else ""
+
+
+def link_log_filter(chosen: str | None) -> None:
+    """Keeps the address in step with the log's subscription, so that a copied link opens the same log."""
+    if chosen:
+        st.query_params[LINK_PARAM] = chosen
+    else:
+        st.query_params.pop(LINK_PARAM, None)

@@ -25,6 +25,8 @@ from components.webhook_log import (
     attempts_frame,
     deliveries_frame,
     inline_code,
+    link_log_filter,
+    linked_log_filter,
     next_attempt,
     refusal,
     status_badge,
@@ -434,6 +436,7 @@ def render_trigger(subscriptions: list[WebhookSubscription]) -> None:
 
 def first_log_page() -> None:
     st.session_state[LOG_PAGE] = 1
+    link_log_filter(st.session_state.get(LOG_FILTER))
 
 
 def render_delivery(delivery: WebhookDelivery, subscribed: bool) -> None:
@@ -510,8 +513,7 @@ def render_log_section(subscriptions: dict[str, WebhookSubscription]) -> None:
 
 
 def render_log(subscriptions: dict[str, WebhookSubscription]) -> None:
-    if st.session_state.get(LOG_FILTER) not in ("", *subscriptions):
-        st.session_state[LOG_FILTER] = ""
+    st.session_state[LOG_FILTER] = linked_log_filter(st.session_state.get(LOG_FILTER), subscriptions)
     which, page, refresh = st.columns([4, 1, 1], vertical_alignment="bottom")
     chosen = which.selectbox(
         "Subscription",
