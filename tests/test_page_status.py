@@ -23,6 +23,7 @@ from tests.dashboard_support import (  # noqa: F401
     page_text,
     reset_caches,
 )
+from tests.test_page_auth import ADMIN, VIEWER, auth, open_as, provider, said, signed_in  # noqa: F401
 from tests.test_webhooks import Receiver
 
 PAGE = "views/status.py"
@@ -127,3 +128,12 @@ def test_p95_interpolates_inside_its_bucket_as_histogram_quantile_does() -> None
     first = Scrape(0.0, {("precon_requests_total", frozenset({("operation", "x")})): 5.0})
     reset = Scrape(60.0, {("precon_requests_total", frozenset({("operation", "x")})): 2.0})
     assert window(first, reset).operations[0].requests == 2, "a counter that went down was reset"
+
+
+def test_the_status_page_is_for_admins_only(service: Client, request: pytest.FixtureRequest) -> None:
+    metadata_url = request.getfixturevalue("provider")
+    viewer = open_as(PAGE, signed_in(VIEWER), auth(metadata_url))
+    assert "Admins only" in said(viewer) and "Webhook subscriptions" not in said(viewer)
+    assert not viewer.metric, "no figure of the service for a viewer"
+    admin = open_as(PAGE, signed_in(ADMIN), auth(metadata_url))
+    assert "Admins only" not in said(admin) and "Webhook subscriptions" in said(admin)
