@@ -108,64 +108,91 @@ class UnitStates:
     listings: int
 
 
+CHUNK = 65536
+"""Units placed on the grid at once: the working arrays (a row of the grid per moving unit) are bounded by it."""
+
+
 def build_grid(units: UnitStates, times: IntArray, replay: StateReplay) -> MarketGrid:
-    """The grid over ``times`` of these units, those that move replayed by ``replay``."""
-    width = len(times)
-    first = np.searchsorted(times, units.born, side="right")
-    last = np.searchsorted(times, units.gone, side="right")
-    counts = np.zeros(units.listings * 3 * (width + 1), np.int64)
-    still = np.flatnonzero(~units.moving & (first < last))
-    for kind, holds in ((EXISTING, None), (SOLD_ROW, SOLD), (AVAILABLE_ROW, AVAILABLE)):
-        rows = still if holds is None else still[units.status[still] == holds]
-        base = (units.listing[rows] * 3 + kind) * (width + 1)
-        counts += _tally(base + first[rows], len(counts)) - _tally(base + last[rows], len(counts))
-    counts = counts.reshape(units.listings, 3, width + 1)
-    counts = np.cumsum(counts, axis=2)[:, :, :width]
-    listing, start, stop, price = [], [], [], []
-    rows = still[(units.status[still] == AVAILABLE) & ~np.isnan(units.price[still])]
-    listing.append(rows)
-    start.append(first[rows])
-    stop.append(last[rows])
-    price.append(units.price[rows])
-    moved = _moved(units, times, replay, first, last, counts)
-    for found, kept in zip((listing, start, stop, price), moved, strict=True):
-        found.append(kept)
-    unit = np.concatenate(listing)
-    value = np.concatenate(price)
-    begin, end = np.concatenate(start), np.concatenate(stop)
-    return MarketGrid(
-        times,
-        counts.astype(np.int32),
-        Runs.ordered(units.listing[unit], begin, end, value, units.listings),
-        Runs.ordered(units.listing[unit], begin, end, value / units.sqft[unit], units.listings),
-    )
+    """The grid over ``times`` of these units, those that move replayed by ``replay``, :data:`CHUNK` units at a
+    time."""
+    counts = np.zeros((units.listings, 3, len(times)), np.int32)
+    still: list[_Pieces] = []
+    moved: list[_Pieces] = []
+    moving = replay.rows
+    for start in range(0, len(units.listing), CHUNK):
+        stop = min(start + CHUNK, len(units.listing))
+        first = np.searchsorted(times, units.born[start:stop], side="right")
+        last = np.searchsorted(times, units.gone[start:stop], side="right")
+        still.append(_still(units, start, first, last, counts))
+        low, high = np.searchsorted(moving, [start, stop])
+        if high > low:
+            moved.append(_moved(units, times, replay.of(moving[low:high]), first, last, start, counts))
+    listing, begin, end, price, sqft = (np.concatenate(found) for found in zip(*still, *moved, strict=True))
+    prices = Runs.ordered(listing, begin, end, price, units.listings)
+    return MarketGrid(times, counts, prices, Runs.ordered(listing, begin, end, price / sqft, units.listings))
+
+
+_Pieces = tuple[IntArray, IntArray, IntArray, FloatArray, FloatArray]
+"""Available runs with a price: their listing, first and last grid time (one more), price and the unit's area."""
+
+
+def _still(units: UnitStates, start: int, first: IntArray, last: IntArray, counts: npt.NDArray[np.int32]) -> _Pieces:
+    """Adds to ``counts`` those of the units from ``start`` (``first``, ``last``: theirs) that do not move; their
+    available runs (one each at most)."""
+    width = counts.shape[2]
+    still = np.flatnonzero(~units.moving[start : start + len(first)] & (first < last))
+    owner = units.listing[start + still]
+    status = units.status[start + still]
+    if len(still):
+        low, high = int(owner.min()), int(owner.max()) + 1
+        size = (high - low) * 3 * (width + 1)
+        change = np.zeros(size, np.int64)
+        for kind, holds in ((EXISTING, None), (SOLD_ROW, SOLD), (AVAILABLE_ROW, AVAILABLE)):
+            rows = slice(None) if holds is None else status == holds
+            base = ((owner[rows] - low) * 3 + kind) * (width + 1)
+            change += _tally(base + first[still[rows]], size) - _tally(base + last[still[rows]], size)
+        held = np.cumsum(change.reshape(high - low, 3, width + 1), axis=2)[:, :, :width]
+        counts[low:high] += held.astype(np.int32)
+    price = units.price[start + still]
+    runs = (status == AVAILABLE) & ~np.isnan(price)
+    unit = start + still[runs]
+    return owner[runs], first[still[runs]], last[still[runs]], price[runs], units.sqft[unit]
 
 
 class StateReplay(Protocol):
-    """The status and price of the moving units (``rows``) at any time."""
+    """The status and price of the moving units (``rows``) at any time, found for some of them at once."""
 
+    rows: IntArray
+
+    def of(self, rows: IntArray) -> RowsReplay: ...
+
+
+class RowsReplay(Protocol):
     rows: IntArray
 
     def at(self, end: int) -> tuple[IntArray, FloatArray]: ...
 
 
-def _moved(
-    units: UnitStates, times: IntArray, replay: StateReplay, first: IntArray, last: IntArray, counts: IntArray
-) -> tuple[IntArray, IntArray, IntArray, FloatArray]:
-    """Adds the moving units to ``counts``; their available runs (unit, first, last, price)."""
+def _moved(units: UnitStates, times: IntArray, replay: RowsReplay, first: IntArray, last: IntArray, offset: int,
+           counts: npt.NDArray[np.int32]) -> _Pieces:  # fmt: skip
+    """Adds the moving units to ``counts`` (``first``, ``last``: those of the units from ``offset``); their available
+    runs."""
     rows = replay.rows
+    local = rows - offset
     width = len(times)
     status = np.empty((len(rows), width), np.int8)
     price = np.empty((len(rows), width), np.float64)
     for column, moment in enumerate(times.tolist()):
         status[:, column], price[:, column] = replay.at(moment)
     columns = np.arange(width)
-    exists = (columns >= first[rows, None]) & (columns < last[rows, None])
-    owner = np.repeat(units.listing[rows], width).reshape(len(rows), width)
+    exists = (columns >= first[local, None]) & (columns < last[local, None])
+    listing = units.listing[rows]
+    low, high = int(listing.min()), int(listing.max()) + 1
+    owner = np.repeat(listing - low, width).reshape(len(rows), width)
     available = exists & (status == AVAILABLE)
     for kind, holds in ((EXISTING, exists), (SOLD_ROW, exists & (status == SOLD)), (AVAILABLE_ROW, available)):
         at = np.broadcast_to(columns, holds.shape)[holds]
-        counts[:, kind, :] += _tally(owner[holds] * width + at, counts.shape[0] * width).reshape(-1, width)
+        counts[low:high, kind, :] += _tally(owner[holds] * width + at, (high - low) * width).reshape(-1, width)
     priced = available & ~np.isnan(price)
     same = np.zeros_like(priced)
     same[:, 1:] = priced[:, 1:] & priced[:, :-1] & (price[:, 1:] == price[:, :-1])  # a run goes on
@@ -175,7 +202,7 @@ def _moved(
     ends = priced & ~ends
     unit_at, begin = np.nonzero(starts)
     _, stop = np.nonzero(ends)
-    return rows[unit_at], begin, stop + 1, price[unit_at, begin]
+    return listing[unit_at], begin, stop + 1, price[unit_at, begin], units.sqft[rows[unit_at]]
 
 
 def _ascending(values: IntArray) -> bool:

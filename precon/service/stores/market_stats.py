@@ -253,7 +253,19 @@ def _state_figures(existing: int, sold: int, available: int, price: float, per_s
 
 
 class UnitReplay:
-    """The units whose status or price moved (``rows``), replayed to any time from their entries."""
+    """The units whose status or price moved (``rows``), replayed to any time from their entries, some at a time."""
+
+    def __init__(self, rows: IntArray, status: IntArray, price: FloatArray, entries: tuple[Any, ...]) -> None:
+        self.rows = rows
+        self._held = (status, price, entries)
+
+    def of(self, rows: IntArray) -> RowsReplay:
+        """A replay of those of them."""
+        return RowsReplay(rows, *self._held)
+
+
+class RowsReplay:
+    """Some moving units (``rows``), replayed."""
 
     def __init__(self, rows: IntArray, status: IntArray, price: FloatArray, entries: tuple[Any, ...]) -> None:
         status_first, status_at, status_from, price_first, price_at, price_from = entries

@@ -81,6 +81,10 @@ def _json(blob: bytes | None) -> Any:
     return None if blob is None else orjson.loads(blob)
 
 
+Entry = tuple[int, bool, float, int]
+"""A unit's entry as kept: time, whether of the price, from (a status code, a price), kind (-1: none)."""
+
+
 @dataclass
 class _History:
     """What the entries say, by listing: creations, deletions, selling statuses, and each unit's entries."""
@@ -92,19 +96,25 @@ class _History:
     """Per listing and plan: when each unit created after its plan was."""
     selling: dict[str, list[tuple[int, Any, Any]]] = field(default_factory=lambda: defaultdict(list))
     """Per listing: (time, from, to) of each sellingStatus entry, and of each creation (``to`` the marker)."""
-    units: dict[str, dict[str, dict[str, list[tuple[int, str, Any, Any]]]]] = field(
+    units: dict[str, dict[str, dict[str, list[Entry]]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     )
-    """Per listing, plan and unit: (time, field, from, to) of its status and price entries."""
+    """Per listing, plan and unit: its status and price entries (:data:`Entry`)."""
 
-    def read(self, rows: list[tuple[Any, ...]]) -> _History:
+    def read(self, cursor: sqlite3.Cursor) -> _History:
+        """Reads the entries ``cursor`` yields, :data:`CHUNK` at a time (never all their rows at once)."""
+        while rows := cursor.fetchmany(CHUNK):
+            self._read(rows)
+        return self
+
+    def _read(self, rows: list[tuple[Any, ...]]) -> None:
         moments = _milliseconds([row[0] for row in rows]).tolist()
         for moment, (_, listing, scope, plan, unit, name, change, before, after) in zip(moments, rows, strict=True):
             if scope == "unit":
                 if change == "created":
                     self.unit_created[(listing, plan)][unit] = moment
                 else:
-                    self.units[listing][plan][unit].append((moment, name, _json(before), _json(after)))
+                    self.units[listing][plan][unit].append(_entry(moment, name, _json(before), _json(after)))
             elif scope == "floorPlan":
                 self.plan_created[(listing, plan)] = moment
             elif change == "created":
@@ -114,11 +124,20 @@ class _History:
                 self.deleted[listing] = moment
             else:
                 self.selling[listing].append((moment, _json(before), _json(after)))
-        return self
 
 
-Entry = tuple[int, str, Any, Any]
-"""A unit's entry as kept: time, field, from, to."""
+CHUNK = 65536
+"""History rows read at once."""
+
+
+def _entry(moment: int, name: str, before: Any, after: Any) -> Entry:
+    """A unit's status or price entry as kept: its time, whether of the price, its ``from`` (a status code, a price)
+    and what it counts as (:func:`_kind`; -1: nothing). No text is kept."""
+    kind = _kind(name, before, after)
+    if name == "status":
+        return moment, False, float(_status(before)), -1 if kind is None else kind
+    return moment, True, _price(before), -1 if kind is None else kind
+
 
 _CREATED = object()
 """Marks a listing's creation among its selling status entries."""
@@ -153,10 +172,9 @@ class _Builder:
         self.unit_part: array[int] = array("i")
         self.part_first: list[int] = [0]
         self.plan_parts: list[dict[str, list[int]]] = [defaultdict(list) for _ in PLAN_GROUPS]
-        self.status: list[tuple[int, int, float]] = []  # unit, at, from
-        self.price: list[tuple[int, int, float]] = []
-        self.events: list[tuple[int, int, float]] = []  # part, at, kind
-        self.launches: list[tuple[int, int, float]] = []
+        # (owner, at, value) columns: a status entry's (unit, at, from), a price entry's, a counted entry's (part,
+        # at, kind), a launch's (listing, at, 0)
+        self.status, self.price, self.events, self.launches = (_Rows() for _ in range(4))
         self.parts: dict[PlanKeys, int] = {}
         """The current listing's parts by their plan keys."""
 
@@ -204,7 +222,8 @@ class _Builder:
         self._counted(plan_of, touched)
         self.part_first.append(self.part_first[-1] + len(self.parts))
         last = doc.get("sellingStatus")
-        self.launches += [(code, moment, 0.0) for moment in launches(history.selling.get(listing, []), last)]
+        for moment in launches(history.selling.get(listing, []), last):
+            self.launches.add(code, moment, 0.0)
 
     def _plan_units(
         self, first: int, keys: list[str], plan_born: int, moved: dict[str, list[Entry]], created: dict[str, int]
@@ -219,15 +238,12 @@ class _Builder:
             if entries:
                 changed[first + position] = self._entries(first + position, entries)
 
-    def _entries(self, unit: int, entries: Any) -> int:
+    def _entries(self, unit: int, entries: list[Entry]) -> int:
         """Records a unit's status and price entries (for replaying it); the time of its last (ALWAYS: none)."""
         last = ALWAYS
-        for moment, name, before, _ in entries:
+        for moment, of_price, before, _ in entries:
             last = max(last, moment)
-            if name == "status":
-                self.status.append((unit, moment, _status(before)))
-            else:
-                self.price.append((unit, moment, _price(before)))
+            (self.price if of_price else self.status).add(unit, moment, before)
         return last
 
     def _counted(self, plan_of: dict[str, PlanKeys], touched: dict[str, dict[str, list[Entry]]]) -> None:
@@ -237,11 +253,10 @@ class _Builder:
         for plan_key, plan_entries in touched.items():
             part = None
             for entries in plan_entries.values():
-                for moment, name, before, after in entries:
-                    kind = _kind(name, before, after)
-                    if kind is not None:
+                for moment, _, _, kind in entries:
+                    if kind >= 0:
                         part = self._part(plan_of.get(plan_key, nothing)) if part is None else part
-                        self.events.append((part, moment, kind))
+                        self.events.add(part, moment, kind)
 
     def columns(self) -> MarketColumns:
         listings, parts = len(self.codes), self.part_first[-1]
@@ -317,13 +332,22 @@ def _kind(name: str, before: Any, after: Any) -> int | None:
     return INCREASE if high > low else CUT
 
 
-def _ordered(rows: list[tuple[int, int, float]], owners: int) -> tuple[list[np.ndarray[Any, Any]], IntArray]:
-    """Rows of (owner, time, value) as columns ordered by owner then time (stably), and each owner's first row."""
-    if not rows:
-        return [np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64)], np.zeros(owners + 1, np.int64)
-    owner = np.array([row[0] for row in rows], np.int64)
-    moment = np.array([row[1] for row in rows], np.int64)
-    value = np.array([row[2] for row in rows], np.float64)
+class _Rows:
+    """Rows of (owner, time, value) as machine numbers (a tuple each would be 6 times the size)."""
+
+    def __init__(self) -> None:
+        self.owner, self.at, self.value = array("q"), array("q"), array("d")
+
+    def add(self, owner: int, at: int, value: float) -> None:
+        self.owner.append(owner)
+        self.at.append(at)
+        self.value.append(value)
+
+
+def _ordered(rows: _Rows, owners: int) -> tuple[list[np.ndarray[Any, Any]], IntArray]:
+    """The rows as columns ordered by owner then time (stably), and each owner's first row."""
+    owner, moment = np.frombuffer(rows.owner, np.int64), np.frombuffer(rows.at, np.int64)
+    value = np.frombuffer(rows.value, np.float64)
     order = np.lexsort((moment, owner))
     first = np.searchsorted(owner[order], np.arange(owners + 1), side="left").astype(np.int64)
     return [owner[order], moment[order], value[order]], first
@@ -331,10 +355,12 @@ def _ordered(rows: list[tuple[int, int, float]], owners: int) -> tuple[list[np.n
 
 def build_market_columns(db: sqlite3.Connection) -> MarketColumns:
     """The catalogue's market columns, read in the caller's read transaction."""
-    history = _History().read(db.execute(_ENTRIES).fetchall())
-    builder = _Builder(history)
-    for listing, province, blob, deleted in db.execute(_DOCUMENTS):
-        builder.add(str(listing), province, decode_document(blob), bool(deleted))
+    builder = _Builder(_History().read(db.execute(_ENTRIES)))
+    documents = db.execute(_DOCUMENTS)
+    while rows := documents.fetchmany(1024):
+        for listing, province, blob, deleted in rows:
+            builder.add(str(listing), province, decode_document(blob), bool(deleted))
+    builder.history = _History()  # the entries are in the builder's columns now: freed before the grid is built
     return builder.columns()
 
 
