@@ -53,8 +53,8 @@ class ScrapeRing:
     """One deployment's scrapes over the last hour, newest last, and the last answer of ``/metrics`` (a scrape, or
     why there is none)."""
 
-    def __init__(self, client: Client, url: str | None, token: str | None) -> None:
-        self._client, self._url, self._token = client, url, token
+    def __init__(self, client: Client, url: str | None, token: str | None, every: float = SAMPLE_EVERY_S) -> None:
+        self._client, self._url, self._token, self._every = client, url, token, every
         self._scrapes: deque[Scrape] = deque(maxlen=KEEP_SCRAPES)
         self._lock = threading.Lock()
         self._stopped = threading.Event()
@@ -74,6 +74,9 @@ class ScrapeRing:
             self.last = answer
         return answer
 
+    def __len__(self) -> int:
+        return len(self._scrapes)
+
     def window(self, now: Scrape) -> Window | None:
         """From the oldest scrape within the hour before ``now`` to ``now`` (None: no earlier scrape yet)."""
         with self._lock:
@@ -87,7 +90,7 @@ class ScrapeRing:
         return self
 
     def _sample(self) -> None:
-        while not self._stopped.wait(SAMPLE_EVERY_S):
+        while not self._stopped.wait(self._every):
             self.scrape()
 
     def stop(self) -> None:

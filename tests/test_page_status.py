@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components import api
+from components.status import ScrapeRing, duration
 from precon.client import Client
 from precon.delivery_health import RECENT_DELIVERIES, failing_first, health_of
 from precon.metrics_view import NoMetrics, Scrape, quantile, window
@@ -137,3 +138,37 @@ def test_the_status_page_is_for_admins_only(service: Client, request: pytest.Fix
     assert not viewer.metric, "no figure of the service for a viewer"
     admin = open_as(PAGE, signed_in(ADMIN), auth(metadata_url))
     assert "Admins only" not in said(admin) and "Webhook subscriptions" in said(admin)
+
+
+def test_the_sampler_reads_metrics_by_itself_until_released(service: Client) -> None:
+    sampler = ScrapeRing(service, None, None, every=0.05).start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(sampler) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(sampler) >= 3, "a reading every 0.05 s with no page view"
+    finally:
+        sampler.stop()
+    time.sleep(0.2)
+    stopped = len(sampler)
+    time.sleep(0.3)
+    assert len(sampler) == stopped, "stopped: no more readings"
+    assert [duration(40), duration(60 * 12), duration(60), duration(3600)] == [
+        "40 s",
+        "12 minutes",
+        "60 s",
+        "an hour",
+    ]
+
+
+def test_the_webhooks_page_opens_on_the_subscription_its_address_names(service: Client) -> None:
+    first = service.create_webhook("http://127.0.0.1:9/a", "profile.updated")
+    second = service.create_webhook("http://127.0.0.1:9/b", "profile.updated")
+    app = ok(open_page("views/webhooks.py", {"subscription": second.id}))
+    assert app.selectbox(key="wh_log_subscription").value == second.id
+    ok(app.selectbox(key="wh_log_subscription").set_value(first.id).run())
+    assert app.query_params["subscription"] == first.id, "the address follows the log's subscription"
+    ok(app.selectbox(key="wh_log_subscription").set_value("").run())
+    assert "subscription" not in app.query_params
+    unknown = ok(open_page("views/webhooks.py", {"subscription": "wh_gone"}))
+    assert unknown.selectbox(key="wh_log_subscription").value == "" and "subscription" not in unknown.query_params
