@@ -133,14 +133,19 @@ def render_health() -> None:
     health = connection.fresh_client.health()
     st.subheader("Service")
     state, version, answered, listings = st.columns(4)
-    state.metric("Health", "OK" if health.ok else "Failing", help="What the service's /healthz answered")
+    unchecked = health.status == "HTTP 404"  # a deployment without a health check (the production service, say)
+    shown = "OK" if health.ok else "No check" if unchecked else "Failing"
+    state.metric("Health", shown, help="What the service's /healthz answered")
     version.metric("Version", health.version or MISSING, help="/healthz's version, else its OpenAPI document's")
     answered.metric("Health check", milliseconds(None if health.latency_ms is None else health.latency_ms / 1000))
     counted = health.details.get("listings")
     listings.metric("Listings", f"{counted:,}" if isinstance(counted, int) else MISSING)
     where = "the embedded service" if connection.kind == "embedded" else "a remote deployment"
     st.caption(f"{where.capitalize()} at {inline_code(connection.url)} · checked {when(datetime.now(UTC))}")
-    if not health.ok:
+    if unchecked:
+        st.info("**This deployment has no health check** (/healthz answered 404): the sidebar says whether its API "
+                "answers.", icon="🩺")  # fmt: skip
+    elif not health.ok:
         st.error(f"**The service's health check failed:** {markdown_text(health.status)}.", icon="🔴")
 
 
@@ -187,6 +192,8 @@ def render_requests(now: Scrape, span: Window | None) -> None:
         f"to {when_unix(span.end)}), from the service's own counters. The dashboard has been reading them since "
         f"{when_unix(ring().started)}: it keeps an hour of its readings, not the service's history."
     )
+    if span.seconds < 60:
+        st.caption(f"Less than a minute so far: a rate over {duration(span.seconds)} is rough. Reload later for more.")
     if not span.operations:
         st.info(f"No requests {over}.", icon="💤")
         return

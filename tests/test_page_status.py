@@ -172,3 +172,23 @@ def test_the_webhooks_page_opens_on_the_subscription_its_address_names(service: 
     assert "subscription" not in app.query_params
     unknown = ok(open_page("views/webhooks.py", {"subscription": "wh_gone"}))
     assert unknown.selectbox(key="wh_log_subscription").value == "" and "subscription" not in unknown.query_params
+
+
+def test_a_deployment_with_neither_health_check_nor_metrics_shows_what_it_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    from precon.service.server import ServerThread
+    from tests.test_page_webhooks import _service_without
+
+    monkeypatch.setenv("PRECON_API_KEY", "some-key")
+    monkeypatch.setenv("PRECON_PRODUCT_ID", "some-product")
+    monkeypatch.setenv("PRECON_CACHE_URL", "memory:")
+    with ServerThread(_service_without("webhooks", "search_listings")) as server:
+        monkeypatch.setenv("PRECON_API_URL", server.url)
+        reset_caches()
+        try:
+            app = ok(open_page(PAGE))
+        finally:
+            reset_caches()
+    text = page_text(app)
+    assert [m.value for m in app.metric if m.label == "Health"] == ["No check"]
+    assert "This deployment has no health check" in text and "No metrics from this deployment" in text
+    assert "This key has no webhook subscriptions" in text and not app.error
