@@ -8,17 +8,23 @@ Units and floor plans are known as history knows them (:func:`precon.service.sto
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import math
+import operator
 import sqlite3
 import threading
 from array import array
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
+from precon.service.stores import market_grid, market_stats
 from precon.service.stores.history import _keyed
 from precon.service.stores.market_grid import UnitStates, build_grid, month_times
 from precon.service.stores.market_stats import (
@@ -42,12 +48,18 @@ from precon.service.stores.records import decode_document
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
 
 SELLING_NOW = "Selling Now"
+MARKET_VERSION = hashlib.blake2b(
+    b"".join(Path(module.__file__ or "").read_bytes() for module in (market_grid, market_stats))
+    + Path(__file__).read_bytes(),
+    digest_size=6,
+).hexdigest()
+"""Names market columns written to be shared by this code: those other code wrote are built again."""
 
 _ENTRIES = (
     "SELECT at, listing_id, scope, plan, unit, field, change, from_value, to_value FROM listing_history "
     "WHERE (scope = 'unit' AND (change = 'created' OR (change = 'updated' AND field IN ('status', 'price')))) "
     "OR (scope = 'floorPlan' AND change = 'created') "
-    "OR (scope = 'listing' AND (change IN ('created', 'deleted') OR field = 'sellingStatus')) ORDER BY seq"
+    "OR (scope = 'listing' AND (change IN ('created', 'deleted') OR field = 'sellingStatus')) ORDER BY listing_id, seq"
 )
 _DOCUMENTS = (
     "SELECT l.listing_id, l.province, d.doc, 0 FROM listings l JOIN listing_docs d ON d.id = l.id UNION ALL "
@@ -101,9 +113,9 @@ class _History:
     )
     """Per listing, plan and unit: its status and price entries (:data:`Entry`)."""
 
-    def read(self, cursor: sqlite3.Cursor) -> _History:
-        """Reads the entries ``cursor`` yields, :data:`CHUNK` at a time (never all their rows at once)."""
-        while rows := cursor.fetchmany(CHUNK):
+    def read(self, rows: list[tuple[Any, ...]]) -> _History:
+        """Reads entry rows (of one listing, as the build reads them, or of several)."""
+        if rows:
             self._read(rows)
         return self
 
@@ -124,10 +136,6 @@ class _History:
                 self.deleted[listing] = moment
             else:
                 self.selling[listing].append((moment, _json(before), _json(after)))
-
-
-CHUNK = 65536
-"""History rows read at once."""
 
 
 def _entry(moment: int, name: str, before: Any, after: Any) -> Entry:
@@ -353,14 +361,28 @@ def _ordered(rows: _Rows, owners: int) -> tuple[list[np.ndarray[Any, Any]], IntA
     return [owner[order], moment[order], value[order]], first
 
 
+def _by_listing(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+    """Entry rows ordered by listing, listing by listing."""
+    for listing, held in itertools.groupby(rows, key=operator.itemgetter(1)):
+        yield str(listing), list(held)
+
+
 def build_market_columns(db: sqlite3.Connection) -> MarketColumns:
-    """The catalogue's market columns, read in the caller's read transaction."""
-    builder = _Builder(_History().read(db.execute(_ENTRIES)))
+    """The catalogue's market columns, read in the caller's read transaction: the documents and the entries both in
+    the order of their listings, so that one listing's entries are held at a time."""
+    builder = _Builder(_History())
+    entries = _by_listing(db.execute(_ENTRIES))
+    pending = next(entries, None)
     documents = db.execute(_DOCUMENTS)
     while rows := documents.fetchmany(1024):
         for listing, province, blob, deleted in rows:
-            builder.add(str(listing), province, decode_document(blob), bool(deleted))
-    builder.history = _History()  # the entries are in the builder's columns now: freed before the grid is built
+            listing_id = str(listing)
+            while pending is not None and pending[0] < listing_id:  # entries of a listing with no document
+                pending = next(entries, None)
+            held = pending[1] if pending is not None and pending[0] == listing_id else []
+            builder.history = _History().read(held)
+            builder.add(listing_id, province, decode_document(blob), bool(deleted))
+    builder.history = _History()
     return builder.columns()
 
 
@@ -371,16 +393,37 @@ class SQLiteMarket(SQLiteCatalogueBase):
     _market_held: tuple[int, MarketColumns] | None
 
     def market_columns(self) -> MarketColumns:
-        """The market columns as of this generation (built once, by one thread, the others waiting)."""
+        """The market columns as of this generation (built once, by one thread, the others waiting; where indexes
+        are shared between processes, by one process, the others mapping what it wrote)."""
         generation = self.generation()
         with self._market_lock:
             held = self._market_held
             if held is not None and held[0] == generation:
                 return held[1]
-            with self._reading() as db:
-                columns = build_market_columns(db)
+            self._market_held = held = None  # the generation before is let go before the next is built
+            columns = self._built()[1] if self._shared is None else self._shared_market()
             self._market_held = (generation, columns)
             return columns
+
+    def _built(self) -> tuple[int, MarketColumns]:
+        with self._reading() as db:
+            return self._read_generation(), build_market_columns(db)
+
+    def _shared_market(self) -> MarketColumns:
+        """The market columns as one process built them, mapped from the files it wrote (see
+        :class:`~precon.service.search.shared.SharedIndexes`): the processes serving one data directory build and
+        hold one copy."""
+        assert self._shared is not None
+
+        def key(generation: int) -> str:
+            return f"{MARKET_VERSION}-{self._index_key(generation)}"
+
+        def build() -> tuple[str, MarketColumns]:
+            generation, columns = self._built()
+            return key(generation), columns
+
+        columns: MarketColumns = self._shared.get("market", lambda: key(self.generation()), build)
+        return columns
 
     def market_stats(
         self,

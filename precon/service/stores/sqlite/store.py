@@ -125,6 +125,14 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
                     raise
         self._upgrade()
 
+    def warm(self, now: bool = False) -> None:
+        """The indexes and the history's columns (:meth:`SQLiteChanges.warm`); where indexes are shared between
+        processes, the market columns too, the first time: built once, by the process that warms the data directory
+        before the workers start, and mapped by each worker (not built on a user's first ``market_stats``)."""
+        super().warm(now)
+        if self._shared is not None and self._market_held is None:
+            self.market_columns()
+
     @staticmethod
     def _older_layout(db: sqlite3.Connection) -> bool:
         try:

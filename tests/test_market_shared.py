@@ -1,0 +1,68 @@
+"""(ours) ``market_stats``' columns where processes share a data directory's indexes: warmed, one store builds and
+writes them and the others map them (the same figures as a store that builds its own), and after a write the next
+generation's are built once again."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from precon.service import catalogue
+from precon.service.stores.loading import batched
+from precon.service.stores.market_stats import MarketGroup
+from precon.service.stores.simulation import day_time, simulate
+from precon.service.stores.sqlite import market_columns
+from precon.service.stores.sqlite.store import SQLiteStore
+
+START = date(2025, 6, 1)
+EDGES = [int(day_time(date(2025, month, 1)) * 1000) for month in range(6, 10)]
+
+
+@pytest.fixture(scope="module")
+def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    built = catalogue.generate(60, seed=3)
+    path = tmp_path_factory.mktemp("market-shared") / "c.sqlite3"
+    store = SQLiteStore(path)
+    store.upsert_profiles(built.profiles)
+    for batch in batched(built.listings):
+        store.upsert_listings(batch, at=day_time(START))
+    simulate(store, 60, seed=2)
+    store.close()
+    return path
+
+
+def answers(store: SQLiteStore) -> list[dict[str, object]]:
+    ids = tuple(store.listing_ids())
+    groups = [MarketGroup(None, ids), MarketGroup("2", ids, ("floorPlans.numberOfBedrooms", "2"))]
+    return store.market_stats(EDGES, groups)
+
+
+def test_one_process_builds_them_and_the_others_map_them(
+    original: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.sqlite3"
+    shutil.copy(original, path)
+    built = []
+    build = market_columns.build_market_columns
+    monkeypatch.setattr(market_columns, "build_market_columns", lambda db: built.append(1) or build(db))
+    first, second = SQLiteStore(path, shared_indexes=True), SQLiteStore(path, shared_indexes=True)
+    alone = SQLiteStore(path)
+    try:
+        first.warm()
+        second.warm()
+        assert len(built) == 1
+        held = second._market_held
+        assert held is not None and held[1].grid is not None and not held[1].grid.counts.flags.writeable
+        assert answers(first) == answers(second) == answers(alone) and len(built) == 2
+        listing = alone.listing_ids()[0]
+        alone.delete_listing(listing)
+        assert answers(second) == answers(first) == answers(alone)
+        assert len(built) == 4, "the new generation: built once for both, once alone"
+        markets = [p for p in path.with_name("c.sqlite3.index").iterdir() if p.name.startswith("market-")]
+        assert len(markets) == 1, "the generation before is removed"
+    finally:
+        for store in (first, second, alone):
+            store.close()
