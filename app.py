@@ -53,7 +53,7 @@ else:
         for _, title, icon, url in ADMIN_PAGES
     ]
 
-page = st.navigation(PAGES)
+page = st.navigation(PAGES, expanded=True)  # every section shown: Admin is not folded under "View more"
 auth.render_account(person)
 render_sidebar(api.connection)
 page.run()

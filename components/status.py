@@ -273,9 +273,15 @@ def render_subscription(health: SubscriptionHealth) -> None:
     subscription = health.subscription
     with st.container(border=True, key=f"status_sub_{subscription.id}"):
         text, link = st.columns([5, 1], vertical_alignment="center")
-        badge = "🔴 failing" if health.failing else ("🟢 healthy" if health.attempts else "⚪ no attempts yet")
+        badge = (
+            ":red-badge[:material/error: failing]"
+            if health.failing
+            else (
+                ":green-badge[:material/check_circle: healthy]" if health.attempts else ":gray-badge[no attempts yet]"
+            )
+        )
         text.markdown(
-            f"**{badge}** · {subscription.event} ({subscription.env}) → {inline_code(subscription.targetUrl)} · "
+            f"{badge} · {subscription.event} ({subscription.env}) → {inline_code(subscription.targetUrl)} · "
             f"`{subscription.id}`  \n"
             f"**Success rate** {rate_text(health)} · **Last failure** {markdown_text(failure_text(health))} · "
             f"**Pending retries** {health.pending_retries}"

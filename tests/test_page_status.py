@@ -115,9 +115,17 @@ def test_subscriptions_read_as_the_delivery_log_says_failing_first(service: Clie
     assert (expected[0].pending_retries, expected[0].accepted, expected[0].attempts) == (2, 0, 2)
     rows = [m.value for m in app.markdown if "**Success rate**" in m.value]
     assert [failing.id in rows[0], healthy.id in rows[1]] == [True, True], "the failing one first"
-    assert "🔴 failing" in rows[0] and "0% (0 of 2 attempts)" in rows[0] and "**Pending retries** 2" in rows[0]
+    assert (
+        ":red-badge[:material/error: failing]" in rows[0]
+        and "0% (0 of 2 attempts)" in rows[0]
+        and "**Pending retries** 2" in rows[0]
+    )
     assert "HTTP 500" in rows[0]
-    assert "🟢 healthy" in rows[1] and "100% (2 of 2 attempts)" in rows[1] and "**Last failure** none" in rows[1]
+    assert (
+        ":green-badge[:material/check_circle: healthy]" in rows[1]
+        and "100% (2 of 2 attempts)" in rows[1]
+        and "**Last failure** none" in rows[1]
+    )
 
 
 def test_p95_interpolates_inside_its_bucket_as_histogram_quantile_does() -> None:
