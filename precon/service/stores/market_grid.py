@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -97,8 +97,8 @@ def month_times(first: int, last: int) -> IntArray:
 class UnitStates:
     """What the grid is built from: every unit now (contiguous per listing) and its status and price entries."""
 
-    listing: IntArray
-    status: IntArray
+    listing: npt.NDArray[np.int32]
+    status: npt.NDArray[np.int8]
     price: FloatArray
     sqft: FloatArray
     born: IntArray
@@ -112,9 +112,20 @@ CHUNK = 65536
 """Units placed on the grid at once: the working arrays (a row of the grid per moving unit) are bounded by it."""
 
 
-def build_grid(units: UnitStates, times: IntArray, replay: StateReplay) -> MarketGrid:
-    """The grid over ``times`` of these units, those that move replayed by ``replay``, :data:`CHUNK` units at a
-    time."""
+@dataclass
+class Placed:
+    """The units placed on the grid (:func:`place_units`): its counts, and the available runs with a price, in
+    pieces, not yet ordered (:func:`grid_of`)."""
+
+    times: IntArray
+    counts: npt.NDArray[np.int32]
+    pieces: list[_Pieces]
+    listings: int
+
+
+def place_units(units: UnitStates, times: IntArray, replay: StateReplay) -> Placed:
+    """The units on the grid over ``times``, those that move replayed by ``replay``, :data:`CHUNK` units at a time
+    (the units' columns can then be let go before the runs are ordered)."""
     counts = np.zeros((units.listings, 3, len(times)), np.int32)
     still: list[_Pieces] = []
     moved: list[_Pieces] = []
@@ -127,13 +138,23 @@ def build_grid(units: UnitStates, times: IntArray, replay: StateReplay) -> Marke
         low, high = np.searchsorted(moving, [start, stop])
         if high > low:
             moved.append(_moved(units, times, replay.of(moving[low:high]), first, last, start, counts))
-    listing, begin, end, price, sqft = (np.concatenate(found) for found in zip(*still, *moved, strict=True))
-    prices = Runs.ordered(listing, begin, end, price, units.listings)
-    return MarketGrid(times, counts, prices, Runs.ordered(listing, begin, end, price / sqft, units.listings))
+    return Placed(times, counts, still + moved, units.listings)
 
 
-_Pieces = tuple[IntArray, IntArray, IntArray, FloatArray, FloatArray]
-"""Available runs with a price: their listing, first and last grid time (one more), price and the unit's area."""
+def grid_of(placed: Placed) -> MarketGrid:
+    """The grid of the placed units: their runs ordered (the pieces are let go as they are joined)."""
+    columns = []
+    while placed.pieces[0]:
+        columns.append(np.concatenate([piece.pop(0) for piece in placed.pieces]))
+    listing, begin, end, price, sqft = columns
+    prices = Runs.ordered(listing, begin, end, price, placed.listings)
+    per_sqft = Runs.ordered(listing, begin, end, price / sqft, placed.listings)
+    return MarketGrid(placed.times, placed.counts, prices, per_sqft)
+
+
+_Pieces = list[npt.NDArray[Any]]
+"""Available runs with a price: their listing (int32), first and last grid time (one more; int16), price and the
+unit's area."""
 
 
 def _still(units: UnitStates, start: int, first: IntArray, last: IntArray, counts: npt.NDArray[np.int32]) -> _Pieces:
@@ -156,7 +177,8 @@ def _still(units: UnitStates, start: int, first: IntArray, last: IntArray, count
     price = units.price[start + still]
     runs = (status == AVAILABLE) & ~np.isnan(price)
     unit = start + still[runs]
-    return owner[runs], first[still[runs]], last[still[runs]], price[runs], units.sqft[unit]
+    return [owner[runs].astype(np.int32), first[still[runs]].astype(np.int16), last[still[runs]].astype(np.int16),
+            price[runs], units.sqft[unit]]  # fmt: skip
 
 
 class StateReplay(Protocol):
@@ -202,7 +224,8 @@ def _moved(units: UnitStates, times: IntArray, replay: RowsReplay, first: IntArr
     ends = priced & ~ends
     unit_at, begin = np.nonzero(starts)
     _, stop = np.nonzero(ends)
-    return listing[unit_at], begin, stop + 1, price[unit_at, begin], units.sqft[rows[unit_at]]
+    return [listing[unit_at].astype(np.int32), begin.astype(np.int16), (stop + 1).astype(np.int16),
+            price[unit_at, begin], units.sqft[rows[unit_at]]]  # fmt: skip
 
 
 def _ascending(values: IntArray) -> bool:

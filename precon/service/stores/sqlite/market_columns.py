@@ -26,7 +26,7 @@ import orjson
 
 from precon.service.stores import market_grid, market_stats
 from precon.service.stores.history import _keyed
-from precon.service.stores.market_grid import UnitStates, build_grid, month_times
+from precon.service.stores.market_grid import Placed, UnitStates, grid_of, month_times, place_units
 from precon.service.stores.market_stats import (
     ALWAYS,
     CUT,
@@ -175,8 +175,9 @@ class _Builder:
         self.history = history
         self.codes: dict[str, int] = {}
         self.provinces: list[str | None] = []
-        # status, price, sqft, born, gone, last change: machine numbers (a Python float each would be 4 times the size)
-        self.unit_rows: list[array[Any]] = [array(kind) for kind in "bddqqq"]
+        # status, price, sqft, born, gone, whether it has entries: machine numbers (a Python float each would be 4 times
+        # the size)
+        self.unit_rows: list[array[Any]] = [array(kind) for kind in "bddqqb"]
         self.unit_part: array[int] = array("i")
         self.part_first: list[int] = [0]
         self.plan_parts: list[dict[str, list[int]]] = [defaultdict(list) for _ in PLAN_GROUPS]
@@ -223,7 +224,7 @@ class _Builder:
             size.extend([sqft] * len(units))
             ended.extend([gone] * len(units))
             born.extend([plan_born] * len(units))
-            changed.extend([ALWAYS] * len(units))
+            changed.frombytes(bytes(len(units)))
             moved, created = touched.get(plan_key), history.unit_created.get((listing, plan_key))
             if moved or created:
                 self._plan_units(first, list(units), plan_born, moved or {}, created or {})
@@ -244,15 +245,13 @@ class _Builder:
                 born[first + position] = moment
             entries = moved.get(key)
             if entries:
-                changed[first + position] = self._entries(first + position, entries)
+                self._entries(first + position, entries)
+                changed[first + position] = 1
 
-    def _entries(self, unit: int, entries: list[Entry]) -> int:
-        """Records a unit's status and price entries (for replaying it); the time of its last (ALWAYS: none)."""
-        last = ALWAYS
+    def _entries(self, unit: int, entries: list[Entry]) -> None:
+        """Records a unit's status and price entries (for replaying it)."""
         for moment, of_price, before, _ in entries:
-            last = max(last, moment)
             (self.price if of_price else self.status).add(unit, moment, before)
-        return last
 
     def _counted(self, plan_of: dict[str, PlanKeys], touched: dict[str, dict[str, list[Entry]]]) -> None:
         """The listing's unit entries that count (sales, price increases and cuts), each in its plan's part (a plan
@@ -268,25 +267,9 @@ class _Builder:
 
     def columns(self) -> MarketColumns:
         listings, parts = len(self.codes), self.part_first[-1]
-        status, price, sqft, born, gone, changed = self.unit_rows
-        units = len(status)
-        status_rows, status_first = _ordered(self.status, units)
-        price_rows, price_first = _ordered(self.price, units)
+        units = len(self.unit_rows[0])
         event_rows, event_first = _ordered(self.events, parts)
         launch_rows, launch_first = _ordered(self.launches, listings)
-        states = UnitStates(
-            listing=np.frombuffer(self.unit_part, np.int32).astype(np.int64),
-            status=np.frombuffer(status, np.int8).astype(np.int64),
-            price=np.frombuffer(price, np.float64),
-            sqft=np.frombuffer(sqft, np.float64),
-            born=np.frombuffer(born, np.int64),
-            gone=np.frombuffer(gone, np.int64),
-            moving=np.frombuffer(changed, np.int64) != ALWAYS,
-            listings=parts,
-        )
-        entries = (status_first, status_rows[1], status_rows[2].astype(np.int64), price_first, price_rows[1],
-                   price_rows[2])  # fmt: skip
-        replay = UnitReplay(np.flatnonzero(states.moving), states.status, states.price, entries)
         return MarketColumns(
             listing_codes=self.codes,
             listing_provinces=self.provinces,
@@ -295,13 +278,36 @@ class _Builder:
                 path: {key: np.array(found, np.int64) for key, found in held.items()}
                 for path, held in zip(PLAN_GROUPS, self.plan_parts, strict=True)
             },
-            grid=build_grid(states, _grid_times(states, status_rows[1], price_rows[1]), replay) if units else None,
+            grid=grid_of(self._placed()) if units else None,
             event_first=event_first,
             event_at=event_rows[1].astype(np.int64),
             event_kind=event_rows[2].astype(np.int64),
             launch_first=launch_first,
             launch_at=launch_rows[1].astype(np.int64),
         )
+
+    def _placed(self) -> Placed:
+        """The units placed on the grid; their columns (and the builder's) let go."""
+        status, price, sqft, born, gone, changed = self.unit_rows
+        units = len(status)
+        status_rows, status_first = _ordered(self.status, units)
+        price_rows, price_first = _ordered(self.price, units)
+        states = UnitStates(
+            listing=np.frombuffer(self.unit_part, np.int32),
+            status=np.frombuffer(status, np.int8),
+            price=np.frombuffer(price, np.float64),
+            sqft=np.frombuffer(sqft, np.float64),
+            born=np.frombuffer(born, np.int64),
+            gone=np.frombuffer(gone, np.int64),
+            moving=np.frombuffer(changed, np.bool_),
+            listings=self.part_first[-1],
+        )
+        entries = (status_first, status_rows[1], status_rows[2].astype(np.int64), price_first, price_rows[1],
+                   price_rows[2])  # fmt: skip
+        replay = UnitReplay(np.flatnonzero(states.moving), states.status, states.price, entries)
+        placed = place_units(states, _grid_times(states, status_rows[1], price_rows[1]), replay)
+        self.unit_rows, self.unit_part, self.status, self.price = [], array("i"), _Rows(), _Rows()
+        return placed
 
 
 def _grid_times(units: UnitStates, *entry_times: IntArray) -> IntArray:
