@@ -233,7 +233,8 @@ def _states(
     per_sqft = medians(grid.per_sqft, pairs, len(listings), listing_count, columns)
     found = []
     for g, codes in enumerate(listings):
-        counts = grid.counts[codes][:, :, columns].sum(axis=0, dtype=np.int64)
+        every = len(codes) == len(grid.counts)  # (codes are distinct)
+        counts = (grid.counts if every else grid.counts[codes]).sum(axis=0, dtype=np.int64)[:, columns]
         found.append(
             [
                 _state_figures(int(counts[0, k]), int(counts[1, k]), int(counts[2, k]), prices[g, k], per_sqft[g, k])
