@@ -186,6 +186,24 @@ class _Builder:
         self.status, self.price, self.events, self.launches = (_Rows() for _ in range(4))
         self.parts: dict[PlanKeys, int] = {}
         """The current listing's parts by their plan keys."""
+        self.plan_cache: dict[tuple[Any, ...], PlanKeys] = {}
+
+    def _plan_keys(self, plan: dict[str, Any]) -> PlanKeys:
+        """:func:`plan_keys`, kept by the plan's values (most plans hold a few values, text in lists)."""
+        bedrooms, bathrooms = plan.get("numberOfBedrooms"), plan.get("numberOfBathrooms")
+        kind, category = plan.get("floorPlanType"), plan.get("planCategory")
+        held = (
+            *(bedrooms, type(bedrooms), bathrooms, type(bathrooms)),  # 1, 1.0 and True are one key, not one value
+            tuple(kind) if isinstance(kind, list) else kind,
+            tuple(category) if isinstance(category, list) else category,
+        )
+        try:
+            return self.plan_cache[held]
+        except KeyError:
+            found = self.plan_cache[held] = plan_keys(plan)
+            return found
+        except TypeError:  # a list of numbers, a record: not kept
+            return plan_keys(plan)
 
     def _part(self, keys: PlanKeys) -> int:
         """The current listing's part of the plans holding ``keys`` (a new one at its first unit or entry)."""
@@ -208,7 +226,7 @@ class _Builder:
         self.parts = {}
         plan_of: dict[str, PlanKeys] = {}
         for plan_key, plan in _keyed(doc.get("floorPlans"), "id").items():
-            plan_of[plan_key] = keys = plan_keys(plan)
+            plan_of[plan_key] = keys = self._plan_keys(plan)
             units = _keyed(plan.get("units"), "unitNumber")
             if not units:
                 continue
@@ -239,14 +257,16 @@ class _Builder:
     ) -> None:
         """The units of a plan that were created after it, or have entries, told apart from the others."""
         _, _, _, born, _, changed = self.unit_rows
-        for position, key in enumerate(keys):
-            moment = created.get(key)
-            if moment is not None and moment > plan_born:
-                born[first + position] = moment
-            entries = moved.get(key)
-            if entries:
-                self._entries(first + position, entries)
-                changed[first + position] = 1
+        positions = dict(zip(keys, range(first, first + len(keys)), strict=True))
+        for key, moment in created.items():
+            unit = positions.get(key)
+            if unit is not None and moment > plan_born:
+                born[unit] = moment
+        for key, entries in moved.items():
+            unit = positions.get(key)
+            if unit is not None and entries:
+                self._entries(unit, entries)
+                changed[unit] = 1
 
     def _entries(self, unit: int, entries: list[Entry]) -> None:
         """Records a unit's status and price entries (for replaying it)."""
