@@ -1,6 +1,7 @@
 """(ours) ``market_stats``' figures over random small histories, against the brute-force oracle of
 tests/test_service_market.py: listings written, their units sold, repriced and added, plans added, statuses moved,
-listings deleted and created, at random times of a year, straight into a SQLite store."""
+listings deleted and created, plans' bedrooms changed, at random times of a year, straight into a SQLite store; the
+market whole and grouped by bedrooms."""
 
 from __future__ import annotations
 
@@ -18,23 +19,30 @@ from precon.service.stores.market_stats import MarketGroup
 from precon.service.stores.records import decode_document
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import HistoryQuery
-from tests.test_service_market import Oracle, intervals
+from tests.test_service_market import Oracle, intervals, plan_holds
 
 STATUSES = ("Available", "Reserved", "Sold")
 PRICES = (None, 400_000, 455_000, 455_000.5, 610_000)
 SELLING = ("Selling Now", "Pending", "Sold Out")
 START = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 DAY = 86_400.0
+BEDS = "floorPlans.numberOfBedrooms"
 
 unit = st.fixed_dictionaries({"status": st.sampled_from(STATUSES), "price": st.sampled_from(PRICES)})
+BEDROOMS = (0, 1, 2, 2.0, "2", None, [1, 2], True)
+"""A plan's numberOfBedrooms, grouped as facet_counts keys it: 2, 2.0 and "2" one group, a list in each, True none."""
 plan = st.fixed_dictionaries(
-    {"squareFeet": st.sampled_from(("700", "850.5", "", None)), "units": st.lists(unit, min_size=0, max_size=3)}
+    {
+        "squareFeet": st.sampled_from(("700", "850.5", "", None)),
+        "numberOfBedrooms": st.sampled_from(BEDROOMS),
+        "units": st.lists(unit, min_size=0, max_size=3),
+    }
 )
 listing = st.fixed_dictionaries(
     {"sellingStatus": st.sampled_from(SELLING), "plans": st.lists(plan, min_size=1, max_size=2)}
 )
 step = st.tuples(
-    st.sampled_from(("status", "price", "add_unit", "add_plan", "selling", "delete", "create")),
+    st.sampled_from(("status", "price", "add_unit", "add_plan", "bedrooms", "selling", "delete", "create")),
     st.integers(0, 3),
     st.integers(0, 10**6),
     listing,
@@ -45,7 +53,8 @@ def document(listing_id: str, drawn: dict[str, Any]) -> dict[str, Any]:
     plans = []
     for p, drawn_plan in enumerate(drawn["plans"]):
         units = [{"unitNumber": f"{p}{u:02d}", **drawn_unit} for u, drawn_unit in enumerate(drawn_plan["units"])]
-        plans.append({"id": f"{listing_id}-{p}", "squareFeet": drawn_plan["squareFeet"], "units": units})
+        plans.append({"id": f"{listing_id}-{p}", "squareFeet": drawn_plan["squareFeet"],
+                      "numberOfBedrooms": drawn_plan["numberOfBedrooms"], "units": units})  # fmt: skip
     return {"listingId": listing_id, "name": listing_id, "state": "Ontario", "cityOrDistrict": "Toronto",
             "sellingStatus": drawn["sellingStatus"], "floorPlans": plans}  # fmt: skip
 
@@ -60,6 +69,8 @@ def moved(doc: dict[str, Any], kind: str, pick: int, drawn: dict[str, Any]) -> d
     elif kind == "add_plan":
         extra = document(doc["listingId"], {**drawn, "plans": drawn["plans"][:1]})["floorPlans"][0]
         doc["floorPlans"].append({**extra, "id": f"{doc['listingId']}-{len(doc['floorPlans'])}"})
+    elif kind == "bedrooms":  # the plan as it is now decides which group its units (and their past) are in
+        doc["floorPlans"][pick % len(doc["floorPlans"])]["numberOfBedrooms"] = BEDROOMS[pick % len(BEDROOMS)]
     elif kind == "add_unit":
         plan = doc["floorPlans"][pick % len(doc["floorPlans"])]
         plan["units"].append({"unitNumber": f"9{len(plan['units'])}", "status": STATUSES[pick % 3], "price": 500_000})
@@ -114,11 +125,18 @@ def test_random_histories_match_the_oracle(first: list[dict[str, Any]], steps: l
                 documents.setdefault(lid, {**decode_document(blob), "_deleted": True})
             oracle = Oracle(entries, documents)
             edges = intervals(interval, "2024-12-20T00:00:00Z", "2026-03-01T00:00:00Z")
-            (series,) = store.market_stats(edges, [MarketGroup(None, tuple(documents))])
-            for point, start, end in zip(series["points"], edges, edges[1:], strict=False):
-                expected = oracle.point(set(documents), start, end)
-                for name, value in expected.items():
-                    want = pytest.approx(value, rel=1e-9) if isinstance(value, float) else value
-                    assert point[name] == want, (name, point["start"])
+            groups = [(None, set(documents), None)]
+            for value in ("1", "2"):
+                holding = {
+                    lid for lid, doc in documents.items() if any(plan_holds(p, BEDS, value) for p in doc["floorPlans"])
+                }
+                groups.append((value, holding, (BEDS, value)))
+            found = store.market_stats(edges, [MarketGroup(v, tuple(ids), plan) for v, ids, plan in groups])
+            for series, (_, listings, plan) in zip(found, groups, strict=True):
+                for point, start, end in zip(series["points"], edges, edges[1:], strict=False):
+                    expected = oracle.point(listings, start, end, plan)
+                    for name, value in expected.items():
+                        want = pytest.approx(value, rel=1e-9) if isinstance(value, float) else value
+                        assert point[name] == want, (name, point["start"], plan)
         finally:
             store.close()
