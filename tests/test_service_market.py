@@ -374,8 +374,9 @@ def test_lite_shows_launches_and_hides_what_units_tell(api: Api, window: Window)
     for mine, theirs in zip(lite["series"], full["series"], strict=True):
         assert [p["launches"] for p in mine["points"]] == [p["launches"] for p in theirs["points"]]
         assert all(p["unitsSold"] is None and p["medianPrice"] is None for p in mine["points"])
-    response = api.get("/v1-lite/all/market_stats", KEY_LITE, groupBy="amenities")
-    assert response.status_code == 400 and "groupBy" in response.json()["message"]
+    for hidden in ("amenities", "floorPlans.numberOfBedrooms", "floorPlans.floorPlanType"):
+        response = api.get("/v1-lite/all/market_stats", KEY_LITE, groupBy=hidden)
+        assert response.status_code == 400 and "groupBy" in response.json()["message"], hidden
 
 
 @pytest.mark.parametrize(
