@@ -178,19 +178,24 @@ def listing_columns(
 ) -> list[Any]:
     """A listing's typed columns after its id: province, featured, updated_at, geo_lat, geo_lng, then one per
     single-valued attribute; the labels (first spelling) of its faceted text values are added to ``labels``."""
-    values: list[Any] = [
-        province_of(record.get("state")),
-        int(record.get("isFeatured") is True),
-        str(record.get("updatedAt") or ""),
-        lat,
-        lng,
-    ]
+    values = head_columns(record, lat, lng)
     for attribute in SCALAR_ATTRIBUTES:
-        raw = record.get(attribute.path)
-        values.append(_scalar_value(attribute, raw))
-        if attribute.kind == "text" and isinstance(raw, str) and attribute.facet_by_default:
-            labels.setdefault((attribute.path, fold_text(raw)), raw)
+        values.append(scalar_column(attribute, record.get(attribute.path), labels))
     return values
+
+
+def head_columns(record: dict[str, Any], lat: float | None, lng: float | None) -> list[Any]:
+    """The first of :func:`listing_columns`: province, featured, updated_at, geo_lat, geo_lng."""
+    return [province_of(record.get("state")), int(record.get("isFeatured") is True), str(record.get("updatedAt") or ""),
+            lat, lng]  # fmt: skip
+
+
+def scalar_column(attribute: IndexedAttribute, raw: Any, labels: dict[tuple[str, str], str]) -> Any:
+    """The column of a single-valued attribute of value ``raw``; its label (first spelling) added to ``labels``
+    where it is faceted text."""
+    if attribute.kind == "text" and isinstance(raw, str) and attribute.facet_by_default:
+        labels.setdefault((attribute.path, fold_text(raw)), raw)
+    return _scalar_value(attribute, raw)
 
 
 def index_multi(

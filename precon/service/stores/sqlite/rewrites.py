@@ -33,11 +33,12 @@ from precon.service.stores.records import (
     _collect,
     _geo_point,
     encode_document,
+    head_columns,
     index_multi,
-    listing_columns,
     province_of,
     province_pairs,
     reference_keys,
+    scalar_column,
 )
 
 LISTING_COLUMNS = ["province", "featured", "updated_at", "geo_lat", "geo_lng", *(a.column for a in SCALAR_ATTRIBUTES)]
@@ -47,6 +48,7 @@ _HEAD_FIELDS = ("state", "isFeatured", "updatedAt")
 _POSITION = {a.path: k for k, a in enumerate(SCALAR_ATTRIBUTES, start=len(_HEAD_FIELDS) + 2)}
 """The position among :data:`LISTING_COLUMNS` of each single-valued attribute's column."""
 _SCALAR_PATHS = tuple(a.path for a in SCALAR_ATTRIBUTES)
+_ATTRIBUTES = {a.path: a for a in SCALAR_ATTRIBUTES}
 _TOP_LEVEL_PATHS = tuple(a.path for a in _TOP_LEVEL_MULTI)
 
 
@@ -105,15 +107,13 @@ def _update_columns(
     """The listing's typed columns that differ between ``old`` and ``new`` set (those of the fields that differ, and
     the listing's province, time and place), the others left as they are stored: an index of ``listings`` on
     columns that did not change is not touched (a day's write changes a listing's time and a few of its prices)."""
-    changed = _changed_fields(old, new, _SCALAR_PATHS)
-    keys = changed.union(_HEAD_FIELDS)
-    values = listing_columns({key: new[key] for key in keys if key in new}, *_geo_point(new), labels)
-    before = listing_columns({key: old[key] for key in keys if key in old}, *_geo_point(old), {})
-    updated = [
-        (LISTING_COLUMNS[k], values[k])
-        for k in (*range(len(_HEAD_FIELDS) + 2), *(_POSITION[path] for path in changed))
-        if before[k] != values[k]  # 500000 and 500000.0 are the same in a REAL column
-    ]
+    heads = zip(LISTING_COLUMNS, head_columns(old, *_geo_point(old)), head_columns(new, *_geo_point(new)), strict=False)
+    updated = [(column, value) for column, before, value in heads if before != value]
+    for path in sorted(_changed_fields(old, new, _SCALAR_PATHS), key=_POSITION.__getitem__):
+        attribute = _ATTRIBUTES[path]
+        value = scalar_column(attribute, new.get(path), labels)
+        if scalar_column(attribute, old.get(path), {}) != value:  # 500000 and 500000.0 are the same in a REAL column
+            updated.append((LISTING_COLUMNS[_POSITION[path]], value))
     if updated:
         assignments = ", ".join(f"{column} = ?" for column, _ in updated)
         db.execute(f"UPDATE listings SET {assignments} WHERE id = ?", [*(value for _, value in updated), rowid])
