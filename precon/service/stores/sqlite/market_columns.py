@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from precon.service.search.shared import release_free_memory
 from precon.service.stores import market_grid, market_stats
 from precon.service.stores.history import _keyed
 from precon.service.stores.market_grid import Placed, UnitStates, grid_of, month_times, place_units
@@ -427,7 +428,11 @@ class SQLiteMarket(SQLiteCatalogueBase):
             if held is not None and held[0] == generation:
                 return held[1]
             self._market_held = held = None  # the generation before is let go before the next is built
-            columns = self._built()[1] if self._shared is None else self._shared_market()
+            if self._shared is None:
+                columns = self._built()[1]
+                release_free_memory()  # what the build held, handed back (glibc would keep it for the process)
+            else:
+                columns = self._shared_market()
             self._market_held = (generation, columns)
             return columns
 
