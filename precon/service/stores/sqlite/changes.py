@@ -17,8 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from precon.service.search.columns import ColumnIndex, IntArray, Mask
-from precon.service.stores.history import entry_of
-from precon.service.stores.sqlite.history import _ENTRY_COLUMNS, SQLiteHistory
+from precon.service.stores.sqlite.history import SQLiteHistory
 from precon.service.stores.sqlite.history_columns import HistoryColumns
 from precon.service.stores.sqlite.reads import SQLiteReads
 from precon.service.stores.types import HistoryPage, HistoryQuery, ListingQuery
@@ -83,14 +82,7 @@ class SQLiteChanges(SQLiteReads, SQLiteHistory):
             if columns is None:
                 return None
             total, seqs = columns.matching(query, self._wanted_codes(index, columns, mask, deleted))
-            rows = []
-            if seqs:
-                rows = db.execute(
-                    f"SELECT {_ENTRY_COLUMNS} FROM listing_history WHERE seq IN ({', '.join('?' * len(seqs))}) "
-                    "ORDER BY seq DESC",
-                    seqs,
-                ).fetchall()
-        return HistoryPage(total, [entry_of(row) for row in rows], set())
+            return self._entries_page(db, total, seqs)
 
     def _wanted_codes(
         self, index: ColumnIndex, columns: HistoryColumns, mask: Mask, deleted: list[str]

@@ -60,13 +60,18 @@ class SQLiteHistory(SQLiteCatalogueBase):
             if columns is None:
                 return None
             total, seqs = columns.matching(query)
-            rows = []
-            if seqs:
-                rows = db.execute(
-                    f"SELECT {_ENTRY_COLUMNS} FROM listing_history WHERE seq IN ({', '.join('?' * len(seqs))}) "
-                    "ORDER BY seq DESC",
-                    seqs,
-                ).fetchall()
+            return self._entries_page(db, total, seqs)
+
+    @staticmethod
+    def _entries_page(db: sqlite3.Connection, total: int, seqs: list[int]) -> HistoryPage:
+        """The page of the entries numbered ``seqs``, newest first, of ``total`` that matched."""
+        rows = []
+        if seqs:
+            rows = db.execute(
+                f"SELECT {_ENTRY_COLUMNS} FROM listing_history WHERE seq IN ({', '.join('?' * len(seqs))}) "
+                "ORDER BY seq DESC",
+                seqs,
+            ).fetchall()
         return HistoryPage(total, [entry_of(row) for row in rows], set())
 
     def _history_columns(self, db: sqlite3.Connection) -> HistoryColumns | None:
