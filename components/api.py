@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import streamlit as st
 
@@ -30,6 +30,9 @@ from precon.errors import (
     Timeout,
     TransportError,
 )
+
+if TYPE_CHECKING:
+    from precon.service.embedded import EmbeddedService
 
 
 class ServiceUnavailable(TransportError):
@@ -52,14 +55,24 @@ class Connection:
     """The same connection without the HTTP cache: for calls with an effect, or that must see the latest."""
     data_dir: Path | None = None
     """The embedded service's data directory (where the dashboard keeps its own file too); None for a remote one."""
+    service: EmbeddedService | None = None
 
     @property
     def identity(self) -> str:
         """What keeps one deployment's cached answers apart from another's."""
         return f"{self.kind}:{self.url}:{self.product_id}"
 
+    def close(self) -> None:
+        """Closes the clients and stops the embedded service: clearing the cache must not leave its threads."""
+        self.fresh_client.close()
+        if self.service is not None:
+            self.service.stop()
+        else:
+            self.client.close()
 
-def _setting(name: str) -> str | None:
+
+def setting(name: str) -> str | None:
+    """A setting from the environment, else from Streamlit's secrets (under its name or in lower case); None if unset."""
     value = os.environ.get(name)
     if value:
         return value
@@ -72,12 +85,12 @@ def _setting(name: str) -> str | None:
     return str(secret) if secret else None
 
 
-@st.cache_resource(show_spinner="Starting the listings service…")
+@st.cache_resource(show_spinner="Starting the listings service…", on_release=Connection.close)
 def connection() -> Connection:
     """The remote deployment named by ``PRECON_API_URL`` (environment or secrets), or the embedded service."""
-    url = _setting("PRECON_API_URL")
+    url = setting("PRECON_API_URL")
     if url:
-        key, product = _setting("PRECON_API_KEY") or "", _setting("PRECON_PRODUCT_ID")
+        key, product = setting("PRECON_API_KEY") or "", setting("PRECON_PRODUCT_ID")
         client = Client(url, key, product, max_retries=DASHBOARD_RETRIES)
         fresh = Client(url, key, product, max_retries=DASHBOARD_RETRIES, cache=False)
         return Connection("remote", client.api_url, client.product_id, client, fresh)
@@ -88,7 +101,7 @@ def connection() -> Connection:
     except Exception as error:
         raise ServiceUnavailable(f"the embedded listings service could not start ({error})") from error
     fresh = Client(service.url, service.api_key, service.product_id, cache=False)
-    return Connection("embedded", service.url, service.product_id, service.client, fresh, service.data_dir)
+    return Connection("embedded", service.url, service.product_id, service.client, fresh, service.data_dir, service)
 
 
 def scope() -> tuple[str, str]:

@@ -40,6 +40,8 @@ from precon.models import WebhookSubscription
 
 SAMPLE_EVERY_S = 30
 WINDOW_S = 3600
+STOP_WAIT_S = 5
+"""How long clearing the cache waits for a scrape in flight before it leaves the (daemon) sampler to finish alone."""
 KEEP_SCRAPES = 2 * WINDOW_S // SAMPLE_EVERY_S + 500
 """Enough for an hour of the sampler's scrapes and many page views besides; older ones are dropped by time too."""
 METRICS_URL_SETTING = "PRECON_METRICS_URL"
@@ -60,6 +62,7 @@ class ScrapeRing:
         self._stopped = threading.Event()
         self.started = time.time()
         self.last: Scrape | NoMetrics | None = None
+        self._thread: threading.Thread | None = None
 
     def scrape(self) -> Scrape | NoMetrics:
         try:
@@ -86,7 +89,8 @@ class ScrapeRing:
         return window(oldest, now)
 
     def start(self) -> ScrapeRing:
-        threading.Thread(target=self._sample, name="precon-status-sampler", daemon=True).start()
+        self._thread = threading.Thread(target=self._sample, name="precon-status-sampler", daemon=True)
+        self._thread.start()
         return self
 
     def _sample(self) -> None:
@@ -95,12 +99,14 @@ class ScrapeRing:
 
     def stop(self) -> None:
         self._stopped.set()
+        if self._thread is not None:
+            self._thread.join(timeout=STOP_WAIT_S)
 
 
 @st.cache_resource(show_spinner=False, on_release=ScrapeRing.stop)
 def _ring(identity: str) -> ScrapeRing:
     connection = api.connection()
-    url, token = api._setting(METRICS_URL_SETTING), api._setting(METRICS_TOKEN_SETTING)
+    url, token = api.setting(METRICS_URL_SETTING), api.setting(METRICS_TOKEN_SETTING)
     return ScrapeRing(connection.fresh_client, url, token).start()
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+import httpx
 import pytest
 
 from components import api
-from tests.dashboard_support import open_page
+from tests.dashboard_support import open_page, reset_caches
 
 PAGES = ["views/home.py", "views/search.py", "views/map.py", "views/facets.py", "views/profiles.py"]
 
@@ -30,3 +32,22 @@ def test_a_rerun_that_changes_nothing_makes_no_api_call(page: str, monkeypatch: 
     app.run()
     assert not app.exception
     assert calls == [], f"{page} called the API again on a rerun: {calls}"
+
+
+def _service_threads() -> list[str]:
+    prefixes = ("precon-service", "precon-status", "webhook-", "journal-sweeper")
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith(prefixes))
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_clearing_the_cache_stops_the_embedded_service_and_its_threads() -> None:
+    """Every AppTest clears Streamlit's caches; a service left running per test once grew a suite to 790 threads."""
+    before = _service_threads()
+    for page in ("views/home.py", "views/status.py", "views/webhooks.py"):
+        assert not open_page(page).exception
+        url = api.connection().url
+        assert _service_threads() != before
+        reset_caches()
+        assert _service_threads() == before, page
+        with pytest.raises(httpx.TransportError):
+            httpx.get(url + "/health", timeout=2)
