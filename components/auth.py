@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 import httpx
 import streamlit as st
 
-from components.api import _setting
+from components.api import setting
 from components.formatting import markdown_text
 from precon import access
 from precon.access import BadSetting, Person, Policy
@@ -76,7 +76,7 @@ def auth_configured() -> bool:
 
 
 def policy() -> Policy:
-    return Policy.from_settings(_setting(access.ADMINS_SETTING), _setting(access.USERS_SETTING))
+    return Policy.from_settings(setting(access.ADMINS_SETTING), setting(access.USERS_SETTING))
 
 
 def _user() -> dict[str, Any]:
@@ -94,7 +94,7 @@ def _signed_in() -> Person | None:
     email = str(user.get("email") or "")
     try:
         role = policy().role(email)
-        expired = access.session_expired(user.get("iat"), access.session_hours(_setting(access.SESSION_HOURS_SETTING)))
+        expired = access.session_expired(user.get("iat"), access.session_hours(setting(access.SESSION_HOURS_SETTING)))
     except BadSetting:
         return None
     if role is None or expired:
@@ -164,7 +164,7 @@ def _proxied() -> bool:
 
 def _check_exposure() -> None:
     address = st.get_option("server.address")
-    anonymous = access.is_true(_setting(access.ANONYMOUS_SETTING))
+    anonymous = access.is_true(setting(access.ANONYMOUS_SETTING))
     problem = access.exposure_problem(address, auth_configured=False, anonymous=anonymous, proxied=_proxied())
     if problem:
         LOG.error("Refusing to serve without sign-in beyond loopback: %s", problem)
@@ -323,7 +323,7 @@ def gate() -> Person | None:
               "`streamlit[auth]` (make run installs it).")  # fmt: skip
     try:
         pol = policy()
-        hours = access.session_hours(_setting(access.SESSION_HOURS_SETTING))
+        hours = access.session_hours(setting(access.SESSION_HOURS_SETTING))
     except BadSetting as error:
         LOG.error("%s", error)
         _stop("Sign-in is misconfigured", markdown_text(str(error)) + " Until then nobody can sign in.")

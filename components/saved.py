@@ -45,7 +45,7 @@ class Outcome:
 def db_path() -> Path:
     """``PRECON_DASHBOARD_DB`` (environment or secrets), else ``dashboard.sqlite3`` in the embedded service's data
     directory (for a remote deployment, the data directory the embedded service would use)."""
-    configured = api._setting(DB_SETTING)
+    configured = api.setting(DB_SETTING)
     if configured:
         return Path(configured).expanduser()
     data_dir = api.connection().data_dir

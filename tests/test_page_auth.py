@@ -213,7 +213,7 @@ def test_a_viewer_replaying_an_admins_webhook_actions_changes_nothing(dashboard:
 
 
 def test_saved_searches_belong_to_whoever_saved_them(dashboard: Client, provider: str) -> None:
-    store = SavedSearches(Path(api._setting("PRECON_DASHBOARD_DB") or ""))
+    store = SavedSearches(Path(api.setting("PRECON_DASHBOARD_DB") or ""))
     mine = store.save("Ana's condos", FilterState(), deployment="d", saved_by=VIEWER)
     theirs = store.save("Bob's lofts", FilterState(), deployment="d", saved_by=OTHER)
     viewer = open_as(SAVED, signed_in(VIEWER), auth(provider))
@@ -239,7 +239,7 @@ def test_the_saver_is_the_signed_in_address(dashboard: Client, provider: str) ->
     [save] = [b for b in app.button if b.label == "Save"]
     save.click().run()
     assert not app.exception
-    store = SavedSearches(Path(api._setting("PRECON_DASHBOARD_DB") or ""))
+    store = SavedSearches(Path(api.setting("PRECON_DASHBOARD_DB") or ""))
     assert [(s.name, s.saved_by) for s in store.all()] == [("All of it", VIEWER)]
 
 
