@@ -103,3 +103,12 @@ def api(data_dir: Path) -> Iterator[Api]:
     with ServerThread(directory.app()) as server, httpx.Client(timeout=30) as http:
         yield Api(server.url, directory, http)
     directory.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The threads still alive at the end: a suite that leaks services grows slow long before it fails."""
+    import collections
+    import threading
+
+    names = collections.Counter(thread.name.split("-")[0].rstrip("0123456789_ ") for thread in threading.enumerate())
+    terminalreporter.write_line(f"threads alive at the end: {threading.active_count()} {dict(names.most_common(8))}")
