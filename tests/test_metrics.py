@@ -286,6 +286,21 @@ def test_label_sets_stay_bounded_under_ten_thousand_distinct_ids_and_keys(api: A
     assert not labels & set(sent)
 
 
+def test_pages_outside_the_api_are_named_by_their_path_and_unknown_paths_are_other(api: Api) -> None:
+    def answered(operation: str, status: str) -> float:
+        wanted = frozenset({("method", "GET"), ("operation", operation), ("status", status), ("version", "none")})
+        return scrape(api.url).get(("precon_requests_total", wanted), 0.0)
+
+    paths = {"/openapi.json": ("openapi.json", "200"), "/docs": ("docs", "200"), "/healthz": ("healthz", "200")}
+    paths |= {"/docs/no-such-page": ("other", "404"), f"/{uuid.uuid4().hex}.json": ("other", "404")}
+    before = {path: answered(*labels) for path, labels in paths.items()}
+    for path, (_, status) in paths.items():
+        assert str(httpx.get(api.url + path).status_code) == status, path
+    for path, labels in paths.items():
+        counted = answered(*labels) - before[path]
+        assert counted == (2 if labels[0] == "other" else 1), (path, counted)
+
+
 # -- who may read /metrics ----------------------------------------------------------------------------------------
 
 

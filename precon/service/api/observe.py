@@ -222,12 +222,16 @@ def render(stores: StoreCollector) -> bytes:
 # -- the requests ----------------------------------------------------------------------------------------------
 
 
-def operation_of(route: BaseRoute | None, cache: dict[int, str]) -> str:
+def operation_of(scope: Scope, cache: dict[int, str]) -> str:
     """The operation a route answers: ``search_listings``, ``webhooks/deliveries`` (its path under
     ``/{version}/{province}/``), else the first segment of its path (``healthz``, ``media``, ``docs``); ``other``
     where no route answers."""
+    route: BaseRoute | None = scope.get("route")
     if route is None:
-        return metrics.OTHER
+        # Starlette's own routes (/openapi.json, /docs) record only their endpoint; their paths are fixed.
+        if scope.get("endpoint") is None:
+            return metrics.OTHER
+        return str(scope.get("path", "")).strip("/").split("/")[0] or "index"
     label = cache.get(id(route))  # routes live as long as the app (and are not hashable)
     if label is None:
         path = str(getattr(route, "path", "")) or "/"
@@ -279,7 +283,7 @@ class ObservedRequests:
                 log.exception("cannot count the request to %s", scope.get("path"))
 
     def _observed(self, scope: Scope, status: int, size: int, seconds: float) -> None:
-        operation = operation_of(scope.get("route"), self._operations)
+        operation = operation_of(scope, self._operations)
         params = scope.get("path_params") or {}
         version = metrics.bounded_version(params.get("version") if operation != metrics.OTHER else None)
         method = metrics.bounded_method(scope["method"])
