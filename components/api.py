@@ -72,7 +72,7 @@ class Connection:
 
 
 def setting(name: str) -> str | None:
-    """A setting from the environment, else from Streamlit's secrets (under its name or in lower case); None if unset."""
+    """A setting from the environment, else from Streamlit's secrets (by its name or in lower case); None: unset."""
     value = os.environ.get(name)
     if value:
         return value
