@@ -95,8 +95,15 @@ def _on_click(chart_key: str, pick_key: str, labels: dict[str, str]) -> None:
     st.session_state[pick_key] = labels.get(rows[0]) if rows else None
 
 
-def unit_label(row: pd.Series) -> str:
-    return f"{row['unit']} · {row['plan']} · {row['status']} · {cad(None if pd.isna(row['price']) else row['price'])}"
+def unit_labels(frame: pd.DataFrame) -> dict[str, str]:
+    """Each unit's line in the list to pick from (``unit · plan · status · price``), by its row."""
+    prices = [cad(None if pd.isna(price) else float(price)) for price in frame["price"]]
+    return {
+        str(index): f"{unit} · {plan} · {status} · {price}"
+        for index, unit, plan, status, price in zip(
+            frame.index, frame["unit"], frame["plan"], frame["status"], prices, strict=True
+        )
+    }
 
 
 def render_details(row: pd.Series, plan: FloorPlan | None, structures: Sequence[PaymentStructure], key: str) -> None:
@@ -128,7 +135,7 @@ def render_grid(
     """The grid, a list to pick a unit from (kept in step with clicks), and the picked unit's details."""
     data = grid_data(frame)
     chart_key, pick_key = f"{key}_chart", f"{key}_unit"
-    labels = {str(index): unit_label(row) for index, row in frame.iterrows()}
+    labels = unit_labels(frame)
     rows = {label: int(index) for index, label in labels.items()}
     st.altair_chart(
         grid_chart(data),

@@ -82,20 +82,22 @@ def lowest_available(frame: pd.DataFrame) -> float | None:
 
 def plan_summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Per plan with units, in the listing's order: how many units, by status, and the lowest available price."""
-    rows = []
-    for _, units in frame.groupby("plan_index", sort=True):
-        counts = status_counts(units)
-        rows.append(
-            {
-                "plan": units["plan"].iloc[0],
-                "units": len(units),
-                "available": counts["Available"],
-                "reserved": counts["Reserved"],
-                "sold": counts["Sold"],
-                "lowest": lowest_available(units),
-            }
-        )
-    summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    plans = frame.groupby("plan_index", sort=True)
+    by_status = pd.crosstab(frame["plan_index"], frame["status"]).reindex(columns=list(STATUS_ORDER), fill_value=0)
+    available = frame.loc[frame["status"] == "Available"].groupby("plan_index")["price"].min()
+    summary = pd.DataFrame(
+        {
+            "plan": plans["plan"].first(),
+            "units": plans.size(),
+            "available": by_status["Available"],
+            "reserved": by_status["Reserved"],
+            "sold": by_status["Sold"],
+            "lowest": available,
+        }
+    )
+    summary = summary.reset_index(drop=True)[list(SUMMARY_COLUMNS)]
+    for column in ("units", "available", "reserved", "sold"):
+        summary[column] = summary[column].fillna(0).astype("int64")
     summary["lowest"] = pd.to_numeric(summary["lowest"], errors="coerce").astype("float64")
     return summary
 
