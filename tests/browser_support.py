@@ -22,9 +22,8 @@ import httpx
 import pytest
 
 from precon.client import Client
-from precon.service.config import ServiceSettings
 from precon.service.embedded import EmbeddedService
-from precon.service.runtime import DataDirectory
+from tests.dashboard_support import make_catalogue
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "tests" / "screenshots"
@@ -70,11 +69,21 @@ class Dashboard:
 
 @pytest.fixture(scope="session")
 def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
+    with dashboard_over_new_catalogue(tmp_path_factory.mktemp("browser-data"), BROWSER_LISTINGS) as started:
+        yield started
+
+
+@contextmanager
+def dashboard_over_new_catalogue(
+    folder: Path, listings: int, history_days: int = 0, *, args: Sequence[str] = (), **settings: str
+) -> Iterator[Dashboard]:
+    """:func:`running_dashboard` over a catalogue made first in ``folder`` (see ``make_catalogue``): an oracle
+    opened on ``folder`` afterwards reads the very same listings and history."""
     chromium_path()
-    data_dir = tmp_path_factory.mktemp("browser-data")
-    # The catalogue is made here, before the dashboard starts, so that the oracle reads the same one.
-    DataDirectory.open(ServiceSettings(dev=True, data_dir=data_dir, default_listings=BROWSER_LISTINGS)).close()
-    with running_dashboard(data_dir, BROWSER_LISTINGS) as started:
+    make_catalogue(folder, listings, history_days)
+    if history_days:
+        settings = {"PRECON_SERVICE_DEFAULT_HISTORY_DAYS": str(history_days), **settings}
+    with running_dashboard(folder, listings, args=args, **settings) as started:
         yield started
 
 

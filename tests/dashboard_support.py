@@ -12,6 +12,8 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from streamlit.testing.v1 import AppTest
 
+from precon.service.config import ServiceSettings
+from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +48,29 @@ def page_text(app: AppTest) -> str:
     return "\n".join(str(p) for p in parts)
 
 
+def make_catalogue(folder: Path, listings: int, history_days: int = 0) -> Path:
+    """``folder`` with its default catalogue made (and ``history_days`` of simulated market), before any dashboard
+    or oracle opens it, so that both read the same one."""
+    settings = ServiceSettings(dev=True, data_dir=folder, default_listings=listings, default_history_days=history_days)
+    DataDirectory.open(settings).close()
+    return folder
+
+
+@contextmanager
+def embedded_over(data_dir: Path, listings: int, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """AppTest's dashboard on its embedded service over ``data_dir``, with fresh caches on entering and leaving."""
+    for name in ("PRECON_API_URL", "PRECON_API_KEY", "PRECON_PRODUCT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PRECON_SERVICE_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("PRECON_SERVICE_DEFAULT_LISTINGS", str(listings))
+    monkeypatch.setenv("PRECON_CACHE_URL", "memory:")
+    reset_caches()
+    try:
+        yield
+    finally:
+        reset_caches()
+
+
 @pytest.fixture(scope="session")
 def dashboard_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("dashboard-data")
@@ -54,14 +79,8 @@ def dashboard_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def embedded_dashboard(dashboard_data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The dashboard on its embedded service, over a small catalogue of its own."""
-    for name in ("PRECON_API_URL", "PRECON_API_KEY", "PRECON_PRODUCT_ID"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PRECON_SERVICE_DATA_DIR", str(dashboard_data))
-    monkeypatch.setenv("PRECON_SERVICE_DEFAULT_LISTINGS", str(DASHBOARD_LISTINGS))
-    monkeypatch.setenv("PRECON_CACHE_URL", "memory:")
-    reset_caches()
-    yield
-    reset_caches()
+    with embedded_over(dashboard_data, DASHBOARD_LISTINGS, monkeypatch):
+        yield
 
 
 def _failing_app(status: int) -> FastAPI:

@@ -17,17 +17,17 @@ import pytest
 from playwright.sync_api import expect
 
 from precon.client import Client
-from precon.service.config import ServiceSettings
-from precon.service.runtime import DataDirectory
 from tests.browser_support import (
     Dashboard,
     assert_no_exception,
     chromium_path,
+    dashboard_over_new_catalogue,
     page_of,
     running_dashboard,
     screenshot,
     settle,
 )
+from tests.dashboard_support import make_catalogue
 
 LISTINGS = 120
 ADMIN, VIEWER, STRANGER = "boss@example.com", "ana@example.org", "stranger@elsewhere.net"
@@ -69,11 +69,9 @@ def write_secrets(folder: Path, metadata_url: str) -> Path:
 
 @pytest.fixture(scope="module")
 def signed(tmp_path_factory: pytest.TempPathFactory, provider: str) -> Iterator[Dashboard]:
-    chromium_path()
-    data_dir = tmp_path_factory.mktemp("auth-data")
-    DataDirectory.open(ServiceSettings(dev=True, data_dir=data_dir, default_listings=LISTINGS)).close()
     secrets = write_secrets(tmp_path_factory.mktemp("auth-secrets"), provider)
-    with running_dashboard(data_dir, LISTINGS, args=["--secrets.files", str(secrets)]) as started:
+    folder = tmp_path_factory.mktemp("auth-data")
+    with dashboard_over_new_catalogue(folder, LISTINGS, args=["--secrets.files", str(secrets)]) as started:
         yield started
 
 
@@ -209,9 +207,7 @@ def test_a_refused_sign_in_and_an_address_not_on_the_list(signed: Dashboard, pag
 @pytest.fixture(scope="module")
 def unsigned_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     chromium_path()
-    data_dir = tmp_path_factory.mktemp("exposed-data")
-    DataDirectory.open(ServiceSettings(dev=True, data_dir=data_dir, default_listings=LISTINGS)).close()
-    return data_dir
+    return make_catalogue(tmp_path_factory.mktemp("exposed-data"), LISTINGS)
 
 
 def test_no_sign_in_beyond_loopback_is_refused_unless_meant(unsigned_data: Path, page: Any) -> None:

@@ -14,17 +14,14 @@ import pytest
 
 from precon.client import Client
 from precon.filter_state import PARAMS, FilterState
-from precon.service.config import ServiceSettings
 from precon.service.embedded import EmbeddedService
-from precon.service.runtime import DataDirectory
 from tests.browser_support import (
     READY,
     SCREENSHOTS,
     Dashboard,
     assert_no_exception,
-    chromium_path,
+    dashboard_over_new_catalogue,
     page_of,
-    running_dashboard,
     screenshot,
     settle,
 )
@@ -46,14 +43,7 @@ LABELS = {
 @pytest.fixture(scope="module")
 def history_dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     """The dashboard over a catalogue with 120 days of simulated market history."""
-    chromium_path()
-    data_dir = tmp_path_factory.mktemp("browser-history")
-    settings = ServiceSettings(
-        dev=True, data_dir=data_dir, default_listings=LISTINGS, default_history_days=HISTORY_DAYS
-    )
-    DataDirectory.open(settings).close()
-    days = {"PRECON_SERVICE_DEFAULT_HISTORY_DAYS": str(HISTORY_DAYS)}
-    with running_dashboard(data_dir, LISTINGS, **days) as started:
+    with dashboard_over_new_catalogue(tmp_path_factory.mktemp("browser-history"), LISTINGS, HISTORY_DAYS) as started:
         yield started
 
 

@@ -18,16 +18,13 @@ import pytest
 from precon import market_view as mv
 from precon.client import Client
 from precon.filter_state import PARAMS, FilterState
-from precon.service.config import ServiceSettings
 from precon.service.embedded import EmbeddedService
-from precon.service.runtime import DataDirectory
 from tests.browser_support import (
     READY,
     Dashboard,
     assert_no_exception,
-    chromium_path,
+    dashboard_over_new_catalogue,
     page_of,
-    running_dashboard,
     screenshot,
     settle,
 )
@@ -43,13 +40,7 @@ CHARTS = 7
 
 @pytest.fixture(scope="module")
 def market_dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
-    chromium_path()
-    data_dir = tmp_path_factory.mktemp("browser-market")
-    settings = ServiceSettings(
-        dev=True, data_dir=data_dir, default_listings=LISTINGS, default_history_days=HISTORY_DAYS
-    )
-    DataDirectory.open(settings).close()
-    with running_dashboard(data_dir, LISTINGS, PRECON_SERVICE_DEFAULT_HISTORY_DAYS=str(HISTORY_DAYS)) as started:
+    with dashboard_over_new_catalogue(tmp_path_factory.mktemp("browser-market"), LISTINGS, HISTORY_DAYS) as started:
         yield started
 
 

@@ -19,9 +19,7 @@ from playwright.sync_api import expect
 from precon.client import Client
 from precon.listing_search import all_matching
 from precon.saved_searches import Answer, Match, SavedSearches, compare, iso, now
-from precon.service.config import ServiceSettings
 from precon.service.embedded import EmbeddedService
-from precon.service.runtime import DataDirectory
 from tests.browser_support import (
     PAGE_TIMEOUT_MS,
     READY,
@@ -32,6 +30,7 @@ from tests.browser_support import (
     running_dashboard,
     settle,
 )
+from tests.dashboard_support import make_catalogue
 from tests.test_webhooks import Receiver, verified
 
 LISTINGS = 300
@@ -45,9 +44,7 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     chromium_path()
-    made = tmp_path_factory.mktemp("saved-browser-data")
-    DataDirectory.open(ServiceSettings(dev=True, data_dir=made, default_listings=LISTINGS)).close()
-    return made
+    return make_catalogue(tmp_path_factory.mktemp("saved-browser-data"), LISTINGS)
 
 
 @pytest.fixture(scope="module")

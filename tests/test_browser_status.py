@@ -18,9 +18,7 @@ from components.webhook_log import subscription_label
 from precon.client import Client
 from precon.delivery_health import RECENT_DELIVERIES, health_of
 from precon.models import WebhookSubscription
-from precon.service.config import ServiceSettings
 from precon.service.embedded import EmbeddedService
-from precon.service.runtime import DataDirectory
 from tests.browser_support import (
     PAGE_TIMEOUT_MS,
     assert_no_exception,
@@ -30,6 +28,7 @@ from tests.browser_support import (
     screenshot,
     settle,
 )
+from tests.dashboard_support import make_catalogue
 from tests.test_webhooks import Receiver
 
 LISTINGS = 300
@@ -42,9 +41,7 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     chromium_path()
-    made = tmp_path_factory.mktemp("status-browser-data")
-    DataDirectory.open(ServiceSettings(dev=True, data_dir=made, default_listings=LISTINGS)).close()
-    return made
+    return make_catalogue(tmp_path_factory.mktemp("status-browser-data"), LISTINGS)
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,8 @@ from precon.client import Client
 from precon.errors import NotFound
 from precon.filter_state import FilterState
 from precon.models import HistoryEntry
-from precon.service.config import ServiceSettings
 from precon.service.embedded import EmbeddedService
-from precon.service.runtime import DataDirectory
-from tests.dashboard_support import open_page, page_text, reset_caches
+from tests.dashboard_support import embedded_over, make_catalogue, open_page, page_text
 
 PAGE = "views/changes.py"
 LISTINGS = 200
@@ -107,10 +105,7 @@ def test_windows_from_the_address() -> None:
 
 @pytest.fixture(scope="module")
 def history_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("changes-data")
-    settings = ServiceSettings(dev=True, data_dir=folder, default_listings=LISTINGS, default_history_days=HISTORY_DAYS)
-    DataDirectory.open(settings).close()
-    return folder
+    return make_catalogue(tmp_path_factory.mktemp("changes-data"), LISTINGS, HISTORY_DAYS)
 
 
 @pytest.fixture(scope="module")
@@ -121,14 +116,8 @@ def oracle(history_data: Path) -> Iterator[Client]:
 
 @pytest.fixture
 def dashboard(history_data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("PRECON_API_URL", "PRECON_API_KEY", "PRECON_PRODUCT_ID"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PRECON_SERVICE_DATA_DIR", str(history_data))
-    monkeypatch.setenv("PRECON_SERVICE_DEFAULT_LISTINGS", str(LISTINGS))
-    monkeypatch.setenv("PRECON_CACHE_URL", "memory:")
-    reset_caches()
-    yield
-    reset_caches()
+    with embedded_over(history_data, LISTINGS, monkeypatch):
+        yield
 
 
 def since_of(days: int) -> str:
