@@ -53,9 +53,13 @@ class Connection:
     client: Client
     fresh_client: Client
     """The same connection without the HTTP cache: for calls with an effect, or that must see the latest."""
-    data_dir: Path | None = None
-    """The embedded service's data directory (where the dashboard keeps its own file too); None for a remote one."""
     service: EmbeddedService | None = None
+    """The embedded service (None for a remote deployment): stopped by :meth:`close`."""
+
+    @property
+    def data_dir(self) -> Path | None:
+        """The embedded service's data directory (where the dashboard keeps its own file too); None for a remote one."""
+        return None if self.service is None else self.service.data_dir
 
     @property
     def identity(self) -> str:
@@ -101,7 +105,7 @@ def connection() -> Connection:
     except Exception as error:
         raise ServiceUnavailable(f"the embedded listings service could not start ({error})") from error
     fresh = Client(service.url, service.api_key, service.product_id, cache=False)
-    return Connection("embedded", service.url, service.product_id, service.client, fresh, service.data_dir, service)
+    return Connection("embedded", service.url, service.product_id, service.client, fresh, service)
 
 
 def scope() -> tuple[str, str]:
