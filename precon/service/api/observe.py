@@ -229,18 +229,21 @@ def operation_of(scope: Scope, cache: dict[int, str]) -> str:
     route: BaseRoute | None = scope.get("route")
     if route is None:
         # Starlette's own routes (/openapi.json, /docs) record only their endpoint; their paths are fixed.
-        if scope.get("endpoint") is None:
-            return metrics.OTHER
-        return str(scope.get("path", "")).strip("/").split("/")[0] or "index"
+        return metrics.OTHER if scope.get("endpoint") is None else _first_segment(str(scope.get("path", "")))
     label = cache.get(id(route))  # routes live as long as the app (and are not hashable)
     if label is None:
         path = str(getattr(route, "path", "")) or "/"
         if path.startswith(API_PREFIX):
             label = path[len(API_PREFIX) :].strip("/") or metrics.OTHER
         else:
-            label = path.strip("/").split("/")[0] or "index"
+            label = _first_segment(path)
         cache[id(route)] = label
     return label
+
+
+def _first_segment(path: str) -> str:
+    """A page outside the API by the first segment of its path (``index`` for ``/``)."""
+    return path.strip("/").split("/")[0] or "index"
 
 
 class ObservedRequests:
