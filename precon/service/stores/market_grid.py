@@ -29,7 +29,8 @@ Mask = npt.NDArray[np.bool_]
 AVAILABLE, SOLD = 1, 2
 SPARSE = 8
 """Groups holding under an eighth of the runs gather their listings' runs; others pick theirs from all of them."""
-BLOCK = 1024
+SHIFT = 10
+BLOCK = 1 << SHIFT
 """Runs counted together when a median is looked for: the median is then found among one block's runs."""
 EXISTING, SOLD_ROW, AVAILABLE_ROW = 0, 1, 2
 
@@ -46,12 +47,19 @@ class Runs:
     """The runs' positions listing by listing (in value order within each)."""
     listing_first: IntArray
     """Per listing, where its runs start in ``by_listing``, one more."""
+    block_first: npt.NDArray[np.int32]
+    """Per run, its block (position // :data:`BLOCK`) times the grid's width plus one, plus its first grid time:
+    where it is counted as starting to hold, by block and time (and ``block_last``, stopping)."""
+    block_last: npt.NDArray[np.int32]
 
     @classmethod
-    def ordered(cls, listing: IntArray, first: IntArray, last: IntArray, value: FloatArray, listings: int) -> Runs:
+    def ordered(
+        cls, listing: IntArray, first: IntArray, last: IntArray, value: FloatArray, listings: int, width: int
+    ) -> Runs:
         keep = ~np.isnan(value)
         order = np.flatnonzero(keep)[np.argsort(value[keep], kind="stable")]
         owner = listing[order]
+        block = (np.arange(len(order), dtype=np.int64) >> SHIFT) * (width + 1)
         return cls(
             owner.astype(np.int32),
             first[order].astype(np.int16),
@@ -59,7 +67,29 @@ class Runs:
             value[order],
             np.argsort(owner, kind="stable").astype(np.int32),
             np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=listings))]).astype(np.int64),
+            (block + first[order]).astype(np.int32),
+            (block + last[order]).astype(np.int32),
         )
+
+    @property
+    def blocks(self) -> int:
+        return -(-len(self.value) // BLOCK)
+
+    def every_median(self, columns: IntArray, width: int) -> FloatArray:
+        """The median at each column of every run (the blocks' counts kept for the next time)."""
+        found = np.full(len(columns), np.nan)
+        every: dict[int, IntArray] = self.__dict__.setdefault("_every", {})  # the market whole, counted once
+        if width not in every:
+            size = self.blocks * (width + 1)
+            change = np.bincount(self.block_first, minlength=size) - np.bincount(self.block_last, minlength=size)
+            every[width] = np.cumsum(change.reshape(self.blocks, width + 1), axis=1)
+        holding = every[width]
+        for k, column in enumerate(columns.tolist()):
+            prefix = np.cumsum(holding[:, column])
+            total = int(prefix[-1]) if len(prefix) else 0
+            if total:
+                found[k] = _median(self.first, self.last, self.value, prefix, column, total)
+        return found
 
     def of_listings(self, listings: IntArray) -> IntArray:
         """The positions of these listings' runs, in value order."""
@@ -147,8 +177,9 @@ def grid_of(placed: Placed) -> MarketGrid:
     while placed.pieces[0]:
         columns.append(np.concatenate([piece.pop(0) for piece in placed.pieces]))
     listing, begin, end, price, sqft = columns
-    prices = Runs.ordered(listing, begin, end, price, placed.listings)
-    per_sqft = Runs.ordered(listing, begin, end, price / sqft, placed.listings)
+    width = len(placed.times)
+    prices = Runs.ordered(listing, begin, end, price, placed.listings, width)
+    per_sqft = Runs.ordered(listing, begin, end, price / sqft, placed.listings, width)
     return MarketGrid(placed.times, placed.counts, prices, per_sqft)
 
 
@@ -236,39 +267,43 @@ def _tally(index: IntArray, size: int) -> IntArray:
     return np.bincount(index, minlength=size).astype(np.int64)
 
 
-def medians(runs: Runs, pairs: tuple[IntArray, IntArray], groups: int, listings: int, columns: IntArray) -> FloatArray:
+def medians(runs: Runs, pairs: tuple[IntArray, IntArray], groups: int, listings: int, columns: IntArray,
+            width: int) -> FloatArray:  # fmt: skip
     """Per group and column, the median value of the runs of its listings holding at that column (NaN: none).
-    ``pairs``: (listing, group) of each listing in each group it is in."""
+    ``pairs``: (listing, group) of each listing in each group it is in; ``width``: the grid's times (every run's
+    ``last`` is at most it)."""
+    held_listing, held_group = pairs
+    if not len(runs.value):
+        return np.full((groups, len(columns)), np.nan)
+    count = np.bincount(held_listing, minlength=listings)
+    if groups == 1 and len(held_listing) == listings and count.max(initial=0) == 1:  # every listing: every run
+        return runs.every_median(columns, width)[None, :]
+    sizes = runs.listing_first[1:] - runs.listing_first[:-1]
+    dense = int(sizes[held_listing].sum()) * SPARSE >= len(runs.listing)
+    if dense and count.max(initial=0) <= 1:  # many runs, a listing in one group at most: all groups in one pass
+        group_of = np.full(listings, -1, np.int16 if groups < 2**15 else np.int64)
+        group_of[held_listing] = held_group
+        return _one_pass_medians(runs, group_of, groups, columns, width)
     found = np.full((groups, len(columns)), np.nan)
-    width = int(columns.max()) + 1 if len(columns) else 0
-    for g, (first, last, value) in enumerate(_by_group(runs, pairs, groups, listings)):
+    for g, (first, last, value) in enumerate(_by_group(runs, pairs, groups, dense)):
         found[g] = _group_medians(first, last, value, columns, width)
     return found
 
 
 def _by_group(
-    runs: Runs, pairs: tuple[IntArray, IntArray], groups: int, listings: int
+    runs: Runs, pairs: tuple[IntArray, IntArray], groups: int, dense: bool
 ) -> list[tuple[npt.NDArray[np.int16], npt.NDArray[np.int16], FloatArray]]:
-    """Each group's runs (first, last, value), in the order of their values."""
+    """Each group's runs (first, last, value), in the order of their values: gathered listing by listing where they
+    are few, else picked from all runs (a listing in several groups: its runs in each)."""
     held_listing, held_group = pairs
-    count = np.bincount(held_listing, minlength=listings)
-    if groups == 1 and len(held_listing) == listings and count.max(initial=0) == 1:  # every listing: every run
-        return [(runs.first, runs.last, runs.value)]
-    sizes = runs.listing_first[1:] - runs.listing_first[:-1]
-    if int(sizes[held_listing].sum()) * SPARSE < len(runs.listing):  # few runs: gathered listing by listing
+    if not dense:
         bounds = np.searchsorted(held_group, np.arange(groups + 1)) if _ascending(held_group) else None
         picked = []
         for g in range(groups):
             members = held_listing[bounds[g] : bounds[g + 1]] if bounds is not None else held_listing[held_group == g]
             picked.append(runs.of_listings(members))
         return [(runs.first[kept], runs.last[kept], runs.value[kept]) for kept in picked]
-    if count.max(initial=0) <= 1:  # a listing in one group at most: a group per run, each group's found apart
-        group_of = np.full(listings, -1, np.int16 if groups < 2**15 else np.int64)
-        group_of[held_listing] = held_group
-        group = group_of[runs.listing]
-        kept_runs = [np.flatnonzero(group == g) for g in range(groups)]
-        return [(runs.first[kept], runs.last[kept], runs.value[kept]) for kept in kept_runs]
-    # A listing in several groups: its runs in each.
+    count = np.bincount(held_listing, minlength=len(runs.listing_first) - 1)
     order = np.argsort(held_listing, kind="stable")
     start = np.cumsum(count) - count
     repeat = count[runs.listing]
@@ -285,32 +320,64 @@ def _by_group(
     return found
 
 
+def _one_pass_medians(runs: Runs, group_of: npt.NDArray[Any], groups: int, columns: IntArray, width: int) -> FloatArray:
+    """:func:`medians` where each listing is in one group at most: every group's runs counted by blocks of the
+    value order in one pass over the runs, then each median found within one block."""
+    span = runs.blocks * (width + 1)
+    size = (groups + 1) * span  # the runs of no group are counted last, and not looked at
+    kind = np.int32 if size < 2**31 else np.int64
+    offset = np.where(group_of >= 0, group_of.astype(kind) * span, groups * span).astype(kind)
+    tag = offset[runs.listing]
+    change = np.bincount(tag + runs.block_first, minlength=size)
+    change -= np.bincount(tag + runs.block_last, minlength=size)
+    holding = np.cumsum(change[: groups * span].reshape(groups, runs.blocks, width + 1), axis=2)
+    found = np.full((groups, len(columns)), np.nan)
+    for k, column in enumerate(columns.tolist()):
+        prefix = np.cumsum(holding[:, :, column], axis=1)
+        for g in np.flatnonzero(prefix[:, -1]).tolist():
+            found[g, k] = _median(runs.first, runs.last, runs.value, prefix[g], column, int(prefix[g, -1]),
+                                  (tag, g * span))  # fmt: skip
+    return found
+
+
 def _group_medians(first: npt.NDArray[np.int16], last: npt.NDArray[np.int16], value: FloatArray, columns: IntArray,
                    width: int) -> FloatArray:  # fmt: skip
     """The median at each column of runs ordered by value: counted by blocks, found within one."""
     found = np.full(len(columns), np.nan)
     if not len(value):
         return found
-    blocks = (len(value) + BLOCK - 1) // BLOCK
-    block = np.repeat(np.arange(blocks, dtype=np.int32) * (width + 1), BLOCK)[: len(value)]
-    change = np.bincount(block + np.minimum(first, width), minlength=blocks * (width + 1))
-    change -= np.bincount(block + np.minimum(last, width), minlength=blocks * (width + 1))
+    blocks = -(-len(first) // BLOCK)
+    block = np.repeat(np.arange(blocks, dtype=np.int32) * (width + 1), BLOCK)[: len(first)]
+    change = np.bincount(block + first, minlength=blocks * (width + 1))
+    change -= np.bincount(block + last, minlength=blocks * (width + 1))
     holding = np.cumsum(change.reshape(blocks, width + 1), axis=1)
     for k, column in enumerate(columns.tolist()):
         prefix = np.cumsum(holding[:, column])
         total = int(prefix[-1])
         if total:
-            low = _kth(first, last, value, prefix, column, (total - 1) // 2)
-            high = _kth(first, last, value, prefix, column, total // 2)
-            found[k] = (low + high) / 2
+            found[k] = _median(first, last, value, prefix, column, total)
     return found
 
 
+Tagged = tuple[npt.NDArray[Any], int]
+"""Runs' tags and the one wanted: only the runs so tagged count."""
+
+
+def _median(first: npt.NDArray[np.int16], last: npt.NDArray[np.int16], value: FloatArray, prefix: IntArray,
+            column: int, total: int, tagged: Tagged | None = None) -> float:  # fmt: skip
+    """The median of the ``total`` runs holding at ``column`` (``prefix``: how many hold, block by block,
+    cumulated)."""
+    low = _kth(first, last, value, prefix, column, (total - 1) // 2, tagged)
+    return (low + _kth(first, last, value, prefix, column, total // 2, tagged)) / 2
+
+
 def _kth(first: npt.NDArray[np.int16], last: npt.NDArray[np.int16], value: FloatArray, prefix: IntArray, column: int,
-         rank: int) -> float:  # fmt: skip
+         rank: int, tagged: Tagged | None) -> float:  # fmt: skip
     """The value of the run of ``rank`` (from 0) among those holding at ``column``."""
     block = int(np.searchsorted(prefix, rank, side="right"))
     before = int(prefix[block - 1]) if block else 0
     span = slice(block * BLOCK, (block + 1) * BLOCK)
-    holding = np.flatnonzero((first[span] <= column) & (column < last[span]))
-    return float(value[span][holding[rank - before]])
+    holds = (first[span] <= column) & (column < last[span])
+    if tagged is not None:
+        holds &= tagged[0][span] == tagged[1]
+    return float(value[span][np.flatnonzero(holds)[rank - before]])

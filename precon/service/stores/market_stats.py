@@ -229,8 +229,9 @@ def _states(
         np.concatenate([codes for codes in listings]) if listings else empty_int(),
         np.repeat(np.arange(len(listings)), [len(codes) for codes in listings]),
     )
-    prices = medians(grid.prices, pairs, len(listings), listing_count, columns)
-    per_sqft = medians(grid.per_sqft, pairs, len(listings), listing_count, columns)
+    width = len(grid.times)
+    prices = medians(grid.prices, pairs, len(listings), listing_count, columns, width)
+    per_sqft = medians(grid.per_sqft, pairs, len(listings), listing_count, columns, width)
     found = []
     for g, codes in enumerate(listings):
         every = len(codes) == len(grid.counts)  # (codes are distinct)
