@@ -120,6 +120,29 @@ class MarketColumns:
             codes = [code for code in codes if where[code] in provinces]
         return np.unique(np.array(codes, dtype=np.int64))
 
+    def event_codes(self) -> tuple[IntArray, int, int]:
+        """Each counted unit entry's kind and month as one code (its kind times the months, plus its month from the
+        first), the first month (since 1970) and how many months: kept once computed."""
+        held: tuple[IntArray, int, int] | None = self.__dict__.get("_event_codes")
+        if held is None:
+            months = self.event_at.astype("datetime64[ms]").astype("datetime64[M]").astype(np.int64)
+            first = int(months.min()) if len(months) else 0
+            span = int(months.max()) - first + 1 if len(months) else 1
+            held = self.__dict__["_event_codes"] = (self.event_kind * span + (months - first), first, span)
+        return held
+
+    def listing_counts(self) -> npt.NDArray[np.int64]:
+        """The grid's counts (existing, sold, available units at each time) summed over each listing's parts: kept
+        once computed."""
+        held: npt.NDArray[np.int64] | None = self.__dict__.get("_listing_counts")
+        if held is None:
+            assert self.grid is not None
+            counts = self.grid.counts
+            summed = np.zeros((len(counts) + 1, *counts.shape[1:]), np.int64)
+            np.cumsum(counts, axis=0, out=summed[1:])
+            held = self.__dict__["_listing_counts"] = summed[self.part_first[1:]] - summed[self.part_first[:-1]]
+        return held
+
     def parts(self, listings: IntArray, plan: tuple[str, str] | None) -> IntArray:
         """The parts of these listings (ascending): all, or those holding ``plan``'s (attribute, key)."""
         found = ranges(self.part_first[listings], self.part_first[listings + 1])
@@ -173,13 +196,14 @@ def market_series(
     edges = np.asarray(boundaries, dtype=np.int64)
     chosen = [columns.codes(group.listing_ids, provinces) for group in groups]
     parts = [columns.parts(listings, group.plan) for group, listings in zip(groups, chosen, strict=True)]
-    states = _states(columns.grid, parts, edges[1:], int(columns.part_first[-1])) if units else []
+    whole = [None if group.plan else listings for group, listings in zip(groups, chosen, strict=True)]
+    states = _states(columns, parts, whole, edges[1:]) if units else []
     series = []
     for g, (group, listings) in enumerate(zip(groups, chosen, strict=True)):
         launches = _counted(columns.launch_first, columns.launch_at, None, listings, edges, 1)[0]
         points = [{"start": int(edges[k]), "launches": int(launches[k])} for k in range(len(edges) - 1)]
         if units:
-            events = _counted(columns.event_first, columns.event_at, columns.event_kind, parts[g], edges, 3)
+            events = _events(columns, parts[g], edges)
             for k, point in enumerate(points):
                 point.update(
                     unitsSold=int(events[SOLD_EVENT][k]),
@@ -205,6 +229,31 @@ UNIT_FIGURES = (
 )
 
 
+def _events(columns: MarketColumns, parts: IntArray, edges: IntArray) -> IntArray:
+    """Per kind of counted unit entry, per interval: how many of the parts' entries fall in it. Where every edge
+    is a month's first instant (the service's intervals are months and quarters), an entry's month tells its
+    interval: a look-up per entry (:meth:`MarketColumns.event_codes`) rather than a search."""
+    months = _months(edges)
+    if months is None:
+        return _counted(columns.event_first, columns.event_at, columns.event_kind, parts, edges, 3)
+    code, first, span = columns.event_codes()
+    intervals = len(edges) - 1
+    slot = np.searchsorted(months, np.arange(first, first + span), side="right") - 1
+    slot = np.where((slot >= 0) & (slot < intervals), slot, -1)
+    nowhere = 3 * intervals  # the entries of no interval are counted last, and dropped
+    table = np.concatenate([np.where(slot >= 0, kind * intervals + slot, nowhere) for kind in range(3)])
+    rows = ranges(columns.event_first[parts], columns.event_first[parts + 1])
+    return np.bincount(table[code[rows]], minlength=nowhere + 1)[:nowhere].reshape(3, intervals)
+
+
+def _months(edges: IntArray) -> IntArray | None:
+    """The months (since 1970) of edges that are all a month's first instant (Unix ms), else None."""
+    months = edges.astype("datetime64[ms]").astype("datetime64[M]")
+    if (months.astype("datetime64[ms]").astype(np.int64) != edges).any():
+        return None
+    return months.astype(np.int64)
+
+
 def _counted(
     first: IntArray, at: IntArray, kind: IntArray | None, listings: IntArray, edges: IntArray, kinds: int
 ) -> IntArray:
@@ -219,27 +268,32 @@ def _counted(
 
 
 def _states(
-    grid: MarketGrid | None, listings: list[IntArray], ends: IntArray, listing_count: int
+    columns: MarketColumns, parts: list[IntArray], listings: list[IntArray | None], ends: IntArray
 ) -> list[list[dict[str, Any]]]:
-    """Per group, per interval, the figures of the units' states at its end."""
+    """Per group, per interval, the figures of the units' states at its end: over its parts (its listings' counts
+    summed where it holds their every part)."""
+    grid = columns.grid
     if grid is None:
-        return [[_state_figures(0, 0, 0, math.nan, math.nan) for _ in ends] for _ in listings]
-    columns = grid.columns(ends)
+        return [[_state_figures(0, 0, 0, math.nan, math.nan) for _ in ends] for _ in parts]
+    at = grid.columns(ends)
     pairs = (
-        np.concatenate([codes for codes in listings]) if listings else empty_int(),
-        np.repeat(np.arange(len(listings)), [len(codes) for codes in listings]),
+        np.concatenate([codes for codes in parts]) if parts else empty_int(),
+        np.repeat(np.arange(len(parts)), [len(codes) for codes in parts]),
     )
-    width = len(grid.times)
-    prices = medians(grid.prices, pairs, len(listings), listing_count, columns, width)
-    per_sqft = medians(grid.per_sqft, pairs, len(listings), listing_count, columns, width)
+    width, part_count = len(grid.times), int(columns.part_first[-1])
+    prices = medians(grid.prices, pairs, len(parts), part_count, at, width)
+    per_sqft = medians(grid.per_sqft, pairs, len(parts), part_count, at, width)
     found = []
-    for g, codes in enumerate(listings):
-        every = len(codes) == len(grid.counts)  # (codes are distinct)
-        counts = (grid.counts if every else grid.counts[codes]).sum(axis=0, dtype=np.int64)[:, columns]
+    for g, codes in enumerate(parts):
+        whole = listings[g]
+        held = grid.counts if whole is None else columns.listing_counts()
+        chosen = codes if whole is None else whole
+        every = len(chosen) == len(held)  # (codes are distinct)
+        counts = (held if every else held[chosen]).sum(axis=0, dtype=np.int64)[:, at]
         found.append(
             [
                 _state_figures(int(counts[0, k]), int(counts[1, k]), int(counts[2, k]), prices[g, k], per_sqft[g, k])
-                for k in range(len(columns))
+                for k in range(len(at))
             ]
         )
     return found
