@@ -27,8 +27,6 @@ FloatArray = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
 
 AVAILABLE, SOLD = 1, 2
-SPARSE = 8
-"""Groups holding under an eighth of the runs gather their listings' runs; others pick theirs from all of them."""
 SHIFT = 10
 BLOCK = 1 << SHIFT
 """Runs counted together when a median is looked for: the median is then found among one block's runs."""
@@ -37,20 +35,20 @@ EXISTING, SOLD_ROW, AVAILABLE_ROW = 0, 1, 2
 
 @dataclass
 class Runs:
-    """Available units' runs, ordered by ``value``: the listing, the first grid time and the one after the last."""
+    """Available units' runs, ordered by ``value``: the listing, the first grid time and the one after the last;
+    and where each starts and stops holding, by block of that order and grid time, listing by listing."""
 
     listing: npt.NDArray[np.int32]
     first: npt.NDArray[np.int16]
     last: npt.NDArray[np.int16]
     value: FloatArray
-    by_listing: npt.NDArray[np.int32]
-    """The runs' positions listing by listing (in value order within each)."""
     listing_first: IntArray
-    """Per listing, where its runs start in ``by_listing``, one more."""
-    block_first: npt.NDArray[np.int32]
-    """Per run, its block (position // :data:`BLOCK`) times the grid's width plus one, plus its first grid time:
-    where it is counted as starting to hold, by block and time (and ``block_last``, stopping)."""
-    block_last: npt.NDArray[np.int32]
+    """Per listing, where its runs start in ``starts`` and ``stops``, one more."""
+    starts: npt.NDArray[np.int32]
+    """Per run, listing by listing: its block (position // :data:`BLOCK`) times the grid's width plus one, plus its
+    first grid time; ``stops``: the same with the time after its last. A set of listings' runs are counted by block
+    and time from these slices alone."""
+    stops: npt.NDArray[np.int32]
 
     @classmethod
     def ordered(
@@ -59,44 +57,48 @@ class Runs:
         keep = ~np.isnan(value)
         order = np.flatnonzero(keep)[np.argsort(value[keep], kind="stable")]
         owner = listing[order]
-        block = (np.arange(len(order), dtype=np.int64) >> SHIFT) * (width + 1)
+        by_listing = np.argsort(owner, kind="stable")
+        block = (by_listing.astype(np.int64) >> SHIFT) * (width + 1)
         return cls(
             owner.astype(np.int32),
             first[order].astype(np.int16),
             last[order].astype(np.int16),
             value[order],
-            np.argsort(owner, kind="stable").astype(np.int32),
             np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=listings))]).astype(np.int64),
-            (block + first[order]).astype(np.int32),
-            (block + last[order]).astype(np.int32),
+            (block + first[order][by_listing]).astype(np.int32),
+            (block + last[order][by_listing]).astype(np.int32),
         )
 
     @property
     def blocks(self) -> int:
         return -(-len(self.value) // BLOCK)
 
-    def every_median(self, columns: IntArray, width: int) -> FloatArray:
-        """The median at each column of every run (the blocks' counts kept for the next time)."""
-        found = np.full(len(columns), np.nan)
-        every: dict[int, IntArray] = self.__dict__.setdefault("_every", {})  # the market whole, counted once
-        if width not in every:
-            size = self.blocks * (width + 1)
-            change = np.bincount(self.block_first, minlength=size) - np.bincount(self.block_last, minlength=size)
-            every[width] = np.cumsum(change.reshape(self.blocks, width + 1), axis=1)
-        holding = every[width]
-        for k, column in enumerate(columns.tolist()):
-            prefix = np.cumsum(holding[:, column])
-            total = int(prefix[-1]) if len(prefix) else 0
-            if total:
-                found[k] = _median(self.first, self.last, self.value, prefix, column, total)
-        return found
+    def holding(self, listings: IntArray | None, width: int) -> IntArray:
+        """Per block and grid time, how many runs of these listings (None: all) hold then."""
+        size = self.blocks * (width + 1)
+        if listings is None:
+            starts, stops = self.starts, self.stops
+        else:
+            rows = ranges(self.listing_first[listings], self.listing_first[listings + 1])
+            starts, stops = self.starts[rows], self.stops[rows]
+        change = np.bincount(starts, minlength=size) - np.bincount(stops, minlength=size)
+        return np.cumsum(change.reshape(self.blocks, width + 1), axis=1)
 
-    def of_listings(self, listings: IntArray) -> IntArray:
-        """The positions of these listings' runs, in value order."""
-        starts, ends = self.listing_first[listings], self.listing_first[listings + 1]
-        counts = ends - starts
-        offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-        return np.sort(self.by_listing[np.arange(int(counts.sum()), dtype=np.int64) + offsets])
+    def every_holding(self, width: int) -> IntArray:
+        """:meth:`holding` of every run, kept: the market whole is counted once."""
+        every: dict[int, IntArray] = self.__dict__.setdefault("_every", {})
+        if width not in every:
+            every[width] = self.holding(None, width)
+        return every[width]
+
+
+def ranges(starts: IntArray, ends: IntArray) -> IntArray:
+    """The concatenation of ``range(start, end)`` for each pair, without a Python loop."""
+    counts = ends - starts
+    if not len(counts):
+        return np.empty(0, np.int64)
+    offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+    return np.arange(int(counts.sum()), dtype=np.int64) + offsets
 
 
 @dataclass
@@ -259,10 +261,6 @@ def _moved(units: UnitStates, times: IntArray, replay: RowsReplay, first: IntArr
             price[unit_at, begin], units.sqft[rows[unit_at]]]  # fmt: skip
 
 
-def _ascending(values: IntArray) -> bool:
-    return bool(len(values) < 2 or (values[1:] >= values[:-1]).all())
-
-
 def _tally(index: IntArray, size: int) -> IntArray:
     return np.bincount(index, minlength=size).astype(np.int64)
 
@@ -271,113 +269,42 @@ def medians(runs: Runs, pairs: tuple[IntArray, IntArray], groups: int, listings:
             width: int) -> FloatArray:  # fmt: skip
     """Per group and column, the median value of the runs of its listings holding at that column (NaN: none).
     ``pairs``: (listing, group) of each listing in each group it is in; ``width``: the grid's times (every run's
-    ``last`` is at most it)."""
+    ``last`` is at most it). A group's runs are counted by block of the value order and time from its listings'
+    slices (the market whole's once), then each median is found within one block."""
     held_listing, held_group = pairs
+    found = np.full((groups, len(columns)), np.nan)
     if not len(runs.value):
-        return np.full((groups, len(columns)), np.nan)
-    count = np.bincount(held_listing, minlength=listings)
-    if groups == 1 and len(held_listing) == listings and count.max(initial=0) == 1:  # every listing: every run
-        return runs.every_median(columns, width)[None, :]
-    sizes = runs.listing_first[1:] - runs.listing_first[:-1]
-    dense = int(sizes[held_listing].sum()) * SPARSE >= len(runs.listing)
-    if dense and count.max(initial=0) <= 1:  # many runs, a listing in one group at most: all groups in one pass
-        group_of = np.full(listings, -1, np.int16 if groups < 2**15 else np.int64)
-        group_of[held_listing] = held_group
-        return _one_pass_medians(runs, group_of, groups, columns, width)
-    found = np.full((groups, len(columns)), np.nan)
-    for g, (first, last, value) in enumerate(_by_group(runs, pairs, groups, dense)):
-        found[g] = _group_medians(first, last, value, columns, width)
-    return found
-
-
-def _by_group(
-    runs: Runs, pairs: tuple[IntArray, IntArray], groups: int, dense: bool
-) -> list[tuple[npt.NDArray[np.int16], npt.NDArray[np.int16], FloatArray]]:
-    """Each group's runs (first, last, value), in the order of their values: gathered listing by listing where they
-    are few, else picked from all runs (a listing in several groups: its runs in each)."""
-    held_listing, held_group = pairs
-    if not dense:
-        bounds = np.searchsorted(held_group, np.arange(groups + 1)) if _ascending(held_group) else None
-        picked = []
-        for g in range(groups):
-            members = held_listing[bounds[g] : bounds[g + 1]] if bounds is not None else held_listing[held_group == g]
-            picked.append(runs.of_listings(members))
-        return [(runs.first[kept], runs.last[kept], runs.value[kept]) for kept in picked]
-    count = np.bincount(held_listing, minlength=len(runs.listing_first) - 1)
-    order = np.argsort(held_listing, kind="stable")
-    start = np.cumsum(count) - count
-    repeat = count[runs.listing]
-    chosen = np.repeat(np.arange(len(repeat)), repeat)
-    within = np.arange(len(chosen)) - np.repeat(np.cumsum(repeat) - repeat, repeat)
-    group = held_group[order][start[runs.listing[chosen]] + within]
-    by_group = np.argsort(group, kind="stable")
-    chosen, group = chosen[by_group], group[by_group]
-    bounds = np.searchsorted(group, np.arange(groups + 1))
-    found = []
-    for g in range(groups):
-        kept = chosen[bounds[g] : bounds[g + 1]]
-        found.append((runs.first[kept], runs.last[kept], runs.value[kept]))
-    return found
-
-
-def _one_pass_medians(runs: Runs, group_of: npt.NDArray[Any], groups: int, columns: IntArray, width: int) -> FloatArray:
-    """:func:`medians` where each listing is in one group at most: every group's runs counted by blocks of the
-    value order in one pass over the runs, then each median found within one block."""
-    span = runs.blocks * (width + 1)
-    size = (groups + 1) * span  # the runs of no group are counted last, and not looked at
-    kind = np.int32 if size < 2**31 else np.int64
-    offset = np.where(group_of >= 0, group_of.astype(kind) * span, groups * span).astype(kind)
-    tag = offset[runs.listing]
-    change = np.bincount(tag + runs.block_first, minlength=size)
-    change -= np.bincount(tag + runs.block_last, minlength=size)
-    holding = np.cumsum(change[: groups * span].reshape(groups, runs.blocks, width + 1), axis=2)
-    found = np.full((groups, len(columns)), np.nan)
-    for k, column in enumerate(columns.tolist()):
-        prefix = np.cumsum(holding[:, :, column], axis=1)
-        for g in np.flatnonzero(prefix[:, -1]).tolist():
-            found[g, k] = _median(runs.first, runs.last, runs.value, prefix[g], column, int(prefix[g, -1]),
-                                  (tag, g * span))  # fmt: skip
-    return found
-
-
-def _group_medians(first: npt.NDArray[np.int16], last: npt.NDArray[np.int16], value: FloatArray, columns: IntArray,
-                   width: int) -> FloatArray:  # fmt: skip
-    """The median at each column of runs ordered by value: counted by blocks, found within one."""
-    found = np.full(len(columns), np.nan)
-    if not len(value):
         return found
-    blocks = -(-len(first) // BLOCK)
-    block = np.repeat(np.arange(blocks, dtype=np.int32) * (width + 1), BLOCK)[: len(first)]
-    change = np.bincount(block + first, minlength=blocks * (width + 1))
-    change -= np.bincount(block + last, minlength=blocks * (width + 1))
-    holding = np.cumsum(change.reshape(blocks, width + 1), axis=1)
-    for k, column in enumerate(columns.tolist()):
-        prefix = np.cumsum(holding[:, column])
-        total = int(prefix[-1])
-        if total:
-            found[k] = _median(first, last, value, prefix, column, total)
+    order = np.argsort(held_group, kind="stable")
+    bounds = np.searchsorted(held_group[order], np.arange(groups + 1))
+    for g in range(groups):
+        members = held_listing[order[bounds[g] : bounds[g + 1]]]
+        if len(members) == listings:  # (a listing is in a group once): every run
+            holding, member = runs.every_holding(width), None
+        else:
+            holding, member = runs.holding(members, width), np.zeros(listings, np.bool_)
+            member[members] = True
+        for k, column in enumerate(columns.tolist()):
+            prefix = np.cumsum(holding[:, column])
+            total = int(prefix[-1])
+            if total:
+                found[g, k] = _median(runs, prefix, column, total, member)
     return found
 
 
-Tagged = tuple[npt.NDArray[Any], int]
-"""Runs' tags and the one wanted: only the runs so tagged count."""
+def _median(runs: Runs, prefix: IntArray, column: int, total: int, member: Mask | None) -> float:
+    """The median of the ``total`` runs (of the listings ``member`` marks; None: all) holding at ``column``
+    (``prefix``: how many hold, block by block, cumulated)."""
+    low = _kth(runs, prefix, column, (total - 1) // 2, member)
+    return (low + _kth(runs, prefix, column, total // 2, member)) / 2
 
 
-def _median(first: npt.NDArray[np.int16], last: npt.NDArray[np.int16], value: FloatArray, prefix: IntArray,
-            column: int, total: int, tagged: Tagged | None = None) -> float:  # fmt: skip
-    """The median of the ``total`` runs holding at ``column`` (``prefix``: how many hold, block by block,
-    cumulated)."""
-    low = _kth(first, last, value, prefix, column, (total - 1) // 2, tagged)
-    return (low + _kth(first, last, value, prefix, column, total // 2, tagged)) / 2
-
-
-def _kth(first: npt.NDArray[np.int16], last: npt.NDArray[np.int16], value: FloatArray, prefix: IntArray, column: int,
-         rank: int, tagged: Tagged | None) -> float:  # fmt: skip
+def _kth(runs: Runs, prefix: IntArray, column: int, rank: int, member: Mask | None) -> float:
     """The value of the run of ``rank`` (from 0) among those holding at ``column``."""
     block = int(np.searchsorted(prefix, rank, side="right"))
     before = int(prefix[block - 1]) if block else 0
     span = slice(block * BLOCK, (block + 1) * BLOCK)
-    holds = (first[span] <= column) & (column < last[span])
-    if tagged is not None:
-        holds &= tagged[0][span] == tagged[1]
-    return float(value[span][np.flatnonzero(holds)[rank - before]])
+    holds = (runs.first[span] <= column) & (column < runs.last[span])
+    if member is not None:
+        holds &= member[runs.listing[span]]
+    return float(runs.value[span][np.flatnonzero(holds)[rank - before]])

@@ -36,7 +36,7 @@ import numpy.typing as npt
 from precon.facet_keys import number_key
 from precon.filters import fold_text
 from precon.service.search.sql_filter import as_number
-from precon.service.stores.market_grid import MarketGrid, medians
+from precon.service.stores.market_grid import MarketGrid, medians, ranges
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -104,6 +104,8 @@ class MarketColumns:
     """Per attribute of :data:`PLAN_GROUPS`, per key, the parts holding it (ascending)."""
     grid: MarketGrid | None = None
     """The units' states on the grid of times, by part (None: no unit)."""
+    listing_counts: npt.NDArray[np.int32] | None = None
+    """The grid's counts summed over each listing's parts (:func:`counts_by_listing`)."""
     event_first: IntArray = field(default_factory=empty_int)
     """Per part, its first counted unit entry's row (entries ordered by part, then time), one more."""
     event_at: IntArray = field(default_factory=empty_int)
@@ -129,18 +131,6 @@ class MarketColumns:
             first = int(months.min()) if len(months) else 0
             span = int(months.max()) - first + 1 if len(months) else 1
             held = self.__dict__["_event_codes"] = (self.event_kind * span + (months - first), first, span)
-        return held
-
-    def listing_counts(self) -> npt.NDArray[np.int64]:
-        """The grid's counts (existing, sold, available units at each time) summed over each listing's parts: kept
-        once computed."""
-        held: npt.NDArray[np.int64] | None = self.__dict__.get("_listing_counts")
-        if held is None:
-            assert self.grid is not None
-            counts = self.grid.counts
-            summed = np.zeros((len(counts) + 1, *counts.shape[1:]), np.int64)
-            np.cumsum(counts, axis=0, out=summed[1:])
-            held = self.__dict__["_listing_counts"] = summed[self.part_first[1:]] - summed[self.part_first[:-1]]
         return held
 
     def parts(self, listings: IntArray, plan: tuple[str, str] | None) -> IntArray:
@@ -174,13 +164,14 @@ class MarketStore(Protocol):
     ) -> list[dict[str, Any]]: ...
 
 
-def ranges(starts: IntArray, ends: IntArray) -> IntArray:
-    """The concatenation of ``range(start, end)`` for each pair, without a Python loop."""
-    counts = ends - starts
-    if not len(counts):
-        return empty_int()
-    offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-    return np.arange(int(counts.sum()), dtype=np.int64) + offsets
+def counts_by_listing(counts: npt.NDArray[np.int32], part_first: IntArray) -> npt.NDArray[np.int32]:
+    """A grid's counts (by part) summed over each listing's parts: a group of whole listings sums these."""
+    starts = part_first[:-1]
+    some = starts < part_first[1:]  # (a listing without floor plans has no part)
+    summed = np.zeros((len(starts), *counts.shape[1:]), np.int32)
+    if some.any():
+        summed[some] = np.add.reduceat(counts, starts[some], axis=0)
+    return summed
 
 
 def market_series(
@@ -286,8 +277,10 @@ def _states(
     found = []
     for g, codes in enumerate(parts):
         whole = listings[g]
-        held = grid.counts if whole is None else columns.listing_counts()
-        chosen = codes if whole is None else whole
+        if whole is not None and columns.listing_counts is not None:
+            held, chosen = columns.listing_counts, whole
+        else:
+            held, chosen = grid.counts, codes
         every = len(chosen) == len(held)  # (codes are distinct)
         counts = (held if every else held[chosen]).sum(axis=0, dtype=np.int64)[:, at]
         found.append(

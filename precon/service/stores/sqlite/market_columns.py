@@ -42,6 +42,7 @@ from precon.service.stores.market_stats import (
     MarketColumns,
     MarketGroup,
     UnitReplay,
+    counts_by_listing,
     market_series,
     plan_keys,
 )
@@ -291,15 +292,18 @@ class _Builder:
         units = len(self.unit_rows[0])
         event_rows, event_first = _ordered(self.events, parts)
         launch_rows, launch_first = _ordered(self.launches, listings)
+        part_first = np.array(self.part_first, np.int64)
+        grid = grid_of(self._placed()) if units else None
         return MarketColumns(
             listing_codes=self.codes,
             listing_provinces=self.provinces,
-            part_first=np.array(self.part_first, np.int64),
+            part_first=part_first,
             plan_parts={
                 path: {key: np.array(found, np.int64) for key, found in held.items()}
                 for path, held in zip(PLAN_GROUPS, self.plan_parts, strict=True)
             },
-            grid=grid_of(self._placed()) if units else None,
+            grid=grid,
+            listing_counts=None if grid is None else counts_by_listing(grid.counts, part_first),
             event_first=event_first,
             event_at=event_rows[1].astype(np.int64),
             event_kind=event_rows[2].astype(np.int64),
