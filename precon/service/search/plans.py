@@ -40,6 +40,7 @@ from precon.filters import (
 )
 from precon.filters.parsing import parse_number
 from precon.filters.plans import names_units, unit_values
+from precon.service.search.arrays import ranges
 from precon.service.search.sql_filter import as_number
 from precon.service.search.unit_bounds import Candidates, UnitBounds
 from precon.service.search.unit_steps import FloorSteps
@@ -363,15 +364,6 @@ SPARSE_SHARE = 16
 five times a test of every unit)."""
 
 
-def _ranges(starts: IntArray, ends: IntArray) -> IntArray:
-    """The concatenation of ``range(start, end)`` for each pair, without a Python loop."""
-    counts = ends - starts
-    if not len(counts):
-        return np.empty(0, np.int64)
-    offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-    return np.arange(int(counts.sum()), dtype=np.int64) + offsets
-
-
 class PlanIndex:
     """Every floor plan of one store generation in columns: plans ordered by listing rowid, then index."""
 
@@ -453,12 +445,12 @@ class PlanIndex:
         """For each listing (by position in the column index), the plans ``expr`` holds for and how many of their
         units: ``_matchedFloorPlans`` from the page's few plans, without reading their documents."""
         first, count = self._plan_start[positions], self._plan_count[positions]
-        plans = _ranges(first, first + count)
+        plans = ranges(first, first + count)
         held: Mask = np.zeros(len(plans), dtype=np.bool_)
         units: IntArray = np.zeros(len(plans), dtype=np.int64)
         if len(plans) and names_units(expr):
             rows = self._end_row[plans] - self._first_row[plans]  # one at least: a plan without units has its row
-            taken = self.units.take(_ranges(self._first_row[plans], self._end_row[plans]))
+            taken = self.units.take(ranges(self._first_row[plans], self._end_row[plans]))
             matched = self._rows(expr, taken)
             starts = np.cumsum(rows) - rows
             held = np.logical_or.reduceat(matched, starts)
@@ -495,7 +487,7 @@ class PlanIndex:
             plans = np.flatnonzero(asked if candidates is None else asked & candidates.plans)
             rows = int((self._end_row[plans] - self._first_row[plans]).sum())
             if rows * SPARSE_SHARE < len(self.units.plan):
-                units = self.units.take(_ranges(self._first_row[plans], self._end_row[plans]))
+                units = self.units.take(ranges(self._first_row[plans], self._end_row[plans]))
                 result[self.owner[units.plan[self._rows(expr, units)]]] = True
                 return result
         result[self.owner[self.plans_matching(expr) & self.known]] = True

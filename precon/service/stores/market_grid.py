@@ -22,6 +22,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from precon.service.search.arrays import ranges
+
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
@@ -90,15 +92,6 @@ class Runs:
         if width not in every:
             every[width] = self.holding(None, width)
         return every[width]
-
-
-def ranges(starts: IntArray, ends: IntArray) -> IntArray:
-    """The concatenation of ``range(start, end)`` for each pair, without a Python loop."""
-    counts = ends - starts
-    if not len(counts):
-        return np.empty(0, np.int64)
-    offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-    return np.arange(int(counts.sum()), dtype=np.int64) + offsets
 
 
 @dataclass

@@ -35,8 +35,9 @@ import numpy.typing as npt
 
 from precon.facet_keys import number_key
 from precon.filters import fold_text
+from precon.service.search.arrays import ranges
 from precon.service.search.sql_filter import as_number
-from precon.service.stores.market_grid import MarketGrid, medians, ranges
+from precon.service.stores.market_grid import MarketGrid, medians
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
