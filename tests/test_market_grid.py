@@ -50,20 +50,17 @@ def test_medians_match_a_brute_force(case: str, seed: int) -> None:
     runs = random_runs(rng, 5 * BLOCK + 37, listings)
     chosen = rng.permutation(listings)[: int(listings * share)]
     members: list[set[int]] = [set() for _ in range(groups)]
-    pairs: list[tuple[int, int]] = []
     for listing in chosen.tolist():
         holding = rng.choice(groups, size=rng.integers(1, groups + 1) if overlapping else 1, replace=False)
-        for g in sorted(holding.tolist()):
+        for g in holding.tolist():
             members[g].add(listing)
-            pairs.append((listing, g))
-    pairs.sort(key=lambda pair: pair[1])
-    held = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64))
+    held = [np.array(sorted(listings_of), np.int64) for listings_of in members]
     columns = np.arange(WIDTH)
-    found = medians(runs, held, groups, listings, columns, WIDTH)
+    found = medians(runs, held, listings, columns)
     np.testing.assert_array_equal(found, brute_force(runs, members, columns))
 
 
 def test_no_runs_no_medians() -> None:
     runs = Runs.ordered(*(np.empty(0, np.int64),) * 3, np.empty(0), 5, WIDTH)
-    found = medians(runs, (np.arange(5), np.zeros(5, np.int64)), 1, 5, np.arange(3), WIDTH)
+    found = medians(runs, [np.arange(5)], 5, np.arange(3))
     assert np.isnan(found).all()

@@ -51,6 +51,10 @@ class Runs:
     first grid time; ``stops``: the same with the time after its last. A set of listings' runs are counted by block
     and time from these slices alone."""
     stops: npt.NDArray[np.int32]
+    width: int
+    """The grid's times (every run's ``last`` is at most it)."""
+    every: IntArray
+    """:meth:`holding` of every run: the market whole, counted at build."""
 
     @classmethod
     def ordered(
@@ -61,37 +65,31 @@ class Runs:
         owner = listing[order]
         by_listing = np.argsort(owner, kind="stable")
         block = (by_listing.astype(np.int64) >> SHIFT) * (width + 1)
+        starts = (block + first[order][by_listing]).astype(np.int32)
+        stops = (block + last[order][by_listing]).astype(np.int32)
         return cls(
             owner.astype(np.int32),
             first[order].astype(np.int16),
             last[order].astype(np.int16),
             value[order],
             np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=listings))]).astype(np.int64),
-            (block + first[order][by_listing]).astype(np.int32),
-            (block + last[order][by_listing]).astype(np.int32),
+            starts,
+            stops,
+            width,
+            _holding(starts, stops, -(-len(order) // BLOCK), width),
         )
 
-    @property
-    def blocks(self) -> int:
-        return -(-len(self.value) // BLOCK)
+    def holding(self, listings: IntArray) -> IntArray:
+        """Per block and grid time, how many runs of these listings hold then."""
+        rows = ranges(self.listing_first[listings], self.listing_first[listings + 1])
+        return _holding(self.starts[rows], self.stops[rows], len(self.every), self.width)
 
-    def holding(self, listings: IntArray | None, width: int) -> IntArray:
-        """Per block and grid time, how many runs of these listings (None: all) hold then."""
-        size = self.blocks * (width + 1)
-        if listings is None:
-            starts, stops = self.starts, self.stops
-        else:
-            rows = ranges(self.listing_first[listings], self.listing_first[listings + 1])
-            starts, stops = self.starts[rows], self.stops[rows]
-        change = np.bincount(starts, minlength=size) - np.bincount(stops, minlength=size)
-        return np.cumsum(change.reshape(self.blocks, width + 1), axis=1)
 
-    def every_holding(self, width: int) -> IntArray:
-        """:meth:`holding` of every run, kept: the market whole is counted once."""
-        every: dict[int, IntArray] = self.__dict__.setdefault("_every", {})
-        if width not in every:
-            every[width] = self.holding(None, width)
-        return every[width]
+def _holding(starts: npt.NDArray[np.int32], stops: npt.NDArray[np.int32], blocks: int, width: int) -> IntArray:
+    """Per block and grid time, how many of the runs that start and stop at these codes hold then."""
+    size = blocks * (width + 1)
+    change = np.bincount(starts, minlength=size) - np.bincount(stops, minlength=size)
+    return np.cumsum(change.reshape(blocks, width + 1), axis=1)
 
 
 @dataclass
@@ -258,24 +256,18 @@ def _tally(index: IntArray, size: int) -> IntArray:
     return np.bincount(index, minlength=size).astype(np.int64)
 
 
-def medians(runs: Runs, pairs: tuple[IntArray, IntArray], groups: int, listings: int, columns: IntArray,
-            width: int) -> FloatArray:  # fmt: skip
-    """Per group and column, the median value of the runs of its listings holding at that column (NaN: none).
-    ``pairs``: (listing, group) of each listing in each group it is in; ``width``: the grid's times (every run's
-    ``last`` is at most it). A group's runs are counted by block of the value order and time from its listings'
-    slices (the market whole's once), then each median is found within one block."""
-    held_listing, held_group = pairs
-    found = np.full((groups, len(columns)), np.nan)
+def medians(runs: Runs, groups: list[IntArray], listings: int, columns: IntArray) -> FloatArray:
+    """Per group (the distinct listings of each) and column, the median value of the runs of its listings holding at
+    that column (NaN: none). A group's runs are counted by block of the value order and time from its listings'
+    slices (the market whole's at build), then each median is found within one block."""
+    found = np.full((len(groups), len(columns)), np.nan)
     if not len(runs.value):
         return found
-    order = np.argsort(held_group, kind="stable")
-    bounds = np.searchsorted(held_group[order], np.arange(groups + 1))
-    for g in range(groups):
-        members = held_listing[order[bounds[g] : bounds[g + 1]]]
-        if len(members) == listings:  # (a listing is in a group once): every run
-            holding, member = runs.every_holding(width), None
+    for g, members in enumerate(groups):
+        if len(members) == listings:  # every listing: every run
+            holding, member = runs.every, None
         else:
-            holding, member = runs.holding(members, width), np.zeros(listings, np.bool_)
+            holding, member = runs.holding(members), np.zeros(listings, np.bool_)
             member[members] = True
         for k, column in enumerate(columns.tolist()):
             prefix = np.cumsum(holding[:, column])

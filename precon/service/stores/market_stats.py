@@ -111,6 +111,8 @@ class MarketColumns:
     """Per part, its first counted unit entry's row (entries ordered by part, then time), one more."""
     event_at: IntArray = field(default_factory=empty_int)
     event_kind: IntArray = field(default_factory=empty_int)
+    event_months: EventMonths = field(default_factory=lambda: event_months(empty_int(), empty_int()))
+    """Each counted entry's kind and month as one code (:func:`event_months`)."""
     launch_first: IntArray = field(default_factory=empty_int)
     """Per listing code, its first launch's row (launches ordered by listing, then time), one more."""
     launch_at: IntArray = field(default_factory=empty_int)
@@ -122,17 +124,6 @@ class MarketColumns:
         if provinces is not None:
             codes = [code for code in codes if where[code] in provinces]
         return np.unique(np.array(codes, dtype=np.int64))
-
-    def event_codes(self) -> tuple[IntArray, int, int]:
-        """Each counted unit entry's kind and month as one code (its kind times the months, plus its month from the
-        first), the first month (since 1970) and how many months: kept once computed."""
-        held: tuple[IntArray, int, int] | None = self.__dict__.get("_event_codes")
-        if held is None:
-            months = self.event_at.astype("datetime64[ms]").astype("datetime64[M]").astype(np.int64)
-            first = int(months.min()) if len(months) else 0
-            span = int(months.max()) - first + 1 if len(months) else 1
-            held = self.__dict__["_event_codes"] = (self.event_kind * span + (months - first), first, span)
-        return held
 
     def parts(self, listings: IntArray, plan: tuple[str, str] | None) -> IntArray:
         """The parts of these listings (ascending): all, or those holding ``plan``'s (attribute, key)."""
@@ -163,6 +154,24 @@ class MarketStore(Protocol):
         units: bool = True,
         provinces: frozenset[str] | None = None,
     ) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class EventMonths:
+    """Counted unit entries by kind and month: ``code`` is the kind times ``span`` plus the month from ``first``
+    (months since 1970)."""
+
+    code: IntArray
+    first: int
+    span: int
+
+
+def event_months(at: IntArray, kind: IntArray) -> EventMonths:
+    """The :class:`EventMonths` of entries at these times (Unix ms), of these kinds."""
+    months = at.astype("datetime64[ms]").astype("datetime64[M]").astype(np.int64)
+    first = int(months.min()) if len(months) else 0
+    span = int(months.max()) - first + 1 if len(months) else 1
+    return EventMonths(kind * span + (months - first), first, span)
 
 
 def counts_by_listing(counts: npt.NDArray[np.int32], part_first: IntArray) -> npt.NDArray[np.int32]:
@@ -224,11 +233,11 @@ UNIT_FIGURES = (
 def _events(columns: MarketColumns, parts: IntArray, edges: IntArray) -> IntArray:
     """Per kind of counted unit entry, per interval: how many of the parts' entries fall in it. Where every edge
     is a month's first instant (the service's intervals are months and quarters), an entry's month tells its
-    interval: a look-up per entry (:meth:`MarketColumns.event_codes`) rather than a search."""
+    interval: a look-up per entry (:attr:`MarketColumns.event_months`) rather than a search."""
     months = _months(edges)
     if months is None:
         return _counted(columns.event_first, columns.event_at, columns.event_kind, parts, edges, 3)
-    code, first, span = columns.event_codes()
+    code, first, span = columns.event_months.code, columns.event_months.first, columns.event_months.span
     intervals = len(edges) - 1
     slot = np.searchsorted(months, np.arange(first, first + span), side="right") - 1
     slot = np.where((slot >= 0) & (slot < intervals), slot, -1)
@@ -268,13 +277,9 @@ def _states(
     if grid is None:
         return [[_state_figures(0, 0, 0, math.nan, math.nan) for _ in ends] for _ in parts]
     at = grid.columns(ends)
-    pairs = (
-        np.concatenate([codes for codes in parts]) if parts else empty_int(),
-        np.repeat(np.arange(len(parts)), [len(codes) for codes in parts]),
-    )
-    width, part_count = len(grid.times), int(columns.part_first[-1])
-    prices = medians(grid.prices, pairs, len(parts), part_count, at, width)
-    per_sqft = medians(grid.per_sqft, pairs, len(parts), part_count, at, width)
+    part_count = int(columns.part_first[-1])
+    prices = medians(grid.prices, parts, part_count, at)
+    per_sqft = medians(grid.per_sqft, parts, part_count, at)
     found = []
     for g, codes in enumerate(parts):
         whole = listings[g]

@@ -43,6 +43,7 @@ from precon.service.stores.market_stats import (
     MarketGroup,
     UnitReplay,
     counts_by_listing,
+    event_months,
     market_series,
     plan_keys,
 )
@@ -292,6 +293,7 @@ class _Builder:
         units = len(self.unit_rows[0])
         event_rows, event_first = _ordered(self.events, parts)
         launch_rows, launch_first = _ordered(self.launches, listings)
+        event_at, event_kind = event_rows[1].astype(np.int64), event_rows[2].astype(np.int64)
         part_first = np.array(self.part_first, np.int64)
         grid = grid_of(self._placed()) if units else None
         return MarketColumns(
@@ -305,8 +307,9 @@ class _Builder:
             grid=grid,
             listing_counts=None if grid is None else counts_by_listing(grid.counts, part_first),
             event_first=event_first,
-            event_at=event_rows[1].astype(np.int64),
-            event_kind=event_rows[2].astype(np.int64),
+            event_at=event_at,
+            event_kind=event_kind,
+            event_months=event_months(event_at, event_kind),
             launch_first=launch_first,
             launch_at=launch_rows[1].astype(np.int64),
         )
