@@ -121,16 +121,17 @@ def one_plan_rows(plan: dict[str, Any], rowid: int, index: int, values: list[Val
             units.append((rowid, index, folded, as_number(status), typed["price"], typed["floor"]))
 
 
+PLAN_ROW_DELETES = (
+    "DELETE FROM listing_plans WHERE listing = ?",
+    "DELETE FROM listing_plan_values WHERE listing = ?",
+    "DELETE FROM listing_plan_units WHERE listing = ?",
+)
+"""The statements that delete a listing's plan rows, given its row id."""
+
+
 def delete_plan_rows(db: sqlite3.Connection, rowid: int) -> None:
-    db.execute("DELETE FROM listing_plans WHERE listing = ?", (rowid,))
-    db.execute("DELETE FROM listing_plan_values WHERE listing = ?", (rowid,))
-    db.execute("DELETE FROM listing_plan_units WHERE listing = ?", (rowid,))
-
-
-def delete_one_plan_rows(db: sqlite3.Connection, rowid: int, index: int) -> None:
-    """The value and unit rows of one plan of the listing (its ``listing_plans`` row stays)."""
-    db.execute("DELETE FROM listing_plan_values WHERE listing = ? AND idx = ?", (rowid, index))
-    db.execute("DELETE FROM listing_plan_units WHERE listing = ? AND idx = ?", (rowid, index))
+    for sql in PLAN_ROW_DELETES:
+        db.execute(sql, (rowid,))
 
 
 def field_code(name: str) -> int:

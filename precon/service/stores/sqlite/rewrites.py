@@ -10,6 +10,7 @@ units of a plan of two hundred writes three unit rows, not the listing's hundred
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,9 +19,9 @@ import orjson
 from precon.schema import SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS
 from precon.service.search.plans import (
     PLAN_FIELDS,
+    PLAN_ROW_DELETES,
     UnitRow,
     ValueRow,
-    delete_plan_rows,
     floor_plans,
     one_plan_rows,
     plan_rows,
@@ -36,7 +37,6 @@ from precon.service.stores.records import (
     head_columns,
     index_multi,
     province_of,
-    province_pairs,
     reference_keys,
     scalar_column,
 )
@@ -60,6 +60,7 @@ class ListingBatch(ListingIndexRows):
     fts_rows: list[tuple[Any, ...]] = field(default_factory=list)
     geo_rows: list[tuple[int, float, float, float, float]] = field(default_factory=list)
     province_pairs: set[tuple[str, str]] = field(default_factory=set)
+    """The (province, profile) pairs of the listings a bulk load adds (a rewrite recounts its profiles instead)."""
     replaced: bool = False
     """Whether a listing already stored was rewritten (else the batch only added listings)."""
     existing: dict[str, Any] = field(default_factory=dict)
@@ -68,6 +69,19 @@ class ListingBatch(ListingIndexRows):
     """The ids of the listings the batch adds (a listing deleted before is no longer)."""
     history: list[tuple[Any, ...]] = field(default_factory=list)
     """The rows of ``listing_history``: what the batch changed in each listing."""
+    statements: list[tuple[str, list[Sequence[Any]]]] = field(default_factory=list)
+    """The updates and deletes of rows already stored (each statement, with the parameters of each time it runs),
+    run in order before the batch's rows are added: what :func:`rewrite_in_place` decided."""
+
+    def later(self, sql: str, *rows: Sequence[Any]) -> None:
+        """``sql`` run once per row of parameters when the batch is written."""
+        if rows:
+            self.statements.append((sql, list(rows)))
+
+    def run_statements(self, db: sqlite3.Connection) -> None:
+        for sql, rows in self.statements:
+            db.executemany(sql, rows)
+
     keep_before: bool = False
     """Whether each change carries the document it replaced (:attr:`CatalogueChange.before`)."""
 
@@ -76,20 +90,25 @@ def rewrite_in_place(
     db: sqlite3.Connection, rowid: int, old: dict[str, Any], new: dict[str, Any], batch: ListingBatch
 ) -> bytes:
     """A stored listing rewritten where it stands (its row id kept): only the rows that differ between ``old`` and
-    ``new`` are deleted, updated here or added to ``batch``, so a write that sells a unit replaces that unit's row,
-    not the listing's hundreds. The new document's bytes."""
+    ``new`` are deleted, updated or added, so a write that sells a unit replaces that unit's row, not the
+    listing's hundreds. The new document's bytes.
+
+    ``db`` is only read (the rows stored for the listing, to compare): what changes is gathered in ``batch``, its
+    updates and deletes in :attr:`ListingBatch.statements`, so that the rewrite can be decided on a read of the
+    catalogue and written in a transaction afterwards (a simulation decides a day while the day before is written:
+    :mod:`precon.service.stores.simulated_days`)."""
     lat, lng = _geo_point(new)
-    _update_columns(db, rowid, old, new, batch.labels)
+    _update_columns(rowid, old, new, batch)
     document = encode_document(new)
-    db.execute("UPDATE listing_docs SET doc = ? WHERE id = ?", (document, rowid))
+    batch.later("UPDATE listing_docs SET doc = ? WHERE id = ?", (document, rowid))
     _rewrite_terms(db, rowid, old, new, batch)
     _rewrite_plans(db, rowid, floor_plans(old), floor_plans(new), batch)
     text = searchable_text(new, SEARCHABLE_LISTING_FIELDS)
     if text != searchable_text(old, SEARCHABLE_LISTING_FIELDS):
-        db.execute("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
+        batch.later("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
         batch.fts_rows.append((rowid, *text))
     if _geo_point(old) != (lat, lng):
-        db.execute("DELETE FROM listing_geo WHERE id = ?", (rowid,))
+        batch.later("DELETE FROM listing_geo WHERE id = ?", (rowid,))
         if lat is not None and lng is not None:
             batch.geo_rows.append((rowid, lat, lat, lng, lng))
     batch.attribute_names.update(new)
@@ -97,13 +116,10 @@ def rewrite_in_place(
     keys_before, keys_after = reference_keys(old), reference_keys(new)
     if keys_before != keys_after or province_of(old.get("state")) != province_of(new.get("state")):
         batch.touched_profiles |= keys_before | keys_after
-    batch.province_pairs.update(province_pairs(new))
     return document
 
 
-def _update_columns(
-    db: sqlite3.Connection, rowid: int, old: dict[str, Any], new: dict[str, Any], labels: dict[tuple[str, str], str]
-) -> None:
+def _update_columns(rowid: int, old: dict[str, Any], new: dict[str, Any], batch: ListingBatch) -> None:
     """The listing's typed columns that differ between ``old`` and ``new`` set (those of the fields that differ, and
     the listing's province, time and place), the others left as they are stored: an index of ``listings`` on
     columns that did not change is not touched (a day's write changes a listing's time and a few of its prices)."""
@@ -111,12 +127,12 @@ def _update_columns(
     updated = [(column, value) for column, before, value in heads if before != value]
     for path in sorted(_changed_fields(old, new, _SCALAR_PATHS), key=_POSITION.__getitem__):
         attribute = _ATTRIBUTES[path]
-        value = scalar_column(attribute, new.get(path), labels)
+        value = scalar_column(attribute, new.get(path), batch.labels)
         if scalar_column(attribute, old.get(path), {}) != value:  # 500000 and 500000.0 are the same in a REAL column
             updated.append((LISTING_COLUMNS[_POSITION[path]], value))
     if updated:
         assignments = ", ".join(f"{column} = ?" for column, _ in updated)
-        db.execute(f"UPDATE listings SET {assignments} WHERE id = ?", [*(value for _, value in updated), rowid])
+        batch.later(f"UPDATE listings SET {assignments} WHERE id = ?", [*(value for _, value in updated), rowid])
 
 
 def _rewrite_terms(
@@ -137,9 +153,9 @@ def _rewrite_terms(
     terms_after: set[tuple[str, str, int]] = set()
     numbers_after: set[tuple[str, float, int]] = set()
     index_multi(new, rowid, terms_after, numbers_after, batch.labels, changed)
-    db.executemany("DELETE FROM listing_terms WHERE attr = ? AND term = ? AND listing = ?", terms_before - terms_after)
-    db.executemany(
-        "DELETE FROM listing_numbers WHERE attr = ? AND num = ? AND listing = ?", numbers_before - numbers_after
+    batch.later("DELETE FROM listing_terms WHERE attr = ? AND term = ? AND listing = ?", *(terms_before - terms_after))
+    batch.later(
+        "DELETE FROM listing_numbers WHERE attr = ? AND num = ? AND listing = ?", *(numbers_before - numbers_after)
     )
     batch.terms |= terms_after - terms_before
     batch.numbers |= numbers_after - numbers_before
@@ -207,7 +223,8 @@ def _rewrite_plans(
     """The plan rows of a listing rewritten in place: those of each plan that changed (all when plans came or
     went), and its plan ids that differ."""
     if len(old) != len(new):
-        delete_plan_rows(db, rowid)
+        for sql in PLAN_ROW_DELETES:
+            batch.later(sql, (rowid,))
         plans, values, units = plan_rows({"floorPlans": new}, rowid)
         batch.plans += plans
         batch.plan_values += values
@@ -218,7 +235,7 @@ def _rewrite_plans(
                 _rewrite_plan(db, rowid, index, was, now, batch)
     ids_before = {(plan["id"], rowid) for plan in old if isinstance(plan.get("id"), str)}
     ids_after = {(plan["id"], rowid) for plan in new if isinstance(plan.get("id"), str)}
-    db.executemany("DELETE FROM plan_ids WHERE plan_id = ? AND listing = ?", ids_before - ids_after)
+    batch.later("DELETE FROM plan_ids WHERE plan_id = ? AND listing = ?", *(ids_before - ids_after))
     batch.plan_ids |= ids_after - ids_before
 
 
@@ -231,7 +248,7 @@ def _rewrite_plan(
     if not all(_same(was.get(name), now.get(name)) for name in PLAN_FIELDS):
         values_after = _value_rows(now, rowid, index)
         if _value_rows(was, rowid, index) != values_after:
-            db.execute("DELETE FROM listing_plan_values WHERE listing = ? AND idx = ?", (rowid, index))
+            batch.later("DELETE FROM listing_plan_values WHERE listing = ? AND idx = ?", (rowid, index))
             batch.plan_values += values_after
     units_before, units_after = _units(was), _units(now)
     changed: list[tuple[int, UnitRow]] = []
@@ -250,12 +267,12 @@ def _rewrite_plan(
             )
         ]
         if len(stored) == len(units_after):
-            db.executemany(
+            batch.later(
                 "UPDATE listing_plan_units SET status = ?, status_num = ?, price = ?, floor = ? WHERE rowid = ?",
-                [(*row[2:], stored[position]) for position, row in changed],
+                *[(*row[2:], stored[position]) for position, row in changed],
             )
             return
-    db.execute("DELETE FROM listing_plan_units WHERE listing = ? AND idx = ?", (rowid, index))
+    batch.later("DELETE FROM listing_plan_units WHERE listing = ? AND idx = ?", (rowid, index))
     batch.plan_units += [unit_row(unit, rowid, index) for unit in units_after]
 
 

@@ -18,6 +18,7 @@ store's public types are re-exported from here:
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import threading
@@ -124,6 +125,11 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
                 if not self._older_layout(db):
                     raise
         self._upgrade()
+
+    def opener(self) -> functools.partial[SQLiteStore]:
+        """How another process opens this catalogue: a store of its own over the same file (a simulation's helper
+        process reads through one)."""
+        return functools.partial(SQLiteStore, self.path)
 
     def warm(self, now: bool = False) -> None:
         """The indexes and the history's columns (:meth:`SQLiteChanges.warm`); where indexes are shared between

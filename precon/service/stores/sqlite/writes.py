@@ -13,6 +13,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from precon.filters import fold_text
@@ -83,6 +84,21 @@ _INSERT_PROFILE_FTS = (
 )
 
 
+class StaleUpdate(RuntimeError):
+    """A prepared update refused: one of its listings was written after it was read."""
+
+
+@dataclass
+class PreparedUpdate:
+    """An update of listings decided on a read of the catalogue (:meth:`SQLiteWrites.prepare_update`), not yet
+    written: its rows, its changes, and the version of each listing it read (row id, ``updatedAt``, the document's
+    length in bytes)."""
+
+    batch: ListingBatch
+    changes: list[CatalogueChange] = field(default_factory=list)
+    read: list[tuple[int, str, int]] = field(default_factory=list)
+
+
 class SQLiteWrites(SQLiteCatalogueBase):
     """Writes to the catalogue: each in one transaction that raises the generation; listeners hear after commit."""
 
@@ -144,35 +160,83 @@ class SQLiteWrites(SQLiteCatalogueBase):
         what it answers (None: left as it is) is written as :meth:`upsert_listings` writes it at ``at``, with the
         same history, changes and events. The answer may share with the document what did not change (it must
         not change the document itself): what it shares is known to be unchanged without being compared."""
-        changes: list[CatalogueChange] = []
         now = time.time() if at is None else at
         with self._transaction() as db:
-            batch = ListingBatch(keep_before=before_wanted(self.listeners))
-            for some in batched(list(dict.fromkeys(ids)), READ_BATCH):
+            prepared = self._prepare(db, ids, update, now, before_wanted(self.listeners))
+            if prepared.changes:
+                self._finish_listings(db, prepared.batch)
+        return self._notify(prepared.changes) if prepared.changes else []
+
+    def prepare_update(
+        self, ids: Sequence[str], update: Update, at: float, keep_before: bool = False
+    ) -> PreparedUpdate:
+        """What :meth:`update_listings` would write, decided on reads of the catalogue and not written: given to
+        :meth:`apply_update` (in this process or another's store of the same file). ``keep_before``: whether the
+        changes carry the documents they replace (as they do for a store whose listeners want them).
+
+        Each statement reads on its own, not all in one read transaction: a reader that holds one while writes go on
+        keeps the log (WAL) from being copied into the file and started again, and the log grows by each write.
+        What was read of a listing is the same all along unless the listing was written meanwhile, and then
+        :meth:`apply_update` refuses the update (a write by a simulation always moves a listing's ``updatedAt``;
+        another writer's, an import's, moves it or its document's length, or waits: it holds the data directory's
+        lock a simulation holds)."""
+        if self._bulk:  # a bulk load rewrites a listing by deleting and adding its rows, not by comparing them
+            raise RuntimeError("an update cannot be prepared during a bulk load")
+        return self._prepare(self._db(), ids, update, at, keep_before)
+
+    def apply_update(self, prepared: PreparedUpdate) -> list[CatalogueChange]:
+        """A prepared update written in one transaction, with its history, changes and events; refused
+        (:class:`StaleUpdate`, nothing written) when one of its listings is not as it was read: its ``updatedAt``
+        or its document's length changed (a length read from the record's header, not the document)."""
+        if not prepared.changes:
+            return []
+        with self._transaction() as db:
+            for some in batched(prepared.read, READ_BATCH):
                 marks = ", ".join("?" * len(some))
-                rows = {
-                    listing_id: (rowid, blob)
-                    for rowid, listing_id, blob in db.execute(
-                        "SELECT l.id, l.listing_id, d.doc FROM listings l JOIN listing_docs d ON d.id = l.id "
-                        f"WHERE l.listing_id IN ({marks})",
-                        some,
+                stored = {
+                    rowid: (updated, size)
+                    for rowid, updated, size in db.execute(
+                        "SELECT l.id, l.updated_at, length(d.doc) FROM listings l JOIN listing_docs d ON d.id = l.id "
+                        f"WHERE l.id IN ({marks})",
+                        [version[0] for version in some],
                     )
                 }
-                for listing_id in some:
-                    if (row := rows.get(listing_id)) is None:
-                        continue
-                    old = decode_document(row[1])
-                    record = update(listing_id, old)
-                    if record is not None:
-                        if listing_key(record) != listing_id:
-                            raise ValueError(f"an update of {listing_id} answered another listing")
-                        changes.append(self._add_listing(db, record, batch, now, (row, old)))
-            if changes:
-                self._finish_listings(db, batch)
-        return self._notify(changes) if changes else changes
+                if any(stored.get(rowid) != (updated, size) for rowid, updated, size in some):
+                    raise StaleUpdate("a listing of this update was written after it was read; nothing was written")
+            self._finish_listings(db, prepared.batch)
+        return self._notify(prepared.changes)
+
+    def _prepare(
+        self, db: sqlite3.Connection, ids: Sequence[str], update: Update, now: float, keep_before: bool
+    ) -> PreparedUpdate:
+        prepared = PreparedUpdate(ListingBatch(keep_before=keep_before))
+        for some in batched(list(dict.fromkeys(ids)), READ_BATCH):
+            marks = ", ".join("?" * len(some))
+            rows = {
+                listing_id: (rowid, blob, updated)
+                for rowid, listing_id, updated, blob in db.execute(
+                    "SELECT l.id, l.listing_id, l.updated_at, d.doc FROM listings l "
+                    f"JOIN listing_docs d ON d.id = l.id WHERE l.listing_id IN ({marks})",
+                    some,
+                )
+            }
+            for listing_id in some:
+                if (row := rows.get(listing_id)) is None:
+                    continue
+                rowid, blob, updated = row
+                old = decode_document(blob)
+                record = update(listing_id, old)
+                if record is not None:
+                    if listing_key(record) != listing_id:
+                        raise ValueError(f"an update of {listing_id} answered another listing")
+                    change = self._add_listing(db, record, prepared.batch, now, ((rowid, blob), old))
+                    prepared.changes.append(change)
+                    prepared.read.append((rowid, updated, len(blob)))
+        return prepared
 
     def _finish_listings(self, db: sqlite3.Connection, batch: ListingBatch) -> None:
         """A batch's rows written, its profiles' provinces counted again, the generation raised."""
+        batch.run_statements(db)
         self._insert_listing_rows(db, batch)
         if self._bulk and not batch.replaced:
             # Only listings added: their provinces are added to their profiles' without the dropped indexes.
