@@ -441,14 +441,26 @@ def generate_catalogue(
 @click.option("--days", required=True, type=click.IntRange(1, 3650), help="How many days to move forward.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--wait", "wait_s", default=600.0, show_default=True, help="Seconds to wait for an import running.")
+@click.option(
+    "--helper/--no-helper",
+    default=None,
+    help="Whether a second process decides most days while this one writes them (default: on a SQLite catalogue, "
+    "for a long run on a machine of two cores or more). The outcome is the same.",
+)
 @data_option
 @database_option
-def simulate_catalogue(days: int, seed: int, wait_s: float, data_dir: Path, database_url: str | None) -> None:
+def simulate_catalogue(
+    days: int, seed: int, wait_s: float, helper: bool | None, data_dir: Path, database_url: str | None
+) -> None:
     """Move the catalogue forward in time from its newest change, day by day: releases, sales, launches,
     sell-outs, stalls and delays, each day one write (so history is recorded and webhooks hear of it)."""
     from precon.service.stores.exclusive import CatalogueBusy, exclusive
-    from precon.service.stores.simulation import simulate
+    from precon.service.stores.simulation import SimulationFailed, simulate
     from precon.service.stores.sqlite.store import SQLiteStore
+    from precon.service.stores.sqlite.writes import StaleUpdate
+
+    if helper and database_url:
+        raise click.UsageError("--helper is for a SQLite catalogue; PostgreSQL's simulation runs in one process")
 
     settings = ServiceSettings(data_dir=data_dir, database_url=database_url)
     bar = click.progressbar(length=days, label="days", file=sys.stderr)
@@ -468,11 +480,13 @@ def simulate_catalogue(days: int, seed: int, wait_s: float, data_dir: Path, data
                 try:
                     with _subscribers(settings, "live") as notify, bar:
                         notify(store)
-                        report = simulate(store, days, seed, progress=lambda day, written: bar.update(1))
+                        report = simulate(store, days, seed, lambda day, written: bar.update(1), helper)
                 finally:
                     store.close()
         except CatalogueBusy as busy:
             raise click.ClickException(f"{busy}; nothing was simulated") from None
+        except (SimulationFailed, StaleUpdate) as failed:
+            raise click.ClickException(f"{failed}; the days written so far are kept, each whole") from None
     click.echo(
         f"simulated {report.first_day} to {report.last_day}: {report.listings_written:,} listing updates in "
         f"{report.writes} writes, {report.entries:,} history entries, in {report.seconds:.1f} s",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import fcntl
+import functools
 import statistics
 import subprocess
 import sys
@@ -26,8 +27,17 @@ from precon.service.config import ServiceSettings
 from precon.service.runtime import DataDirectory
 from precon.service.stores.history import iso_time
 from precon.service.stores.loading import batched
-from precon.service.stores.simulation import WRITE_HOUR, day_time, simulate, simulated_past
+from precon.service.stores.simulation import (
+    OWN_SLOTS,
+    WRITE_HOUR,
+    SimulationFailed,
+    day_time,
+    simulate,
+    simulated_past,
+    slot,
+)
 from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.sqlite.writes import StaleUpdate
 from precon.service.stores.types import CatalogueChange
 
 START = date(2024, 3, 1)
@@ -174,12 +184,18 @@ class _Hearing(list[list[CatalogueChange]]):
 def test_a_simulation_through_the_stores_update_records_what_reading_then_writing_records(
     built: catalogue.Catalogue, tmp_path: Path
 ) -> None:
+    """Three ways to the same catalogue, history and events: each day's update read, decided and written in one
+    transaction; each day's documents read, then written; most days decided by a helper process while the days
+    before are written (as a long simulation does)."""
     outcomes = []
-    for name in ("updated", "read-then-written"):
+    for name in ("updated", "read-then-written", "shared with a helper"):
         store = _stored(tmp_path / f"{name}.sqlite3", built, at=day_time(START))
         heard = _Hearing()
         store.listeners.append(heard)
-        simulate(store if name == "updated" else _ReadThenWrite(store), 60, seed=4)  # type: ignore[arg-type]
+        if name == "read-then-written":
+            simulate(_ReadThenWrite(store), 60, seed=4)  # type: ignore[arg-type]
+        else:
+            simulate(store, 60, seed=4, helper=name != "updated")
         events = [[(c.kind, c.action, c.key, c.entries, c.before) for c in changes] for changes in heard]
         units = store._db().execute(  # each plan's unit rows in the order of its units, as a fresh load has them
             "SELECT l.listing_id, u.idx, u.status, u.price FROM listing_plan_units u "
@@ -187,7 +203,7 @@ def test_a_simulation_through_the_stores_update_records_what_reading_then_writin
         )
         outcomes.append((derived_rows(store), _history(store, with_province=True), events, units.fetchall()))
         store.close()
-    assert outcomes[0] == outcomes[1]
+    assert outcomes[0] == outcomes[1] == outcomes[2]
     docs = dict(outcomes[0][0]["docs"])
     in_order = [
         (listing_id, index, fold_text(unit["status"]), unit_values(unit)["price"])
@@ -196,6 +212,51 @@ def test_a_simulation_through_the_stores_update_records_what_reading_then_writin
         for unit in plan.get("units") or []
     ]
     assert outcomes[0][3] == in_order
+
+
+class _HelperCannotOpen(SQLiteStore):
+    """A catalogue whose helper process fails: the file it is told to open cannot be (its folder is a file)."""
+
+    def opener(self) -> functools.partial[SQLiteStore]:
+        return functools.partial(SQLiteStore, self.path / "catalogue.sqlite3")
+
+
+def test_a_helper_that_fails_stops_the_simulation_with_its_reason_and_the_days_written_stay_whole(
+    built: catalogue.Catalogue, tmp_path: Path
+) -> None:
+    _stored(tmp_path / "c.sqlite3", built, at=day_time(START)).close()
+    store = _HelperCannotOpen(tmp_path / "c.sqlite3")
+    days: list[date] = []
+    with pytest.raises(SimulationFailed, match=r"(?s)helper process failed: Traceback.*Error"):
+        simulate(store, 30, seed=4, progress=lambda day, written: days.append(day), helper=True)
+    # The days before the helper's first were written, each whole; none after.
+    assert days == [START + timedelta(days=k) for k in range(1, len(days) + 1)]
+    assert all(slot(day) in OWN_SLOTS for day in days)
+    written = {row[0][:10] for row in _history(store) if row[0] > iso_time(day_time(START))}
+    assert written <= {day.isoformat() for day in days}
+    store.close()
+
+
+def test_a_prepared_update_is_refused_when_one_of_its_listings_was_written_after_it_was_read(
+    built: catalogue.Catalogue, tmp_path: Path
+) -> None:
+    store = _stored(tmp_path / "c.sqlite3", built, at=day_time(START))
+    ids = [listing["listingId"] for listing in built.listings[:5]]
+
+    def renamed(listing_id: str, doc: dict[str, Any]) -> dict[str, Any]:
+        return {**doc, "name": doc["name"] + " II"}
+
+    prepared = store.prepare_update(ids, renamed, at=day_time(START) + 86_400)
+    store.upsert_listings([{**store.get_listings([ids[3]], None)[ids[3]], "summary": "written meanwhile"}])
+    before, generation = derived_rows(store), store.generation()
+    with pytest.raises(StaleUpdate, match="written after it was read; nothing was written"):
+        store.apply_update(prepared)
+    assert derived_rows(store) == before and store.generation() == generation
+    # Prepared again, it is written, with its history.
+    changes = store.apply_update(store.prepare_update(ids, renamed, at=day_time(START) + 86_400))
+    assert [change.key for change in changes] == ids
+    assert all(doc["name"].endswith(" II") for doc in store.get_listings(ids, None).values())
+    store.close()
 
 
 def test_a_simulation_is_the_same_for_the_same_seed_and_another_for_another(
@@ -320,16 +381,28 @@ def _precon(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_command_simulates_and_says_what_it_did(built: catalogue.Catalogue, tmp_path: Path) -> None:
-    _stored(tmp_path / "catalogue.sqlite3", built, at=day_time(START)).close()
-    done = _precon("simulate", "--days", "20", "--seed", "4", "--data", str(tmp_path))
-    assert done.returncode == 0, done.stderr
-    assert f"simulated {START + timedelta(days=1)} to {START + timedelta(days=20)}" in done.stderr
+    outcomes = []
+    for way in ("--no-helper", "--helper"):  # the same days, written by one process or decided mostly by two
+        data = tmp_path / way
+        data.mkdir()
+        _stored(data / "catalogue.sqlite3", built, at=day_time(START)).close()
+        done = _precon("simulate", "--days", "20", "--seed", "4", way, "--data", str(data))
+        assert done.returncode == 0, done.stderr
+        assert f"simulated {START + timedelta(days=1)} to {START + timedelta(days=20)}" in done.stderr
+        store = SQLiteStore(data / "catalogue.sqlite3")
+        outcomes.append((derived_rows(store), _history(store, with_province=True)))
+        store.close()
+    assert outcomes[0] == outcomes[1]
+    assert (
+        "--helper is for a SQLite catalogue"
+        in _precon("simulate", "--days", "2", "--helper", "--database", "postgresql://nowhere/x").stderr
+    )
     for args, message in (
         (("--days", "0"), "0 is not in the range 1<=x<=3650"),
         (("--days", "soon"), "'soon' is not a valid integer"),
         ((), "Missing option '--days'"),
     ):
-        refused = _precon("simulate", *args, "--data", str(tmp_path))
+        refused = _precon("simulate", *args, "--data", str(tmp_path / "--helper"))
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
 
 
