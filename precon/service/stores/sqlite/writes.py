@@ -129,12 +129,18 @@ class SQLiteWrites(SQLiteCatalogueBase):
         """For a long run of writes by this thread (a simulation's days): the log (WAL) is copied into the file
         every :data:`MANY_WRITES_CHECKPOINT_PAGES` pages written rather than SQLite's 1,000 (each write of
         hundreds of listings passes those, and the copy syncs the file), and once at the end. A page written again
-        before the copy (an index's, a reused page of a document) is copied once."""
+        before the copy (an index's, a reused page of a document) is copied once. The pages a rewrite frees (a
+        24 KB document's, replaced) are not overwritten with zeros (``secure_delete``, on in Debian's SQLite): each
+        would be one more page logged and copied, for a catalogue of public listings (at 50,000 listings, 9 %
+        less time and a fifth less system time)."""
         db = self._db()
         db.execute(f"PRAGMA wal_autocheckpoint={MANY_WRITES_CHECKPOINT_PAGES}")
+        secure_delete = int(db.execute("PRAGMA secure_delete").fetchone()[0])
+        db.execute("PRAGMA secure_delete=OFF")
         try:
             yield
         finally:
+            db.execute(f"PRAGMA secure_delete={secure_delete}")
             db.execute("PRAGMA wal_autocheckpoint=1000")
             db.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
