@@ -292,7 +292,9 @@ def test_each_error_type_from_the_answer_that_causes_it(api: Api, client: Client
 
 @pytest.fixture(scope="module")
 def failing_service(api: Api) -> Iterator[str]:
-    settings = api.directory.settings.model_copy(update={"rate_limit": 0.2, "rate_burst": 5})
+    # One token back every 100 s: the burst's five answers cannot earn a sixth, however slow the machine is (at
+    # one every 5 s, a loaded machine answered the burst slowly enough to refill one).
+    settings = api.directory.settings.model_copy(update={"rate_limit": 0.01, "rate_burst": 5})
     broken = BrokenStore(api.directory.settings.catalogue_path)
     app = create_app(settings, live=broken, sandbox=api.directory.sandbox, accounts=api.directory.accounts)
     with ServerThread(app) as server:
