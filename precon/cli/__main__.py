@@ -1,0 +1,5 @@
+"""``python -m precon.cli``: the ``precon`` command."""
+
+from precon.cli import main
+
+main()

@@ -1,0 +1,307 @@
+"""``precon catalogue``: prepare, generate, simulate, import and mirror catalogues."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from precon.cli.common import (
+    data_option,
+    database_errors,
+    database_option,
+    open_accounts_of,
+    open_postgres,
+    open_webhooks_of,
+    redact,
+)
+from precon.service.config import ServiceSettings
+
+
+@click.group()
+def catalogue() -> None:
+    """Build, import and inspect catalogues."""
+
+
+@contextlib.contextmanager
+def _subscribers(settings: ServiceSettings, env: str) -> Iterator[Callable[[Any], None]]:
+    """A function that makes the changes written to a store reach webhook subscribers, through the outbox the
+    service sends from: each change once, published by this process after its write is committed."""
+    from precon.service.webhooks.notify import CatalogueNotifier
+
+    with contextlib.ExitStack() as opened:
+        accounts = open_accounts_of(settings)
+        opened.callback(accounts.close)
+        webhooks = open_webhooks_of(settings)
+        opened.callback(webhooks.close)
+
+        def notify(store: Any) -> None:
+            CatalogueNotifier(webhooks, accounts, store, env, settings.webhook_first_delay).attach()
+
+        yield notify
+
+
+@catalogue.command("prepare")
+@data_option
+def prepare_catalogue(data_dir: Path) -> None:
+    """Make the data directory ready for the dashboard: the default catalogue generated and loaded where there is
+    none (with progress), its indexes built. Does nothing slow when it is ready already."""
+    from precon.service.runtime import DataDirectory
+
+    settings = ServiceSettings(data_dir=data_dir, dev=True)
+    started = time.perf_counter()
+    bar: Any = None
+    listings = 0
+
+    def progress(what: str, records: int) -> None:
+        nonlocal bar, listings
+        if what == "generated":
+            listings = records
+            click.echo(f"Generated {records:,} listings in {time.perf_counter() - started:.1f} s", err=True)
+        elif what == "history":
+            click.echo(
+                f"Simulated {settings.default_history_days} days of market history ({records:,} changes) by "
+                f"{time.perf_counter() - started:.1f} s; loading…",
+                err=True,
+            )
+            bar = click.progressbar(length=listings, label="listings", file=sys.stderr)
+        elif what == "listings" and bar is not None:
+            bar.update(records)
+
+    if not settings.catalogue_path.exists():
+        click.echo(f"Building the catalogue in {data_dir} (the first start only)…", err=True)
+    directory = DataDirectory.open(settings, progress)
+    if bar is not None:
+        bar.render_finish()
+    counts = directory.live.counts()
+    directory.close()
+    click.echo(
+        f"Catalogue ready: {counts['listings']:,} listings, {counts['profiles']:,} profiles "
+        f"({time.perf_counter() - started:.1f} s)",
+        err=True,
+    )
+
+
+@catalogue.command("generate")
+@click.option("--listings", "count", default=2500, show_default=True, type=click.IntRange(1, 1_000_000))
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--profiles", default=None, type=click.IntRange(1, 100_000), help="Default: scaled to listings.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write NDJSON here.")
+@data_option
+@database_option
+def generate_catalogue(
+    count: int, seed: int, profiles: int | None, out: Path | None, data_dir: Path, database_url: str | None
+) -> None:
+    """Replace the data directory's catalogue (or the PostgreSQL one, with --database) with a generated one."""
+    from precon.service import catalogue as generator
+
+    started = time.perf_counter()
+    built = generator.generate(count, seed, profiles)
+    click.echo(
+        f"generated {len(built.listings)} listings and {len(built.profiles)} profiles "
+        f"in {time.perf_counter() - started:.1f} s",
+        err=True,
+    )
+    if out is not None:
+        with out.open("wb") as handle:
+            for record in [*built.profiles, *built.listings]:
+                handle.write(orjson.dumps(record) + b"\n")
+    if database_url:
+        from precon.service.stores.mirror import replace_catalogue
+
+        with database_errors(database_url, "; the catalogue is unchanged"):
+            store = open_postgres(database_url)
+            try:
+                replace_catalogue(store, built.profiles, built.listings)
+            finally:
+                store.close()
+        click.echo(f"wrote PostgreSQL at {redact(database_url)} in {time.perf_counter() - started:.1f} s", err=True)
+        return
+    from precon.service.stores.exclusive import CatalogueBusy, exclusive
+
+    target = ServiceSettings(data_dir=data_dir).catalogue_path
+    try:
+        with exclusive(target, "a generate"):
+            _replace_sqlite(target, built.listings, built.profiles)
+    except CatalogueBusy as busy:
+        raise click.ClickException(f"{busy}; the catalogue is unchanged") from None
+    click.echo(
+        f"wrote {ServiceSettings(data_dir=data_dir).catalogue_path} in {time.perf_counter() - started:.1f} s", err=True
+    )
+
+
+@catalogue.command("simulate")
+@click.option("--days", required=True, type=click.IntRange(1, 3650), help="How many days to move forward.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--wait", "wait_s", default=600.0, show_default=True, help="Seconds to wait for an import running.")
+@click.option(
+    "--helper/--no-helper",
+    default=None,
+    help="Whether a second process decides most days while this one writes them (default: on a SQLite catalogue, "
+    "for a long run on a machine of two cores or more). The outcome is the same.",
+)
+@data_option
+@database_option
+def simulate_catalogue(
+    days: int, seed: int, wait_s: float, helper: bool | None, data_dir: Path, database_url: str | None
+) -> None:
+    """Move the catalogue forward in time from its newest change, day by day: releases, sales, launches,
+    sell-outs, stalls and delays, each day one write (so history is recorded and webhooks hear of it)."""
+    from precon.service.stores.exclusive import CatalogueBusy, exclusive
+    from precon.service.stores.simulation import SimulationFailed, simulate
+    from precon.service.stores.sqlite.store import SQLiteStore
+    from precon.service.stores.sqlite.writes import StaleUpdate
+
+    if helper and database_url:
+        raise click.UsageError("--helper is for a SQLite catalogue; PostgreSQL's simulation runs in one process")
+
+    settings = ServiceSettings(data_dir=data_dir, database_url=database_url)
+    bar = click.progressbar(length=days, label="days", file=sys.stderr)
+
+    def waiting(holder: str) -> None:
+        click.echo(f"waiting for {holder} to finish (at most {wait_s:.0f} s)…", err=True)
+
+    with database_errors(database_url, "; the days written so far are kept, each whole"):
+        lock = (
+            contextlib.nullcontext()
+            if database_url
+            else exclusive(settings.catalogue_path, "a simulation", wait_s, waiting)
+        )
+        try:
+            with lock:
+                store = open_postgres(database_url) if database_url else SQLiteStore(settings.catalogue_path)
+                try:
+                    with _subscribers(settings, "live") as notify, bar:
+                        notify(store)
+                        report = simulate(store, days, seed, lambda day, written: bar.update(1), helper)
+                finally:
+                    store.close()
+        except CatalogueBusy as busy:
+            raise click.ClickException(f"{busy}; nothing was simulated") from None
+        except (SimulationFailed, StaleUpdate) as failed:
+            raise click.ClickException(f"{failed}; the days written so far are kept, each whole") from None
+    click.echo(
+        f"simulated {report.first_day} to {report.last_day}: {report.listings_written:,} listing updates in "
+        f"{report.writes} writes, {report.entries:,} history entries, in {report.seconds:.1f} s",
+        err=True,
+    )
+
+
+def _replace_sqlite(target: Path, listings: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> None:
+    """The catalogue file replaced whole by one holding these records (written beside it, then renamed)."""
+    from precon.service.stores.loading import load
+    from precon.service.stores.sqlite.store import SQLiteStore
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fresh = target.with_name(target.name + ".new")
+    for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
+        leftover.unlink(missing_ok=True)
+    store = SQLiteStore(fresh)
+    load(store, listings, profiles)
+    store.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
+    fresh.replace(target)
+
+
+@catalogue.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--sandbox", is_flag=True, help="Import into the v1-sandbox catalogue.")
+@data_option
+@database_option
+def import_catalogue(file: Path, sandbox: bool, data_dir: Path, database_url: str | None) -> None:
+    """Load listings and profiles from JSON or NDJSON; bad records are reported by line and skipped. Into
+    PostgreSQL (--database) the whole import is one transaction."""
+    from precon.service.stores.exclusive import CatalogueBusy, exclusive
+    from precon.service.stores.importer import import_file
+    from precon.service.stores.sqlite.store import SQLiteStore
+
+    settings = ServiceSettings(data_dir=data_dir, database_url=database_url)
+    with database_errors(database_url, "; nothing was imported"):
+        target = settings.sandbox_path if sandbox else settings.catalogue_path
+        lock: Any = contextlib.nullcontext() if database_url else exclusive(target, f"an import of {file.name}")
+        try:
+            with lock:
+                store = open_postgres(database_url, sandbox) if database_url else SQLiteStore(target)
+                try:
+                    with _subscribers(settings, "sandbox" if sandbox else "live") as notify:
+                        notify(store)
+                        report = import_file(store, file)
+                finally:
+                    store.close()
+        except CatalogueBusy as busy:
+            raise click.ClickException(f"{busy}; nothing was imported") from None
+    for line, problem in report.problems:
+        click.echo(f"{file}:{line}: skipped: {problem}", err=True)
+    click.echo(
+        f"imported {len(report.listings)} listings and {len(report.profiles)} profiles; skipped {len(report.problems)}",
+        err=True,
+    )
+    if report.problems and not (report.listings or report.profiles):
+        sys.exit(1)
+
+
+@catalogue.command("mirror")
+@click.option("--from", "source", required=True, help="The deployment to copy, e.g. https://api.getbuildify.com.")
+@click.option("--key", envvar="PRECON_API_KEY", required=True, help="Its API key (or $PRECON_API_KEY).")
+@click.option("--product", "product_id", envvar="PRECON_PRODUCT_ID", required=True, help="The data product.")
+@click.option("--province", default="all", show_default=True, help="Copy one province only.")
+@click.option("--version", default="v1", show_default=True, help="The API version to read.")
+@data_option
+@database_option
+def mirror_catalogue(
+    source: str, key: str, product_id: str, province: str, version: str, data_dir: Path, database_url: str | None
+) -> None:
+    """Copy every listing and profile of a deployment here, to work offline; rerun to resume. Into PostgreSQL
+    (--database) the pages are fetched into the data directory, then replace the catalogue in one transaction."""
+    from precon.client import Client
+    from precon.errors import PreconError
+    from precon.service.stores.mirror import mirror
+
+    settings = ServiceSettings(data_dir=data_dir, database_url=database_url)
+    target = settings.catalogue_path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    bars: dict[str, Any] = {}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        bar = bars.get(phase)
+        if bar is None:
+            bar = bars[phase] = click.progressbar(length=max(total, 1), label=f"{phase:9}", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+        if done >= total:
+            bar.__exit__(None, None, None)
+
+    with database_errors(database_url, "; the catalogue is unchanged, the pages fetched are kept: rerun to resume"):
+        into = open_postgres(database_url) if database_url else None
+        try:
+            with (
+                _subscribers(settings, "live") as notify,
+                Client(source, key, product_id, version=version, cache=False) as client,
+            ):
+                report = mirror(client, target, province=province, progress=progress, on_store=notify, into=into)
+        except PreconError as error:
+            for bar in bars.values():
+                bar.__exit__(None, None, None)
+            raise click.ClickException(
+                f"{error}\nThe copy so far is kept: run the same command again to resume."
+            ) from None
+        except ValueError as error:  # a record the source sent that no store takes
+            for bar in bars.values():
+                bar.__exit__(None, None, None)
+            raise click.ClickException(f"{error}; the catalogue is unchanged") from None
+        finally:
+            if into is not None:
+                into.close()
+    where = target if database_url is None else f"PostgreSQL at {redact(database_url)}"
+    click.echo(
+        f"{'resumed; ' if report.resumed else ''}mirrored {report.listings} listings and {report.profiles} profiles "
+        f"into {where} ({report.requests} requests)",
+        err=True,
+    )
