@@ -179,7 +179,7 @@ def simulate_catalogue(
                 try:
                     with _subscribers(settings, "live") as notify, bar:
                         notify(store)
-                        report = simulate(store, days, seed, lambda day, written: bar.update(1), helper)
+                        report = simulate(store, days, seed, progress=lambda day, written: bar.update(1), helper=helper)
                 finally:
                     store.close()
         except CatalogueBusy as busy:

@@ -193,7 +193,9 @@ def slot(day: date) -> int:
 
 
 def _fortnight_day(listing_id: str) -> int:
-    return (publishing_day(listing_id) * 2 + hashlib.blake2b(listing_id.encode(), digest_size=1).digest()[0]) % 14
+    return (
+        publishing_day(listing_id) * 2 + hashlib.blake2b(listing_id.encode(), digest_size=1).digest()[0]
+    ) % PUBLISHED_EVERY
 
 
 class _Draws:
