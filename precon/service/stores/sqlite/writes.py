@@ -59,9 +59,9 @@ from precon.service.stores.types import (
 
 _SCALAR_COLUMNS = [a.column for a in SCALAR_ATTRIBUTES]
 READ_BATCH = 500
+"""The most listings an update reads in one statement."""
 MANY_WRITES_CHECKPOINT_PAGES = 100_000
 """The pages (4 KB) the log holds before it is copied into the file during :meth:`SQLiteWrites.many_writes`."""
-"""The most listings an update reads in one statement."""
 Update = Callable[[str, dict[str, Any]], dict[str, Any] | None]
 """What :meth:`SQLiteWrites.update_listings` makes of a listing's document (None: nothing)."""
 ONE_BY_ONE_MOST = 200
