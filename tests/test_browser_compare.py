@@ -143,6 +143,7 @@ def test_compare_three_rows_picked_on_search(site: Dashboard, page: Any, oracle:
     listings = {listing.id: listing for listing in oracle.multiple_listings(ids)}
 
     table = page.locator('[data-testid="stTable"]').first
+    expect(table.locator("thead th")).to_have_count(len(ids) + 1)  # drawn a moment after the run ends, when loaded
     headers = [h.strip() for h in table.locator("thead th").all_inner_texts()][1:]
     rows = {
         row.locator("th").inner_text().strip(): [c.strip() for c in row.locator("td").all_inner_texts()]
