@@ -63,8 +63,11 @@ def shot(page: Any, name: str, anchor: Any | None = None) -> Path:
     return path
 
 
-def metrics(page: Any) -> dict[str, str]:
-    """Every metric on the page, label to value (the first of a label)."""
+def metrics(page: Any, *labels: str) -> dict[str, str]:
+    """Every metric on the page, label to value (the first of a label), once those of ``labels`` are drawn (a
+    moment after the run ends, on a loaded machine)."""
+    for label in labels:
+        expect(page.locator('[data-testid="stMetricLabel"]').filter(has_text=label).first).to_be_visible()
     read = """els => els.map(el => [
         el.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
         el.querySelector('[data-testid="stMetricValue"]').innerText.trim()])"""
@@ -92,7 +95,7 @@ def test_a_listings_inventory_and_history(site: Dashboard, page: Any, oracle: Cl
     page.goto(f"{site.url}/listing?id={listing.id}")
     settle(page, "Inventory", "History")
     assert_no_exception(page)
-    shown = metrics(page)
+    shown = metrics(page, "Available", "Reserved", "Sold", "Lowest available (CAD)", "Units")
     for status in ("Available", "Reserved", "Sold"):
         assert shown[status] == f"{sum(1 for unit in units if unit.status == status):,}", status
     lowest = min(u.price for u in units if u.status == "Available" and u.price is not None)
@@ -108,7 +111,7 @@ def test_a_listings_inventory_and_history(site: Dashboard, page: Any, oracle: Cl
     page.mouse.click(box["x"] + box["width"] * 0.35, box["y"] + box["height"] * 0.6)  # a unit in the grid
     settle(page, "Deposits for this unit")
     assert_no_exception(page)
-    picked = metrics(page)
+    picked = metrics(page, "Status", "Floor", "Price (CAD)")
     assert picked["Status"] in {"Available", "Reserved", "Sold"}
     assert any(unit.floor == picked["Floor"] and cad(unit.price) == picked["Price (CAD)"] for unit in units)
     shot(page, "compare-listing-unit-picked", grid)
