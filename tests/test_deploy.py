@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -22,6 +22,7 @@ import pytest
 from bench.stack import HAProxy, Replica, free_port
 from precon.service.config import DEV_API_KEY
 from tests import pg_support
+from tests.test_webhooks import wait_until
 
 pg_cluster = pg_support.pg_cluster
 
@@ -147,14 +148,14 @@ def test_a_replica_killed_mid_run_fails_no_client_request(replicas: tuple[HAProx
         thread.start()
     try:
         time.sleep(KILL_AFTER_S)
-        _until(lambda: all(int(row["stot"]) > 0 for row in proxy.servers().values()), RUN_MOST_S)
+        wait_until(lambda: all(int(row["stot"]) > 0 for row in proxy.servers().values()), RUN_MOST_S)
         served_before = {name: int(row["stot"]) for name, row in proxy.servers().items()}
         victim.kill()
         killed.set()
         proxy.wait_status(victim.name, "DOWN", timeout_s=10)
         time.sleep(max(0.0, LOOP_S - KILL_AFTER_S - 1))
         # a loaded machine answers fewer requests in that time: the clients go on until there are enough to tell
-        _until(enough_after_the_kill, RUN_MOST_S)
+        wait_until(enough_after_the_kill, RUN_MOST_S)
     finally:
         stop.set()
         for thread in threads:
@@ -164,9 +165,3 @@ def test_a_replica_killed_mid_run_fails_no_client_request(replicas: tuple[HAProx
     assert triggers[200] > 5, f"too few triggers to tell: {dict(triggers)}"
     assert served_before[victim.name] > 0 and served_before[survivor.name] > 0
     assert proxy.servers()[survivor.name]["status"].startswith("UP")
-
-
-def _until(condition: Callable[[], bool], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.1)
