@@ -97,7 +97,7 @@ def build(data_dir: Path, listings: int, seed: int, days: int) -> JsonDict:
     from precon.service import catalogue
     from precon.service.config import ServiceSettings
     from precon.service.stores.loading import load_past
-    from precon.service.stores.simulation import simulated_past
+    from precon.service.stores.simulation import last_past_day, simulated_past
     from precon.service.stores.sqlite.store import SQLiteStore
 
     shutil.rmtree(data_dir, ignore_errors=True)
@@ -105,7 +105,7 @@ def build(data_dir: Path, listings: int, seed: int, days: int) -> JsonDict:
     started = time.perf_counter()
     built = catalogue.generate(listings, seed)
     generated = time.perf_counter()
-    past = simulated_past(built.listings, days, seed, datetime.now(UTC).date())
+    past = simulated_past(built.listings, days, seed, last_past_day())
     simulated = time.perf_counter()
     del built.listings[:]  # the past's documents are the ones loaded
     store = SQLiteStore(ServiceSettings(data_dir=data_dir).catalogue_path)

@@ -10,8 +10,9 @@ import functools
 import statistics
 import subprocess
 import sys
+import time
 from collections import Counter
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from random import Random
 from typing import Any
@@ -32,6 +33,7 @@ from precon.service.stores.simulation import (
     WRITE_HOUR,
     SimulationFailed,
     day_time,
+    last_past_day,
     simulate,
     simulated_past,
     slot,
@@ -371,8 +373,18 @@ def test_a_new_data_directory_comes_with_its_simulated_past(tmp_path: Path) -> N
         rows = directory.live._db().execute("SELECT count(*), min(at) FROM listing_history").fetchone()
     finally:
         directory.close()
-    assert newest is not None and newest[:10] == date.today().isoformat()
-    assert rows[0] > 60 and rows[1][:10] == (date.today() - timedelta(days=45)).isoformat()
+    end = last_past_day()
+    assert newest is not None and newest[:10] == end.isoformat()
+    assert newest <= iso_time(time.time())  # nothing stamped after the catalogue was made
+    assert rows[0] > 60 and rows[1][:10] == (end - timedelta(days=45)).isoformat()
+
+
+def test_a_simulated_past_ends_on_the_last_day_whose_write_time_has_passed() -> None:
+    write = datetime(2026, 3, 10, WRITE_HOUR, tzinfo=UTC)
+    assert last_past_day(write - timedelta(seconds=1)) == date(2026, 3, 9)
+    assert last_past_day(write) == date(2026, 3, 10)
+    assert last_past_day(datetime(2026, 3, 11, 0, 30, tzinfo=UTC)) == date(2026, 3, 10)
+    assert day_time(last_past_day()) <= time.time()
 
 
 def _precon(*args: str) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,6 @@ import os
 import signal
 import sys
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
@@ -26,7 +25,7 @@ from precon.service.accounts.sqlite import AccountStore
 from precon.service.app import create_app
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
 from precon.service.stores.loading import Progress, load, load_past
-from precon.service.stores.simulation import simulated_past
+from precon.service.stores.simulation import last_past_day, simulated_past
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.webhooks.model import Outbox
 from precon.service.webhooks.notify import CatalogueNotifier
@@ -117,7 +116,7 @@ class DataDirectory:
             if progress is not None:
                 progress("generated", len(generated.listings))
             past = simulated_past(
-                generated.listings, settings.default_history_days, settings.default_seed, datetime.now(UTC).date()
+                generated.listings, settings.default_history_days, settings.default_seed, last_past_day()
             )
             if progress is not None:
                 progress("history", len(past.history))

@@ -115,6 +115,16 @@ def day_time(day: date) -> float:
     return datetime(day.year, day.month, day.day, WRITE_HOUR, tzinfo=UTC).timestamp()
 
 
+def last_past_day(now: datetime | None = None) -> date:
+    """The last day a simulated past may end on at ``now`` (default: the current time): today once its write time
+    has passed, else yesterday. No entry of a new catalogue's history is stamped after the catalogue was made: a
+    client that reads the changes feed from the newest entry it saw would otherwise skip every real change made
+    before that stamp."""
+    now = datetime.now(UTC) if now is None else now
+    today = now.astimezone(UTC).date()
+    return today if now.timestamp() >= day_time(today) else today - timedelta(days=1)
+
+
 def newest_change_day(store: SimulatedStore) -> date:
     """The day of the catalogue's newest history entry (today, for a catalogue without history)."""
     newest = store.newest_change()
