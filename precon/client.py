@@ -523,11 +523,17 @@ class Client(WebhookOperations, ServiceOperations):
         return self._get("market_stats", params, MarketStats, **scoped)
 
     def iter_changes(self, *, per_page: int = 1000, **asked: Any) -> Iterator[HistoryEntry]:
-        """Every entry :meth:`changes` answers, page by page (newest first; ``asked`` as :meth:`changes` takes)."""
+        """Every entry :meth:`changes` answers, page by page (newest first; ``asked`` as :meth:`changes` takes).
+
+        Without an ``until``, it is held at the newest entry of the first page: entries written while it pages are
+        left out (the next call's first page has them), where they would push the entries already read onto the
+        next page and answer them twice."""
         page = 0
         while True:
             answer = self.changes(page=page, per_page=per_page, **asked)
             yield from answer.results
+            if page == 0 and asked.get("until") is None and answer.results and answer.results[0].at is not None:
+                asked = {**asked, "until": answer.results[0].at.isoformat(timespec="milliseconds")}
             page += 1
             if page >= answer.pages or not answer.results:
                 return

@@ -213,6 +213,24 @@ def test_the_typed_client_reads_and_pages_through_the_changes(api: Api) -> None:
         assert client.changes(since=every[0].at.timestamp(), per_page=1000).total >= 1
 
 
+def test_paging_through_the_changes_while_the_catalogue_is_written_answers_each_entry_once(api: Api) -> None:
+    from precon.client import Client
+
+    listing = a_listing_with_units(api, "bc")
+    with Client(base_url=api.url, api_key=KEY_ALL) as client:
+        before = [entry.model_dump_json() for entry in client.iter_changes(per_page=1000)]
+        paging = client.iter_changes(per_page=7)
+        read = [next(paging).model_dump_json() for _ in range(7)]  # the first page
+        for step in range(3):  # writes between two pages: each adds entries at the head of the feed
+            changed = copy.deepcopy(listing)
+            changed["startPrice"] = (listing["startPrice"] or 0) + 1_000 * (step + 1)
+            api.directory.live.upsert_listings([changed])
+            read += [next(paging).model_dump_json() for _ in range(7)]
+        read += [entry.model_dump_json() for entry in paging]
+        assert read == before  # none twice, none skipped, in order
+        assert client.changes(per_page=1000).total == len(before) + 3
+
+
 def test_a_deleted_listing_matches_a_changes_filter_on_what_it_last_was(api: Api) -> None:
     gone = next(r for r in api.all_listings() if _province(r) not in ("on", "") and r["floorPlans"])
     lid, province, city = gone["listingId"], _province(gone), gone["cityOrDistrict"]
