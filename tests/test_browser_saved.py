@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from tests.browser_support import (
 )
 from tests.dashboard_support import make_catalogue
 from tests.test_webhooks import Receiver, verified
+from tests.waiting import wait_until
 
 LISTINGS = 300
 WIDE = {"width": 1440, "height": 900}
@@ -98,13 +98,6 @@ def answer_of(oracle: Client, saved: Any) -> Answer:
     return Answer(now(), {x.id: Match(x.name, x.startPrice, x.sellingStatus) for x in found if x.id}, total)
 
 
-def wait_until(check: Any, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.25)
-
-
 def test_save_simulate_see_what_changed_alert_and_receive(
     dashboard: str, data_dir: Path, oracle: Client, page: Any, receiver: Receiver
 ) -> None:
@@ -162,7 +155,7 @@ def test_save_simulate_see_what_changed_alert_and_receive(
     started = iso(now())
     newest = oracle.changes(per_page=1).results[0].at
     simulate(data_dir, 30)
-    wait_until(lambda: any(_payloads(receiver, secrets)), timeout=90)
+    wait_until(lambda: any(_payloads(receiver, secrets)), timeout=90, every=0.25)
     payloads = _payloads(receiver, secrets)
     updated = [p for p in payloads if p["type"] == "listing.updated" and p["data"].get("changes")]
     assert updated, [p["type"] for p in payloads]

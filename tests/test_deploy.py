@@ -22,7 +22,7 @@ import pytest
 from bench.stack import HAProxy, Replica, free_port
 from precon.service.config import DEV_API_KEY
 from tests import pg_support
-from tests.test_webhooks import wait_until
+from tests.waiting import wait_until
 
 pg_cluster = pg_support.pg_cluster
 

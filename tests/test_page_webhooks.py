@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from tests.dashboard_support import (  # noqa: F401
     reset_caches,
 )
 from tests.test_webhooks import Receiver, verified
+from tests.waiting import wait_until
 
 PAGE = "views/webhooks.py"
 FAST_RETRIES = "[0.2, 0.3]"
@@ -93,16 +93,6 @@ def table(app: AppTest, key_column: str) -> pd.DataFrame:
     """The one table on the page with this column."""
     (found,) = [frame.value for frame in app.dataframe if key_column in frame.value.columns]
     return found
-
-
-def wait_until(check: Callable[[], Any], timeout: float = 15) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting")
 
 
 def delivery_of(client: Client, subscription: WebhookSubscription, status: str) -> WebhookDelivery:

@@ -15,7 +15,8 @@ from precon.models import WebhookSubscription
 from precon.service.stores.history import listing_changes
 from precon.service.webhooks.selection import relevant, reverted
 from tests import test_webhooks
-from tests.test_webhooks import KEY_A, KEY_BC, Receiver, Running, verified, wait_until
+from tests.test_webhooks import KEY_A, KEY_BC, Receiver, Running, verified
+from tests.waiting import wait_until
 
 service = test_webhooks.service
 receiver = test_webhooks.receiver

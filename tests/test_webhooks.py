@@ -10,7 +10,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,6 +47,7 @@ from precon.service.webhooks.model import (
 from precon.service.webhooks.notify import CatalogueNotifier
 from precon.service.webhooks.sqlite import WebhookStore
 from precon.service.webhooks.targets import TargetPolicy, TargetRefused
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from precon.service.stores.postgres.store import PostgresCatalogueStore
@@ -428,13 +429,6 @@ def test_a_delivery_stored_before_a_hard_kill_is_sent_after_the_restart(tmp_path
     finally:
         second.terminate()
         second.wait(timeout=20)
-
-
-def wait_until(check: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_the_delivery_body_is_the_stored_event(tmp_path: Path) -> None:

@@ -1,0 +1,20 @@
+"""Waiting in tests for what happens on another thread or process (a delivery, a page drawn, a replica caught up)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def wait_until(check: Callable[[], Any], timeout: float = 15, every: float = 0.05) -> Any:
+    """``check()`` called every ``every`` seconds until it answers something true, which is answered; an
+    AssertionError once ``timeout`` seconds have passed without."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {getattr(check, '__name__', check)}")
+        time.sleep(every)
