@@ -27,6 +27,7 @@ from typing import Any
 from precon import filters
 from precon.filter_state import PARAMS, FilterState
 from precon.filters import Expr
+from precon.sqlite_wal import use_wal
 
 DB_FILE_NAME = "dashboard.sqlite3"
 MAX_NAME_CHARS = 200
@@ -316,7 +317,7 @@ class SavedSearches:
             with closing(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)) as db:
                 db.execute("PRAGMA foreign_keys=ON")
                 if write:
-                    db.execute("PRAGMA journal_mode=WAL")
+                    use_wal(db, BUSY_TIMEOUT_S)
                     db.execute("BEGIN IMMEDIATE")
                     try:
                         self._migrate(db)

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from itertools import count
 from pathlib import Path
 
+from precon.sqlite_wal import use_wal
+
 BUSY_TIMEOUT_S = 30
 
 _Registry = dict[int, tuple[weakref.ref[threading.Thread], sqlite3.Connection]]
@@ -68,7 +70,7 @@ class Connections:
         self._close_dead()
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            use_wal(db, BUSY_TIMEOUT_S)
             if self._prepare is not None:
                 self._prepare(db)
         except BaseException:
