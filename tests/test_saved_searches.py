@@ -156,6 +156,32 @@ def test_two_connections_writing_at_once_lose_nothing(tmp_path: Path) -> None:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
+def test_two_first_writes_to_a_new_file_at_the_same_moment_both_land(tmp_path: Path) -> None:
+    # Both switch the new file to WAL mode: SQLite can refuse one at once, without its busy timeout.
+    for round_ in range(40):
+        path = tmp_path / f"new-{round_}.sqlite3"
+        start = threading.Barrier(2)
+        errors: list[BaseException] = []
+
+        def first_write(
+            who: str, path: Path = path, start: threading.Barrier = start, errors: list[BaseException] = errors
+        ) -> None:
+            store = SavedSearches(path)
+            start.wait()
+            try:
+                store.save(who, FilterState(), deployment=HERE, saved_by=who)
+            except BaseException as error:
+                errors.append(error)
+
+        threads = [threading.Thread(target=first_write, args=(who,)) for who in ("one", "two")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == [], f"round {round_}"
+        assert {s.name for s in SavedSearches(path).all()} == {"one", "two"}
+
+
 def test_a_writer_waits_for_another_transaction(tmp_path: Path) -> None:
     path = tmp_path / "busy.sqlite3"
     store = SavedSearches(path)
