@@ -73,7 +73,10 @@ def unit_values(unit: Mapping[str, Any]) -> dict[str, Any]:
 
 def number_of(value: Any) -> float | None:
     """A number, or numeric text, as a finite float; anything else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
+    kind = type(value)
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is bool or not isinstance(value, int | float | str):
         return None
     try:
         number = float(value)

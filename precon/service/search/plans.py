@@ -16,6 +16,7 @@ every plan at once in numpy and reduces to the listings that own a matching plan
 
 from __future__ import annotations
 
+import functools
 import math
 import sqlite3
 from collections.abc import Callable
@@ -39,7 +40,7 @@ from precon.filters import (
     numeric_bounds,
 )
 from precon.filters.parsing import parse_number
-from precon.filters.plans import names_units, unit_values
+from precon.filters.plans import names_units, number_of
 from precon.service.search.arrays import ranges
 from precon.service.search.sql_filter import as_number
 from precon.service.search.unit_bounds import Candidates, UnitBounds
@@ -115,10 +116,27 @@ def one_plan_rows(plan: dict[str, Any], rowid: int, index: int, values: list[Val
     listed = plan.get("units")
     for unit in listed if isinstance(listed, list) else ():
         if isinstance(unit, dict):
-            typed = unit_values(unit)
-            status = typed["status"]
-            folded = None if status is None else fold_text(status)
-            units.append((rowid, index, folded, as_number(status), typed["price"], typed["floor"]))
+            status = unit.get("status")
+            folded, status_number = _status_reading(status) if isinstance(status, str) else (None, None)
+            units.append(
+                (rowid, index, folded, status_number, number_of(unit.get("price")), number_of(unit.get("floor")))
+            )
+
+
+def _status_reading(status: str) -> tuple[str, float | None]:
+    """A unit status as ``listing_plan_units`` stores it: folded, and its numeric reading. A plan's hundreds of
+    units share a few statuses, so the short ones are read once (:func:`_short_status_reading`)."""
+    if len(status) <= _CACHED_STATUS_LENGTH:
+        return _short_status_reading(status)
+    return fold_text(status), as_number(status)
+
+
+_CACHED_STATUS_LENGTH = 64
+
+
+@functools.lru_cache(maxsize=512)
+def _short_status_reading(status: str) -> tuple[str, float | None]:
+    return fold_text(status), as_number(status)
 
 
 PLAN_ROW_DELETES = (

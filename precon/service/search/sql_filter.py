@@ -73,6 +73,10 @@ BOOLEAN_WORDS = {"true": "true", "1": "true", "false": "false", "0": "false"}
 PATH_ALIASES = {**ATTRIBUTE_ALIASES, "objectID": "listingId"}
 
 
+_NUMBER_STARTS = frozenset("+-.0123456789")
+"""The ASCII characters a finite number's text may start with, after spaces (``float`` also reads other digits)."""
+
+
 def as_number(value: Any) -> float | None:
     """The numeric reading of a stored value, as the evaluator reads it (numeric text counts, bools do not)."""
     kind = type(value)
@@ -83,6 +87,9 @@ def as_number(value: Any) -> float | None:
     if isinstance(value, int | float):
         return float(value) if math.isfinite(value) else None
     if isinstance(value, str) and value:
+        first = value[0]
+        if first.isascii() and first not in _NUMBER_STARTS and not first.isspace():
+            return None  # text no number starts with: answered without the cost of float()'s exception
         try:
             number = float(value)
         except ValueError:
