@@ -287,6 +287,23 @@ def test_the_simulated_past_is_what_writing_each_day_through_the_store_records(
     store.close()
 
 
+def test_a_simulated_past_shared_with_a_forked_copy_is_the_one_a_single_process_makes(
+    built: catalogue.Catalogue,
+) -> None:
+    end = START + timedelta(days=120)
+    alone = simulated_past(built.listings, 120, seed=4, end=end, fork=False)
+    shared = simulated_past(built.listings, 120, seed=4, end=end, fork=True)
+    assert shared.listings == alone.listings  # the same documents, in the same order
+    assert shared.history == alone.history  # the same entries, in the order the days wrote them
+    assert alone.report is not None and shared.report is not None
+    assert (shared.report.writes, shared.report.listings_written, shared.report.entries) == (
+        alone.report.writes,
+        alone.report.listings_written,
+        alone.report.entries,
+    )
+    assert alone.report.listings_written > 0
+
+
 def _history(store: SQLiteStore, with_province: bool = False) -> list[tuple[Any, ...]]:
     columns = "at, listing_id, province, scope, plan, unit, field, change, from_value, to_value"
     rows = store._db().execute(f"SELECT {columns} FROM listing_history ORDER BY seq").fetchall()
