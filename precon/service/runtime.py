@@ -22,7 +22,6 @@ from fastapi import FastAPI
 
 from precon.service.accounts.model import Accounts
 from precon.service.accounts.sqlite import AccountStore
-from precon.service.app import create_app
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
 from precon.service.stores.loading import Progress, load, load_past
 from precon.service.stores.simulation import last_past_day, simulated_past
@@ -129,6 +128,10 @@ class DataDirectory:
         return live, sandbox
 
     def app(self) -> FastAPI:
+        # Imported here: ``precon catalogue prepare`` opens a data directory without serving it, and the app's
+        # modules are a second of a new catalogue's first start.
+        from precon.service.app import create_app
+
         return create_app(
             self.settings, live=self.live, sandbox=self.sandbox, accounts=self.accounts, webhooks=self.webhooks
         )
