@@ -3,7 +3,6 @@ as ``listing_plan_units`` keeps it: the fast paths answer what reading the text 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from hypothesis import given, settings
@@ -13,18 +12,7 @@ from precon.filters import fold_text
 from precon.filters.plans import number_of
 from precon.service.search.plans import _status_reading
 from precon.service.search.sql_filter import as_number
-
-
-def float_reading(value: Any) -> float | None:
-    """The plain reading every fast path is held to: ``float`` of a number or of text, kept when finite."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
-
+from tests.test_service_unit_filter import float_reading
 
 NUMBER_LIKE_TEXT = st.from_regex(r"\A[\s\u00a0\u2003]*[-+]?[0-9\u0660-\u0669\uff10-\uff19_.eE]{0,8}[\s]*\Z")
 TRICKY = [

@@ -40,8 +40,8 @@ def unit_oracle(expr: filters.Expr, record: dict[str, Any]) -> bool:
         typed = [
             {
                 "status": u.get("status") if isinstance(u.get("status"), str) else None,
-                "price": _number(u.get("price")),
-                "floor": _number(u.get("floor")),
+                "price": float_reading(u.get("price")),
+                "floor": float_reading(u.get("floor")),
             }
             for u in units
         ]
@@ -50,7 +50,8 @@ def unit_oracle(expr: filters.Expr, record: dict[str, Any]) -> bool:
     return False
 
 
-def _number(value: Any) -> float | None:
+def float_reading(value: Any) -> float | None:
+    """A number, or numeric text, as a finite float (``float`` of it); anything else None: the oracle's reading."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     try:
