@@ -34,6 +34,22 @@ def test_a_copy_that_stops_without_answering_is_told() -> None:
         copy.result()
 
 
+class Unreadable:
+    """Pickled by the copy, but not read back here."""
+
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        return _cannot_be_read, ()
+
+
+def _cannot_be_read() -> None:
+    raise ValueError("not here")
+
+
+def test_an_answer_that_cannot_be_read_back_is_told() -> None:
+    with forked(Unreadable) as copy, pytest.raises(ForkFailed, match=r"could not be read.*not here"):
+        copy.result()
+
+
 def test_a_copy_whose_answer_is_not_read_is_stopped_on_the_way_out() -> None:
     with pytest.raises(RuntimeError, match="this process failed"), forked(lambda: time.sleep(60)) as copy:
         pid = copy._pid

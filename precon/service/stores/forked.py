@@ -37,7 +37,12 @@ class Forked(Generic[T]):
 
     def __init__(self, work: Callable[[], T]) -> None:
         readable, writable = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(readable)
+            os.close(writable)
+            raise
         if pid == 0:  # the copy: work, answer, leave
             os.close(readable)
             _answer(work, writable)
@@ -52,6 +57,8 @@ class Forked(Generic[T]):
                 answered, answer = pickle.load(self._answers)
         except EOFError:
             answered, answer = False, "it stopped without answering"
+        except Exception as error:  # an answer cut short, or one that cannot be unpickled here
+            answered, answer = False, f"its answer could not be read ({type(error).__name__}: {error})"
         self._reap()
         if not answered:
             raise ForkFailed(f"the forked process failed: {answer}")
