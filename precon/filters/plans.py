@@ -71,12 +71,24 @@ def unit_values(unit: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+_NUMBER_STARTS = frozenset("+-.0123456789")
+"""The ASCII characters a finite number's text may start with, after spaces (``float`` also reads other digits)."""
+
+
 def number_of(value: Any) -> float | None:
-    """A number, or numeric text, as a finite float; anything else None."""
+    """A number, or numeric text, as a finite float; anything else None (bools too). The one reading of a stored
+    value as a number: the stores index with it (``as_number``), the unit filter's reference reads units with it."""
     kind = type(value)
-    if kind is float:
-        return value if math.isfinite(value) else None
-    if kind is bool or not isinstance(value, int | float | str):
+    if kind is float or kind is int:
+        number = float(value)
+        return number if math.isfinite(number) else None
+    if kind is str:
+        if not value:
+            return None
+        first = value[0]
+        if first.isascii() and first not in _NUMBER_STARTS and not first.isspace():
+            return None  # text no number starts with: answered without the cost of float()'s exception
+    elif kind is bool or not isinstance(value, int | float | str):
         return None
     try:
         number = float(value)

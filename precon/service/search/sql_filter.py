@@ -18,6 +18,7 @@ from typing import Any
 
 from precon import filters
 from precon.filters import And, Compare, Expr, Match, Not, Or, Range
+from precon.filters.plans import number_of
 from precon.schema import ATTRIBUTE_ALIASES, LISTING_ATTRIBUTES, IndexedAttribute
 
 Fragment = tuple[str, list[Any]]
@@ -73,29 +74,9 @@ BOOLEAN_WORDS = {"true": "true", "1": "true", "false": "false", "0": "false"}
 PATH_ALIASES = {**ATTRIBUTE_ALIASES, "objectID": "listingId"}
 
 
-_NUMBER_STARTS = frozenset("+-.0123456789")
-"""The ASCII characters a finite number's text may start with, after spaces (``float`` also reads other digits)."""
-
-
-def as_number(value: Any) -> float | None:
-    """The numeric reading of a stored value, as the evaluator reads it (numeric text counts, bools do not)."""
-    kind = type(value)
-    if kind is float or kind is int:
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, str) and value:
-        first = value[0]
-        if first.isascii() and first not in _NUMBER_STARTS and not first.isspace():
-            return None  # text no number starts with: answered without the cost of float()'s exception
-        try:
-            number = float(value)
-        except ValueError:
-            return None
-        return number if math.isfinite(number) else None
-    return None
+as_number = number_of
+"""The numeric reading of a stored value, as the evaluator reads it (numeric text counts, bools do not):
+:func:`precon.filters.plans.number_of`, under the name the stores' modules know it by."""
 
 
 def _literal_number(text: str) -> float | None:
