@@ -42,7 +42,7 @@ def serve(
     import uvicorn
 
     from precon.service.protocol import JsonErrorsProtocol
-    from precon.service.runtime import available_cores
+    from precon.service.stores.forked import available_cores
 
     if dev and host not in ("127.0.0.1", "localhost", "::1"):
         raise click.UsageError("--dev binds loopback only: use --host 127.0.0.1")

@@ -170,14 +170,6 @@ def build_app(settings: ServiceSettings | None = None) -> FastAPI:
     return DataDirectory.open(settings or ServiceSettings()).app()
 
 
-def available_cores() -> int:
-    """The cores this process may run on (its affinity, which a container or ``taskset`` may narrow)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 def settle_heap() -> None:
     """After start-up: what was loaded is moved out of the collector's sight (``gc.freeze``), so that collections
     caused by requests do not walk it again and again, and young collections run less often."""

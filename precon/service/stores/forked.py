@@ -3,7 +3,8 @@ everything this process had built (nothing is sent to it), and sends back only i
 
 Only where no other thread runs (:func:`can_fork`): a fork copies the locks other threads hold, never released in
 the copy. The copy leaves with ``os._exit``, so it neither flushes this process's buffers a second time nor closes
-the files and connections it inherited.
+the files and connections it inherited. :func:`available_cores` is also what ``precon serve`` and a simulation's
+helper process count on.
 """
 
 from __future__ import annotations
@@ -24,12 +25,17 @@ class ForkFailed(RuntimeError):
     """The forked copy raised, or stopped without answering."""
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its affinity, which a container or ``taskset`` may narrow)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def can_fork() -> bool:
     """Whether a fork is safe here (no other thread) and worth it (a second core to run on)."""
-    if not hasattr(os, "fork") or threading.active_count() != 1:
-        return False
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores > 1
+    return hasattr(os, "fork") and threading.active_count() == 1 and available_cores() > 1
 
 
 class Forked(Generic[T]):

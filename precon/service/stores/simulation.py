@@ -33,7 +33,7 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from precon.service.catalogue.market import Draws, Listing, Week, apply_week, draw_week, publishing_day, year_pace
 from precon.service.stores.derived import complete_listing
-from precon.service.stores.forked import can_fork, forked
+from precon.service.stores.forked import available_cores, can_fork, forked
 from precon.service.stores.history import Entry, HistoryRow, history_rows, iso_time, listing_changes
 from precon.service.stores.loading import batched
 from precon.service.stores.records import as_stored_listing, province_of
@@ -242,7 +242,7 @@ def simulate(
     ids = store.listing_ids()
     report = Report(start + timedelta(days=1), start + timedelta(days=days))
     if helper is None:
-        helper = isinstance(store, PreparingStore) and len(ids) * days >= HELPER_WORTH and _cores() > 1
+        helper = isinstance(store, PreparingStore) and len(ids) * days >= HELPER_WORTH and available_cores() > 1
     if helper and not isinstance(store, PreparingStore):
         raise TypeError(f"a {type(store).__name__} cannot share a simulation's days with a helper process")
     with (
@@ -284,10 +284,6 @@ def _collecting_rarely() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 class SimulationFailed(RuntimeError):
