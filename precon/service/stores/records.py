@@ -30,6 +30,7 @@ from precon.service.search.columns import EARTH_RADIUS_M
 from precon.service.search.plans import floor_plans, plan_rows
 from precon.service.search.sql_filter import as_number
 from precon.service.search.text import TextQuery, TypoIndex
+from precon.service.stores.collector import collector_paused
 from precon.service.stores.types import GeoCircle, ProfileQuery, SearchHits, SimilarityFeatures
 from precon.words import fold
 
@@ -69,6 +70,13 @@ def nul_in(value: Any, where: str = "") -> str | None:
 def decode_document(blob: bytes) -> dict[str, Any]:
     result: dict[str, Any] = orjson.loads(blob)
     return result
+
+
+def decode_documents(blobs: Iterable[bytes]) -> list[dict[str, Any]]:
+    """Many documents decoded at once (a page of a search), with the collector of reference cycles paused: JSON
+    makes none, and its passes over a growing page are most of the time otherwise."""
+    with collector_paused():
+        return [orjson.loads(blob) for blob in blobs]
 
 
 def _collect(record: Any, path: str) -> list[Any]:

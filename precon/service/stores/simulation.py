@@ -32,6 +32,7 @@ from random import Random
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from precon.service.catalogue.market import Draws, Listing, Week, apply_week, draw_week, publishing_day, year_pace
+from precon.service.stores.collector import collector_paused
 from precon.service.stores.derived import complete_listing
 from precon.service.stores.forked import available_cores, can_fork, forked
 from precon.service.stores.history import Entry, HistoryRow, history_rows, iso_time, listing_changes
@@ -45,7 +46,9 @@ PUBLISHED_EVERY = 14
 """Days between two price lists of one listing: each listing publishes on a day of its own in each fortnight."""
 READ_BATCH = 500
 COLLECT_EVERY = 30
-"""Days between two collections of reference cycles during a simulation."""
+"""Days between two collections of reference cycles during a simulation, which otherwise runs with the collector
+paused (a day parses and drops hundreds of documents, thousands of objects each, none in a cycle: the collector
+spent a tenth of the time walking them, and most of the time of reading the catalogue at the start)."""
 EVERY_SLOT = range(PUBLISHED_EVERY)
 OWN_SLOTS = frozenset({0, 3, 6, 9, 12})
 """The days (by :func:`slot`) the process that writes decides itself when a simulation shares its days with a helper
@@ -247,7 +250,7 @@ def simulate(
         raise TypeError(f"a {type(store).__name__} cannot share a simulation's days with a helper process")
     with (
         store.many_writes() if isinstance(store, UpdatingStore) else nullcontext(),
-        _collecting_rarely(),
+        collector_paused(),
         _Helper.started(store, days, seed, start) if helper else nullcontext() as shared,  # type: ignore[arg-type]
     ):
         simulation = Simulation(_documents(store, ids), seed, start)
@@ -270,20 +273,6 @@ def simulate(
                 gc.collect()
     report.seconds = time.perf_counter() - started
     return report
-
-
-@contextmanager
-def _collecting_rarely() -> Iterator[None]:
-    """Python's collector of reference cycles off (a day parses and drops hundreds of documents, thousands of objects
-    each, none in a cycle: the collector spent a tenth of the time walking them, and most of the time of reading the
-    catalogue at the start); :func:`simulate` collects every :data:`COLLECT_EVERY` days instead."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class SimulationFailed(RuntimeError):

@@ -33,6 +33,7 @@ from precon.service.stores.records import (
     add_similarity_terms,
     count_profile_facets,
     decode_document,
+    decode_documents,
     profile_lookup,
     profile_order,
     similarity_rows,
@@ -291,7 +292,7 @@ class SQLiteReads(SQLiteCatalogueBase):
             source = f"{self.path}:{index.generation}"
             raw = [(r, blobs[r]) for r in page_rowids]
             return SearchHits(total, [], scores, facets, text, blobs=raw, source=source, matched=matched)
-        documents = [decode_document(blobs[r]) for r in page_rowids]
+        documents = decode_documents(blobs[r] for r in page_rowids)
         return SearchHits(total, documents, scores, facets, text, matched=matched)
 
     def _matching(
@@ -374,7 +375,9 @@ class SQLiteReads(SQLiteCatalogueBase):
         if province is not None:
             sql += " AND l.province = ?"
             params.append(province)
-        return {listing_id: decode_document(blob) for listing_id, blob in db.execute(sql, params)}
+        rows = db.execute(sql, params).fetchall()
+        documents = decode_documents(blob for _, blob in rows)
+        return {listing_id: document for (listing_id, _), document in zip(rows, documents, strict=True)}
 
     def matching_listing_ids(self, query: ListingQuery) -> list[str]:
         """The ids of every listing the query matches now (a changes feed keeps their entries)."""

@@ -19,7 +19,7 @@ from precon.service.search.facets import Labels, facet_for
 from precon.service.search.plans import UnitFilterCompiler
 from precon.service.search.sql_filter import ListingFilterCompiler
 from precon.service.search.text import TextQuery
-from precon.service.stores.records import _bounding_box, decode_document
+from precon.service.stores.records import _bounding_box, decode_documents
 from precon.service.stores.types import GeoCircle, ListingQuery, SearchHits
 
 
@@ -36,9 +36,8 @@ def search_listings_sql(
     scores: list[float | None] = []
     if query.limit > 0 and query.offset < total:
         rows = _page(db, query, text, where, params)
-        for blob, score in rows:
-            documents.append(decode_document(blob))
-            scores.append(None if score is None else round(-score, 6))
+        documents = decode_documents(blob for blob, _ in rows)
+        scores = [None if score is None else round(-score, 6) for _, score in rows]
     limit = query.max_facet_values
     facets = {name: facet_for(name).count_sql(db, where, params, labels, limit) for name in query.facets}
     return SearchHits(total, documents, scores, facets, text)
