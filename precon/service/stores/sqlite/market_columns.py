@@ -26,6 +26,7 @@ import orjson
 
 from precon.service.search.shared import release_free_memory
 from precon.service.stores import market_grid, market_stats
+from precon.service.stores.collector import collector_paused
 from precon.service.stores.history import _keyed
 from precon.service.stores.market_grid import Placed, UnitStates, grid_of, month_times, place_units
 from precon.service.stores.market_stats import (
@@ -409,13 +410,14 @@ def build_market_columns(db: sqlite3.Connection) -> MarketColumns:
     pending = next(entries, None)
     documents = db.execute(_DOCUMENTS)
     while rows := documents.fetchmany(1024):
-        for listing, province, blob, deleted in rows:
-            listing_id = str(listing)
-            while pending is not None and pending[0] < listing_id:  # entries of a listing with no document
-                pending = next(entries, None)
-            held = pending[1] if pending is not None and pending[0] == listing_id else []
-            builder.history = _History().read(held)
-            builder.add(listing_id, province, decode_document(blob), bool(deleted))
+        with collector_paused():  # each document decoded, walked and dropped: the collector walked them again
+            for listing, province, blob, deleted in rows:
+                listing_id = str(listing)
+                while pending is not None and pending[0] < listing_id:  # entries of a listing with no document
+                    pending = next(entries, None)
+                held = pending[1] if pending is not None and pending[0] == listing_id else []
+                builder.history = _History().read(held)
+                builder.add(listing_id, province, decode_document(blob), bool(deleted))
     builder.history = _History()
     return builder.columns()
 
