@@ -1,4 +1,4 @@
-"""The collector of reference cycles paused while documents are decoded (precon.service.stores.collector): pauses
+"""The collector of reference cycles paused while documents are decoded (precon.service.collector): pauses
 nest, across threads too, and leave the collector as they found it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from precon.service.stores.collector import collector_paused
+from precon.service.collector import collector_paused
 from precon.service.stores.records import decode_document, decode_documents
 
 

@@ -7,7 +7,6 @@ parts that only assemble (the ``fields`` methods, :func:`_assemble`) draw nothin
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
@@ -54,6 +53,7 @@ from precon.service.catalogue.prices import (
 from precon.service.catalogue.shapes import Catalogue
 from precon.service.catalogue.text import slug
 from precon.service.catalogue.units import draw_units
+from precon.service.collector import collector_paused
 
 _ID_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _ID_FIRST = _ID_CHARS.replace("S", "")
@@ -240,15 +240,10 @@ class ListingMaker:
 
     def run(self, listings: int, profiles: int) -> Catalogue:
         # Millions of small containers and no cycles: the cyclic collector would only rescan them, again and again.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             self.profiles = make_profiles(self.profile_rng, profiles, set())
             provinces = spread(self.rng, listings, PROVINCE_SHARES, at_least_one=listings >= len(PROVINCE_SHARES))
             records = [self.listing(province) for province in provinces]
-        finally:
-            if collecting:
-                gc.enable()
         return Catalogue(records, self.profiles.finish())
 
     def _listing_id(self) -> str:

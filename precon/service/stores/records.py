@@ -26,11 +26,11 @@ from precon.schema import (
     SCALAR_ATTRIBUTES,
     IndexedAttribute,
 )
+from precon.service.collector import collector_paused
 from precon.service.search.columns import EARTH_RADIUS_M
 from precon.service.search.plans import floor_plans, plan_rows
 from precon.service.search.sql_filter import as_number
 from precon.service.search.text import TextQuery, TypoIndex
-from precon.service.stores.collector import collector_paused
 from precon.service.stores.types import GeoCircle, ProfileQuery, SearchHits, SimilarityFeatures
 from precon.words import fold
 

@@ -32,7 +32,7 @@ from random import Random
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from precon.service.catalogue.market import Draws, Listing, Week, apply_week, draw_week, publishing_day, year_pace
-from precon.service.stores.collector import collector_paused
+from precon.service.collector import collector_paused
 from precon.service.stores.derived import complete_listing
 from precon.service.stores.forked import available_cores, can_fork, forked
 from precon.service.stores.history import Entry, HistoryRow, history_rows, iso_time, listing_changes

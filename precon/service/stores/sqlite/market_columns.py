@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import orjson
 
+from precon.service.collector import collector_paused
 from precon.service.search.shared import release_free_memory
 from precon.service.stores import market_grid, market_stats
-from precon.service.stores.collector import collector_paused
 from precon.service.stores.history import _keyed
 from precon.service.stores.market_grid import Placed, UnitStates, grid_of, month_times, place_units
 from precon.service.stores.market_stats import (

@@ -1,8 +1,8 @@
 """Python's collector of reference cycles paused while much is made at once that holds none (documents decoded from
 JSON: dicts, lists and scalars). The collector runs every few hundred new objects and walks the young ones again and
 again as they survive; a page of a thousand 24 KB listings is two million of them, and the walks were 40 % of the
-page's time. Pauses from several threads nest: the collector runs again when the last one ends (as it was before
-the first)."""
+page's time. A generated catalogue, a simulation and market columns are the same. Pauses from several threads
+nest: the collector runs again when the last one ends (as it was before the first)."""
 
 from __future__ import annotations
 
