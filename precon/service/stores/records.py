@@ -76,7 +76,7 @@ def decode_documents(blobs: Iterable[bytes]) -> list[dict[str, Any]]:
     """Many documents decoded at once (a page of a search), with the collector of reference cycles paused: JSON
     makes none, and its passes over a growing page are most of the time otherwise."""
     with collector_paused():
-        return [orjson.loads(blob) for blob in blobs]
+        return [decode_document(blob) for blob in blobs]
 
 
 def _collect(record: Any, path: str) -> list[Any]:
