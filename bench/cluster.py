@@ -10,7 +10,7 @@ What it does, in one run (``make bench-cluster``; ``--quick`` for a short one):
    generates the catalogue (``--listings``) into PostgreSQL on its first start and builds its local SQLite copy
    of it. At the same time a single node (``precon serve --workers 1 --dev``, no database URL: SQLite in its own
    data directory) generates the same catalogue (same ``--listings`` and ``--seed``) on its first start.
-2. Throughput: bench/service.py's query mix (text, facets, filters, distance) through HAProxy at concurrency
+2. Throughput: bench/mix.py's query mix (text, facets, filters, distance) through HAProxy at concurrency
    ``--concurrency``, with 1 replica, then 2, then 3 (each new replica warmed on its own port first). PostgreSQL's
    CPU time per read request (every backend and background process of the cluster, from /proc) is reported for
    each (target: under 1 ms: reads are answered from each replica's local copy).
@@ -73,27 +73,19 @@ ROOT = BENCH_DIR.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH_DIR))
 
-import service  # noqa: E402
+import mix as query_mix  # noqa: E402
 from cluster_report import print_report, targets  # noqa: E402
 from lean_http import LeanClient  # noqa: E402
-from service import (  # noqa: E402
-    OUT_DIR,
-    BenchRequest,
-    Sample,
-    Vocabulary,
-    build_mix,
-    by_category,
-    percentiles,
-    process_tree,
-    run_mix,
-)
+from load import Sample, by_category, percentiles, run_mix, send  # noqa: E402
+from mix import BenchRequest, Vocabulary, build_mix  # noqa: E402
+from serving import OUT_DIR, process_tree  # noqa: E402
 from stack import HAProxy, Receiver, Redis, Replica, StackError, free_port  # noqa: E402
 
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID  # noqa: E402
 from precon.service.stores.postgres.store import PostgresCatalogueStore  # noqa: E402
 from tests.pg_support import Cluster, find_bindir  # noqa: E402
 
-service.PRODUCT = DEV_PRODUCT_ID  # the mix names a product: the development key's, which every replica seeds
+query_mix.PRODUCT = DEV_PRODUCT_ID  # the mix names a product: the development key's, which every replica seeds
 KEY = DEV_API_KEY
 REPLICAS = 3
 WORK_DIR = OUT_DIR / "cluster"
@@ -142,7 +134,7 @@ JsonDict = dict[str, Any]
 
 @dataclass(frozen=True)
 class Endpoint:
-    """What bench/service.py's ``run_mix`` needs of a service: where it answers."""
+    """What bench/load.py's ``run_mix`` needs of a service: where it answers."""
 
     base_url: str
 
@@ -684,7 +676,7 @@ def query_loop(base_url: str, mix: Sequence[BenchRequest], offset: int, state: F
     position = offset
     with LeanClient(base_url, {"x-api-key": KEY}, timeout=REQUEST_TIMEOUT_S) as client:
         while not state.stop.is_set():
-            sample, _ = service._send(client, mix[position % len(mix)])
+            sample, _ = send(client, mix[position % len(mix)])
             with state.lock:
                 state.get_samples.append((time.monotonic(), sample))
             position += 1

@@ -51,18 +51,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from service import (  # bench/ is not a package: its directory is on the path
-    OUT_DIR,
-    PRECON,
-    PRODUCT,
-    MemorySampler,
-    Service,
-    Vocabulary,
-    create_key,
-    filter_query,
-    percentiles,
-    run_mix,
-)
+from load import percentiles, run_mix  # bench/ is not a package: its directory is on the path
+from mix import PRODUCT, Vocabulary, filter_query
+from serving import OUT_DIR, PRECON, MemorySampler, Service, create_key
 
 DEFAULT_LISTINGS = 50_000
 DEFAULT_SEED = 1

@@ -16,7 +16,7 @@ What it measures, in one run:
 3. ``precon serve --rate-limit 0`` (its default number of worker processes, or ``--workers N`` passed through
    when it offers that option) and ``datasette serve -i`` on that database (one process, its default three
    SQL threads, a page cache that holds the database), side by side, answering the mix
-   that ``bench/service.py`` builds (its ``build_mix``, same seed: text, facets, filters, geo). Each request
+   that ``bench/mix.py`` builds (its ``build_mix``, same seed: text, facets, filters, geo). Each request
    is one HTTP call on each side: ours is ``search_listings``; Datasette's is one read-only SQL statement
    through its JSON API (``/peers.json?sql=…&_shape=array``, values as named parameters) that returns the
    total (``count(*)``), the page of 20 documents in the service's order (bm25 with the service's field
@@ -85,22 +85,16 @@ from precon.service.stores.records import province_of
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from lean_http import LeanClient
-from service import (
-    CATEGORIES,
-    EARTH_RADIUS_M,
-    MAX_FACET_VALUES,
+from load import percentiles
+from mix import CATEGORIES, PER_PAGE, BenchRequest, JsonDict, Vocabulary, build_mix
+from naive import EARTH_RADIUS_M, MAX_FACET_VALUES
+from serving import (
     OUT_DIR,
-    PER_PAGE,
-    BenchRequest,
-    JsonDict,
     Service,
     ServiceFailed,
-    Vocabulary,
     build_catalogue,
-    build_mix,
     create_key,
     free_port,
-    percentiles,
     process_tree,
     read_listings,
     serve_offers_workers,

@@ -26,7 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from history import sample_listings, unit_filter  # bench/ is not a package: its directory is on the path
-from service import Vocabulary, filter_query, percentiles
+from load import percentiles
+from mix import Vocabulary, filter_query
 
 from precon import filters
 from precon.filters import Expr
