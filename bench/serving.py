@@ -167,12 +167,21 @@ class Service:
 
     @classmethod
     def start(
-        cls, data_dir: Path, log_path: Path, workers: int | None = None, env: dict[str, str] | None = None
+        cls,
+        data_dir: Path,
+        log_path: Path,
+        workers: int | None = None,
+        env: dict[str, str] | None = None,
+        dev: bool = False,
     ) -> Service:
+        """``precon serve`` on ``data_dir`` on a free loopback port, with no rate limit, once ``/healthz`` answers;
+        ``dev``: with the development key (printed in its log)."""
         port = free_port()
         command = [str(PRECON), "serve", "--data", str(data_dir), "--port", str(port), "--host", "127.0.0.1"]
         if workers is not None:
             command += ["--workers", str(workers)]
+        if dev:
+            command.append("--dev")
         started = time.perf_counter()
         with log_path.open("wb") as log:
             process = subprocess.Popen(

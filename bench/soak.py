@@ -41,9 +41,6 @@ import os
 import random
 import re
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,8 +51,10 @@ from pathlib import Path
 
 import httpx
 
-PRECON = Path(sys.executable).with_name("precon")
-HOST = "127.0.0.1"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from serving import Service, ServiceFailed, process_tree
+
 DEV_KEY = "precon-dev-key"
 BASE = "/v1/on"
 
@@ -66,8 +65,6 @@ PAUSE_S = 15.0
 """Longer than the 10 s after which an idle worker thread retires."""
 MIN_BURSTS = 3
 MIN_BURST_S = 10.0
-HEALTH_TIMEOUT_S = 300.0
-STOP_TIMEOUT_S = 15.0
 REQUEST_TIMEOUT_S = 60.0
 MEMORY_TOLERANCE = 0.10
 
@@ -76,114 +73,45 @@ FACETS = ("type", "sellingStatus", "constructionStatus", "cityOrDistrict", "amen
 WORD = re.compile(r"[A-Za-z]{4,}")
 
 
-class ServiceFailed(RuntimeError):
-    """The service did not start or did not answer its health check."""
-
-
 # -- the service -------------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        port: int = probe.getsockname()[1]
-        return port
+def development_key(service: Service) -> str:
+    """The development key, as the command printed it."""
+    found = re.search(r"Development key: (\S+)", service.log_path.read_text(errors="replace"))
+    return found.group(1) if found else DEV_KEY
 
 
-@dataclass
-class Service:
-    process: subprocess.Popen[bytes]
-    base_url: str
-    data_dir: Path
-    log_path: Path
-
-    @classmethod
-    def start(cls, data_dir: Path, log_path: Path) -> Service:
-        port = free_port()
-        command = [str(PRECON), "serve", "--dev", "--host", HOST, "--port", str(port), "--data", str(data_dir)]
-        with log_path.open("wb") as log:
-            process = subprocess.Popen([*command, "--rate-limit", "0"], stdout=log, stderr=subprocess.STDOUT)
-        service = cls(process, f"http://{HOST}:{port}", data_dir, log_path)
-        service.wait_healthy()
-        return service
-
-    def wait_healthy(self) -> None:
-        deadline = time.monotonic() + HEALTH_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise ServiceFailed(f"the service exited with {self.process.returncode}; see {self.log_path}")
-            try:
-                if httpx.get(self.base_url + "/healthz", timeout=2.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise ServiceFailed(f"no answer from /healthz within {HEALTH_TIMEOUT_S:.0f} s; see {self.log_path}")
-
-    def key(self) -> str:
-        """The development key, as the command printed it."""
-        found = re.search(r"Development key: (\S+)", self.log_path.read_text(errors="replace"))
-        return found.group(1) if found else DEV_KEY
-
-    def tree(self) -> list[int]:
-        """The service's process and its descendants."""
-        children: dict[int, list[int]] = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            parent = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(parent, []).append(int(entry))
-        found, pending = [], [self.process.pid]
-        while pending:
-            pid = pending.pop()
-            found.append(pid)
-            pending.extend(children.get(pid, []))
-        return found
-
-    def rss_mb(self) -> float:
-        """``VmRSS`` of the process tree, in MB."""
-        total_kb = 0
-        for pid in self.tree():
-            try:
-                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        total_kb += int(line.split()[1])
-            except OSError:
-                continue
-        return total_kb / 1024
-
-    def database_fds(self) -> dict[str, int]:
-        """Descriptors the process tree holds on each SQLite file of the data directory and on its ``-wal``."""
-        names = sorted(path.name for path in self.data_dir.iterdir() if path.suffix in (".sqlite3", ".db"))
-        counts = dict.fromkeys([*names, *(name + "-wal" for name in names)], 0)
-        for pid in self.tree():
-            try:
-                fds = os.listdir(f"/proc/{pid}/fd")
-            except OSError:
-                continue
-            for fd in fds:
-                try:
-                    target = Path(os.readlink(f"/proc/{pid}/fd/{fd}"))
-                except OSError:
-                    continue
-                if target.name in counts and target.parent == self.data_dir.resolve():
-                    counts[target.name] += 1
-        return counts
-
-    def stop(self) -> None:
-        if self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
+def rss_mb(service: Service) -> float:
+    """``VmRSS`` of the service's process tree, in MB."""
+    total_kb = 0
+    for pid in process_tree(service.process.pid):
         try:
-            self.process.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kb += int(line.split()[1])
+        except OSError:
+            continue
+    return total_kb / 1024
+
+
+def database_fds(service: Service, data_dir: Path) -> dict[str, int]:
+    """Descriptors the service's process tree holds on each SQLite file of ``data_dir`` and on its ``-wal``."""
+    names = sorted(path.name for path in data_dir.iterdir() if path.suffix in (".sqlite3", ".db"))
+    counts = dict.fromkeys([*names, *(name + "-wal" for name in names)], 0)
+    for pid in process_tree(service.process.pid):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = Path(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except OSError:
+                continue
+            if target.name in counts and target.parent == data_dir.resolve():
+                counts[target.name] += 1
+    return counts
 
 
 # -- the request mix ---------------------------------------------------------------------------------------
@@ -403,7 +331,7 @@ def main() -> int:
     print(f"soak: {bursts} bursts of {burst_s:.0f} s at concurrency {args.concurrency}, each then {pause_s:.0f} s idle")
     print(f"data: {data_dir}  service log: {log_path}")
     try:
-        service = Service.start(data_dir, log_path)
+        service = Service.start(data_dir, log_path, dev=True)
     except ServiceFailed as error:
         print(f"FAILED: {error}")
         return 1
@@ -411,10 +339,10 @@ def main() -> int:
     readings_idle: list[Reading] = []
     results: list[BurstResult] = []
     try:
-        key = service.key()
+        key = development_key(service)
         with httpx.Client(base_url=service.base_url, headers={"x-api-key": key}, timeout=REQUEST_TIMEOUT_S) as client:
             material = gather(client)
-        start = Reading(service.rss_mb(), service.database_fds())
+        start = Reading(rss_mb(service), database_fds(service, data_dir))
         print(f"started: pid {service.process.pid}, {service.base_url}, rss {start.rss_mb:.0f} MB")
         print(f"  database: {start.fds_text()}")
         print(f"  {len(material.listing_ids)} listing ids, {len(material.profile_ids)} profile ids from a first search")
@@ -422,7 +350,7 @@ def main() -> int:
             result = asyncio.run(
                 burst(service.base_url, key, material, burst_s, args.concurrency, args.seed * 100 + number)
             )
-            after = Reading(service.rss_mb(), service.database_fds())
+            after = Reading(rss_mb(service), database_fds(service, data_dir))
             results.append(result)
             readings_after.append(after)
             errors = result.errors()
@@ -435,7 +363,7 @@ def main() -> int:
             )
             print(f"  after the burst: rss {after.rss_mb:.0f} MB; database: {after.fds_text()}")
             time.sleep(pause_s)
-            idle = Reading(service.rss_mb(), service.database_fds())
+            idle = Reading(rss_mb(service), database_fds(service, data_dir))
             readings_idle.append(idle)
             print(f"  after {pause_s:.0f} s idle: rss {idle.rss_mb:.0f} MB; database: {idle.fds_text()}")
     finally:
