@@ -18,7 +18,7 @@ from precon.filters import And, Compare, Expr, Match, Not, Or, Range
 from precon.schema import SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS
 from precon.service.search.sql_filter import as_number
 from precon.service.search.text import TextQuery, searchable_text
-from precon.service.stores.records import province_of
+from precon.service.stores.records import geo_point, province_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -70,18 +70,6 @@ INDEXES = [
 ]
 
 
-def _geo_point(doc: JsonDict) -> tuple[float | None, float | None]:
-    """The position the service indexes: ``_geoloc``, else ``lat``/``long``."""
-    geoloc = doc.get("_geoloc")
-    if isinstance(geoloc, dict):
-        lat, lng = as_number(geoloc.get("lat")), as_number(geoloc.get("lng"))
-    else:
-        lat, lng = as_number(doc.get("lat")), as_number(doc.get("long"))
-    if lat is None or lng is None or not (-90 <= lat <= 90 and -180 <= lng <= 180):
-        return None, None
-    return lat, lng
-
-
 def _strings(value: Any) -> list[str]:
     return [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
 
@@ -107,7 +95,7 @@ def build_peer_db(docs: Sequence[JsonDict], path: Path) -> None:
             return found
 
         for rowid, doc in enumerate(docs, start=1):
-            lat, lng = _geo_point(doc)
+            lat, lng = geo_point(doc)
             scalar_text: list[Any] = []
             for column in SCALAR_TEXT:
                 value = doc.get(column)

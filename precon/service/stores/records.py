@@ -115,7 +115,8 @@ def _scalar_value(attribute: IndexedAttribute, value: Any) -> Any:
     return as_number(value)
 
 
-def _geo_point(record: dict[str, Any]) -> tuple[float | None, float | None]:
+def geo_point(record: dict[str, Any]) -> tuple[float | None, float | None]:
+    """The position a store indexes: ``_geoloc``, else ``lat``/``long``; (None, None) without one or out of range."""
     geoloc = record.get("_geoloc")
     if isinstance(geoloc, dict):
         lat, lng = as_number(geoloc.get("lat")), as_number(geoloc.get("lng"))

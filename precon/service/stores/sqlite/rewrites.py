@@ -32,8 +32,8 @@ from precon.service.stores.records import (
     _TOP_LEVEL_MULTI,
     ListingIndexRows,
     _collect,
-    _geo_point,
     encode_document,
+    geo_point,
     head_columns,
     index_multi,
     province_of,
@@ -97,7 +97,7 @@ def rewrite_in_place(
     updates and deletes in :attr:`ListingBatch.statements`, so that the rewrite can be decided on a read of the
     catalogue and written in a transaction afterwards (a simulation decides a day while the day before is written:
     :mod:`precon.service.stores.simulated_days`)."""
-    lat, lng = _geo_point(new)
+    lat, lng = geo_point(new)
     _update_columns(rowid, old, new, batch)
     document = encode_document(new)
     batch.later("UPDATE listing_docs SET doc = ? WHERE id = ?", (document, rowid))
@@ -107,7 +107,7 @@ def rewrite_in_place(
     if text != searchable_text(old, SEARCHABLE_LISTING_FIELDS):
         batch.later("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
         batch.fts_rows.append((rowid, *text))
-    if _geo_point(old) != (lat, lng):
+    if geo_point(old) != (lat, lng):
         batch.later("DELETE FROM listing_geo WHERE id = ?", (rowid,))
         if lat is not None and lng is not None:
             batch.geo_rows.append((rowid, lat, lat, lng, lng))
@@ -123,7 +123,7 @@ def _update_columns(rowid: int, old: dict[str, Any], new: dict[str, Any], batch:
     """The listing's typed columns that differ between ``old`` and ``new`` set (those of the fields that differ, and
     the listing's province, time and place), the others left as they are stored: an index of ``listings`` on
     columns that did not change is not touched (a day's write changes a listing's time and a few of its prices)."""
-    heads = zip(LISTING_COLUMNS, head_columns(old, *_geo_point(old)), head_columns(new, *_geo_point(new)), strict=False)
+    heads = zip(LISTING_COLUMNS, head_columns(old, *geo_point(old)), head_columns(new, *geo_point(new)), strict=False)
     updated = [(column, value) for column, before, value in heads if before != value]
     for path in sorted(_changed_fields(old, new, _SCALAR_PATHS), key=_POSITION.__getitem__):
         attribute = _ATTRIBUTES[path]

@@ -29,11 +29,11 @@ from precon.service.stores.derived import complete_listing
 from precon.service.stores.history import HistoryRow, history_rows, iso_time, listing_changes
 from precon.service.stores.loading import batched
 from precon.service.stores.records import (
-    _geo_point,
     _last_of_each,
     as_stored_listing,
     decode_document,
     encode_document,
+    geo_point,
     listing_columns,
     listing_key,
     province_of,
@@ -284,7 +284,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
             self._delete_listing_rows(db, row[0])
         else:
             batch.created.append(listing_id)
-        lat, lng = _geo_point(record)
+        lat, lng = geo_point(record)
         rowid = db.execute(_INSERT_LISTING, [listing_id, *listing_columns(record, lat, lng, batch.labels)]).lastrowid
         assert rowid is not None
         document = encode_document(record)
