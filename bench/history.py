@@ -73,7 +73,7 @@ JsonDict = dict[str, Any]
 
 @dataclass(frozen=True)
 class Call:
-    """One request of the run: what :func:`service.run_mix` sends (its category, path and query)."""
+    """One request of the run: what :func:`load.run_mix` sends (its category, path and query)."""
 
     category: str
     path: str
