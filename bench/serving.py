@@ -22,7 +22,8 @@ from precon.service.config import ServiceSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mix import PRODUCT, SAMPLE_SIZE, JsonDict
+import mix
+from mix import SAMPLE_SIZE, JsonDict
 
 BENCH_DIR = Path(__file__).resolve().parent
 OUT_DIR = BENCH_DIR / "out"
@@ -70,7 +71,7 @@ def sample_listings(data_dir: Path, rng: random.Random) -> list[JsonDict]:
 
 
 def create_key(data_dir: Path) -> str:
-    command = [str(PRECON), "keys", "create", "--product", PRODUCT, "--data", str(data_dir)]
+    command = [str(PRECON), "keys", "create", "--product", mix.PRODUCT, "--data", str(data_dir)]
     return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
 
 
@@ -107,19 +108,26 @@ def process_tree(root: int) -> list[int]:
     return found
 
 
-def tree_pss_mb(root: int) -> tuple[float, int]:
-    """The summed ``Pss`` of a process and its descendants in MB, and how many processes were counted."""
+def tree_total_kb(root: int, proc_file: str, field: str) -> tuple[int, int]:
+    """A field (``Pss`` of ``smaps_rollup``, ``VmRSS`` of ``status``) summed in kB over a process and its
+    descendants, and how many processes had it."""
     total_kb = counted = 0
     for pid in process_tree(root):
         try:
-            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+            text = Path(f"/proc/{pid}/{proc_file}").read_text()
         except OSError:
             continue
         for line in text.splitlines():
-            if line.startswith("Pss:"):
+            if line.startswith(field + ":"):
                 total_kb += int(line.split()[1])
                 counted += 1
                 break
+    return total_kb, counted
+
+
+def tree_pss_mb(root: int) -> tuple[float, int]:
+    """The summed ``Pss`` of a process and its descendants in MB, and how many processes were counted."""
+    total_kb, counted = tree_total_kb(root, "smaps_rollup", "Pss")
     return total_kb / 1024, counted
 
 

@@ -53,7 +53,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from serving import Service, ServiceFailed, process_tree
+from serving import Service, ServiceFailed, process_tree, tree_total_kb
 
 DEV_KEY = "precon-dev-key"
 BASE = "/v1/on"
@@ -84,15 +84,7 @@ def development_key(service: Service) -> str:
 
 def rss_mb(service: Service) -> float:
     """``VmRSS`` of the service's process tree, in MB."""
-    total_kb = 0
-    for pid in process_tree(service.process.pid):
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total_kb += int(line.split()[1])
-        except OSError:
-            continue
-    return total_kb / 1024
+    return tree_total_kb(service.process.pid, "status", "VmRSS")[0] / 1024
 
 
 def database_fds(service: Service, data_dir: Path) -> dict[str, int]:
