@@ -64,16 +64,21 @@ RETRY_AFTER_CAP_S = 30.0
 """The longest ``Retry-After`` honoured; a longer one is raised to the caller instead of waited out."""
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "DELETE"})
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+"""A POST's key of its own, the same on each attempt: the service does the operation at most once for it."""
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-def _may_retry(method: str) -> Callable[[BaseException], bool]:
+def _may_retry(method: str, idempotency_key: bool = False) -> Callable[[BaseException], bool]:
+    """Whether an error of a request may be sent again; ``idempotency_key``: the request carries an
+    ``Idempotency-Key`` header, which makes a POST the service honours it on (a trigger) safe to repeat."""
+
     def decide(error: BaseException) -> bool:
         if isinstance(error, RateLimited):
             # Refused before any work was done: safe to send again, whatever the method.
             return error.retry_after is None or error.retry_after <= RETRY_AFTER_CAP_S
-        if method not in IDEMPOTENT_METHODS:
+        if method not in IDEMPOTENT_METHODS and not idempotency_key:
             # A POST is sent again only when it certainly never left: the connection was never made.
             return isinstance(error, TransportError) and isinstance(
                 error.__cause__, httpx.ConnectError | httpx.ConnectTimeout
@@ -158,11 +163,13 @@ class Client(WebhookOperations, ServiceOperations):
     def _path(self, operation: str, version: str | None, province: str | None) -> str:
         return f"/{version or self.version}/{province or self.province}/{operation}"
 
-    def _send_once(self, method: str, path: str, params: Mapping[str, Any], body: Any) -> tuple[Any, ResponseMeta]:
+    def _send_once(
+        self, method: str, path: str, params: Mapping[str, Any], body: Any, headers: Mapping[str, str]
+    ) -> tuple[Any, ResponseMeta]:
         started = time.perf_counter()
         try:
             response = self._http.request(
-                method, path, params={k: v for k, v in params.items() if v is not None}, json=body
+                method, path, params={k: v for k, v in params.items() if v is not None}, json=body, headers=headers
             )
         except httpx.TransportError as error:
             raise error_for_transport(error, self.api_url) from error
@@ -193,17 +200,22 @@ class Client(WebhookOperations, ServiceOperations):
         *,
         version: str | None = None,
         province: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> tuple[Any, ResponseMeta]:
-        """One operation as raw JSON, with the retry policy: for callers that need the records untouched."""
+        """One operation as raw JSON, with the retry policy: for callers that need the records untouched.
+        ``headers`` go with every attempt; one of them an ``Idempotency-Key`` lets a POST be sent again as a GET
+        would be."""
         path = self._path(operation, version, province)
+        headers = dict(headers or {})
+        keyed = any(name.lower() == IDEMPOTENCY_HEADER.lower() for name in headers)
         retrying = Retrying(
             stop=stop_after_attempt(self.max_retries + 1),
             wait=_wait,
-            retry=retry_if_exception(_may_retry(method)),
+            retry=retry_if_exception(_may_retry(method, idempotency_key=keyed)),
             sleep=self._sleep,
             reraise=True,
         )
-        result: tuple[Any, ResponseMeta] = retrying(self._send_once, method, path, params or {}, body)
+        result: tuple[Any, ResponseMeta] = retrying(self._send_once, method, path, params or {}, body, headers)
         return result
 
     def _get(self, operation: str, params: Mapping[str, Any], model: type[ModelT], **scope: str | None) -> ModelT:

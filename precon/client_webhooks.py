@@ -3,6 +3,7 @@ service only) the delivery log, replay and send-now."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -67,10 +68,23 @@ class WebhookOperations:
         return self._parse(WebhookDeletion, data, meta)
 
     def trigger_profile_webhook(
-        self, id: str, collection: str, *, version: str | None = None, province: str | None = None
+        self,
+        id: str,
+        collection: str,
+        *,
+        idempotency_key: str | None = None,
+        version: str | None = None,
+        province: str | None = None,
     ) -> WebhookTrigger:
+        """Sends ``profile.updated`` for a profile. The request carries an ``Idempotency-Key`` (``idempotency_key``,
+        else a new UUID), the same on each attempt, so it is retried as a read is: a connection that failed, even
+        after the service had the request, or a 5xx, is sent again, and this project's service does the trigger at
+        most once (a service that ignores the header may do it twice)."""
         body = {"id": id, "collection": collection}
-        data, meta = self.call("POST", "trigger_profile_webhook", body=body, version=version, province=province)
+        headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        data, meta = self.call(
+            "POST", "trigger_profile_webhook", body=body, version=version, province=province, headers=headers
+        )
         return self._parse(WebhookTrigger, data, meta)
 
     def webhook_deliveries(

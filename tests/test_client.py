@@ -382,18 +382,50 @@ def test_posts_are_not_retried_blindly(api: Api) -> None:
     transport = CountingTransport()
     transport.scripted.append(lambda request: httpx.Response(503, json={"message": "busy"}))
     with client_for(api, transport=transport, sleep=lambda s: None) as made, pytest.raises(errors.ServerError):
-        made.trigger_profile_webhook("abc", "Builders")
+        made.create_webhook("https://example.com/hook", "listing.updated")
     assert len(transport.requests) == 1
+
+    def cut(request: httpx.Request) -> httpx.Response:
+        raise httpx.RemoteProtocolError("peer closed connection without sending complete message body", request=request)
+
+    transport = CountingTransport()
+    transport.scripted.append(cut)
+    with client_for(api, transport=transport, sleep=lambda s: None) as made, pytest.raises(errors.TransportError):
+        made.create_webhook("https://example.com/hook", "listing.updated")
+    assert len(transport.requests) == 1, "a POST the service may have done is not sent again"
 
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("connection refused", request=request)
 
     transport = CountingTransport()
     transport.scripted.append(refuse)
-    transport.scripted.append(lambda request: httpx.Response(200, json={"eventId": "e1", "deliveries": 0}))
+    subscription = {"id": "w1", "env": "live", "targetUrl": "https://example.com/hook", "event": "listing.updated"}
+    transport.scripted.append(lambda request: httpx.Response(200, json=subscription))
     with client_for(api, transport=transport, sleep=lambda s: None) as made:
-        assert made.trigger_profile_webhook("abc", "Builders").eventId == "e1"
+        made.create_webhook("https://example.com/hook", "listing.updated")
     assert len(transport.requests) == 2, "a POST that never left is sent again"
+
+
+def test_a_trigger_carries_its_own_idempotency_key_and_is_sent_again_with_it(api: Api) -> None:
+    """A trigger whose answer was cut (the service may have done it) or was a 503 is sent again with the same
+    ``Idempotency-Key``: the service does it once, and the second answer is the first's."""
+
+    def cut(request: httpx.Request) -> httpx.Response:
+        raise httpx.RemoteProtocolError("peer closed connection without sending complete message body", request=request)
+
+    transport = CountingTransport()
+    with client_for(api, transport=transport, sleep=lambda s: None) as made:
+        builder = made.search_profiles(collection="Builders", per_page=1).results[0]
+        transport.requests.clear()
+        transport.scripted.append(cut)
+        transport.scripted.append(lambda request: httpx.Response(503, json={"message": "busy"}))
+        fired = made.trigger_profile_webhook(builder.profile_id or "", "Builders")
+        keys = [request.headers.get("idempotency-key") for request in transport.requests]
+        assert len(keys) == 3 and keys[0] and len(set(keys)) == 1, keys
+        again = made.trigger_profile_webhook(builder.profile_id or "", "Builders", idempotency_key=keys[0])
+        assert again.eventId == fired.eventId, "the same key: the service answers what it did, once"
+        other = made.trigger_profile_webhook(builder.profile_id or "", "Builders")
+        assert other.eventId != fired.eventId, "each trigger has a key of its own"
 
 
 # -- the cache -----------------------------------------------------------------------------------------------
