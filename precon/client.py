@@ -13,7 +13,6 @@ so, the key in ``x-api-key``), so the same client reads this project's service a
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
@@ -21,18 +20,15 @@ from typing import Any, Literal, TypeVar
 
 import httpx
 from pydantic import BaseModel
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
 from precon.cache import ResponseCache
 from precon.client_metrics import ServiceOperations
+from precon.client_retries import IDEMPOTENCY_HEADER, RETRY_ATTEMPTS, may_retry, wait_before_retry
 from precon.client_settings import PRODUCTION_URL, ClientSettings
 from precon.client_webhooks import WebhookOperations
 from precon.errors import (
-    APIStatusError,
     PreconError,
-    RateLimited,
-    ServerError,
-    TransportError,
     error_for_response,
     error_for_transport,
 )
@@ -55,48 +51,7 @@ from precon.query_values import Filter, csv_value, filter_value, flag_value, nea
 
 USER_AGENT = "precon-explorer/0.1"
 
-# Retry policy: 0.5 s doubling to 8 s, with full jitter; Retry-After honoured up to a cap.
-RETRY_ATTEMPTS = 4
-"""Retries after the first attempt, for requests that may be retried."""
-RETRY_INITIAL_WAIT_S = 0.5
-RETRY_MAX_WAIT_S = 8.0
-RETRY_AFTER_CAP_S = 30.0
-"""The longest ``Retry-After`` honoured; a longer one is raised to the caller instead of waited out."""
-RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
-IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "DELETE"})
-IDEMPOTENCY_HEADER = "Idempotency-Key"
-"""A POST's key of its own, the same on each attempt: the service does the operation at most once for it."""
-
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-
-def _may_retry(method: str, idempotency_key: bool = False) -> Callable[[BaseException], bool]:
-    """Whether an error of a request may be sent again; ``idempotency_key``: the request carries an
-    ``Idempotency-Key`` header, which makes a POST the service honours it on (a trigger) safe to repeat."""
-
-    def decide(error: BaseException) -> bool:
-        if isinstance(error, RateLimited):
-            # Refused before any work was done: safe to send again, whatever the method.
-            return error.retry_after is None or error.retry_after <= RETRY_AFTER_CAP_S
-        if method not in IDEMPOTENT_METHODS and not idempotency_key:
-            # A POST is sent again only when it certainly never left: the connection was never made.
-            return isinstance(error, TransportError) and isinstance(
-                error.__cause__, httpx.ConnectError | httpx.ConnectTimeout
-            )
-        if isinstance(error, TransportError):
-            return True
-        return isinstance(error, ServerError) and error.status in RETRYABLE_STATUSES
-
-    return decide
-
-
-def _wait(state: RetryCallState) -> float:
-    """Exponential back-off with full jitter, or what the service asked for in ``Retry-After``."""
-    error = state.outcome.exception() if state.outcome else None
-    if isinstance(error, APIStatusError) and error.retry_after is not None:
-        return min(error.retry_after, RETRY_AFTER_CAP_S)
-    ceiling = min(RETRY_MAX_WAIT_S, RETRY_INITIAL_WAIT_S * 2 ** (state.attempt_number - 1))
-    return random.uniform(ceiling / 2, ceiling)
 
 
 class Client(WebhookOperations, ServiceOperations):
@@ -210,8 +165,8 @@ class Client(WebhookOperations, ServiceOperations):
         keyed = any(name.lower() == IDEMPOTENCY_HEADER.lower() for name in headers)
         retrying = Retrying(
             stop=stop_after_attempt(self.max_retries + 1),
-            wait=_wait,
-            retry=retry_if_exception(_may_retry(method, idempotency_key=keyed)),
+            wait=wait_before_retry,
+            retry=retry_if_exception(may_retry(method, idempotency_key=keyed)),
             sleep=self._sleep,
             reraise=True,
         )

@@ -9,6 +9,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from precon.client_retries import IDEMPOTENCY_HEADER
 from precon.models import (
     DeliveryPage,
     ResponseMeta,
@@ -81,7 +82,7 @@ class WebhookOperations:
         after the service had the request, or a 5xx, is sent again, and this project's service does the trigger at
         most once (a service that ignores the header may do it twice)."""
         body = {"id": id, "collection": collection}
-        headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        headers = {IDEMPOTENCY_HEADER: idempotency_key or str(uuid.uuid4())}
         data, meta = self.call(
             "POST", "trigger_profile_webhook", body=body, version=version, province=province, headers=headers
         )
