@@ -42,8 +42,8 @@ LISTING = "views/listing.py"
 @pytest.fixture
 def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """The client's back-off shortened: these tests are about what the page shows, not how long it waits."""
-    monkeypatch.setattr("precon.client.RETRY_INITIAL_WAIT_S", 0.01)
-    monkeypatch.setattr("precon.client.RETRY_MAX_WAIT_S", 0.02)
+    monkeypatch.setattr("precon.client_retries.RETRY_INITIAL_WAIT_S", 0.01)
+    monkeypatch.setattr("precon.client_retries.RETRY_MAX_WAIT_S", 0.02)
 
 
 def views(data_dir: Path, listing_id: str) -> int:

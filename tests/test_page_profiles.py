@@ -25,8 +25,8 @@ PER_PAGE = 10
 
 @pytest.fixture
 def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("precon.client.RETRY_INITIAL_WAIT_S", 0.01)
-    monkeypatch.setattr("precon.client.RETRY_MAX_WAIT_S", 0.02)
+    monkeypatch.setattr("precon.client_retries.RETRY_INITIAL_WAIT_S", 0.01)
+    monkeypatch.setattr("precon.client_retries.RETRY_MAX_WAIT_S", 0.02)
 
 
 def names(app: AppTest) -> list[str]:

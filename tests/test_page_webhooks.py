@@ -65,8 +65,8 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture
 def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("precon.client.RETRY_INITIAL_WAIT_S", 0.01)
-    monkeypatch.setattr("precon.client.RETRY_MAX_WAIT_S", 0.02)
+    monkeypatch.setattr("precon.client_retries.RETRY_INITIAL_WAIT_S", 0.01)
+    monkeypatch.setattr("precon.client_retries.RETRY_MAX_WAIT_S", 0.02)
 
 
 def ok(app: AppTest) -> AppTest:
