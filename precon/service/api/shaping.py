@@ -13,46 +13,12 @@ from precon.schema import (
 )
 from precon.service.api.visibility import visible_attribute
 from precon.service.errors import bad_request
+from precon.service.media_links import MediaLinks
 from precon.service.search.text import TextQuery, highlight_record
 from precon.service.stores.types import CatalogueStore
 
-MEDIA_PREFIX = "/media/"
-
 ProfileTrim = Callable[[list[dict[str, Any]]], object]
 """Trims the ``listings`` of expanded profiles to the listings a call may see (see :mod:`precon.service.api.scope`)."""
-
-
-class MediaLinks:
-    """Stored media paths (``/media/...``) become absolute URLs on the serving host."""
-
-    def __init__(self, base_url: str) -> None:
-        self.base_url = base_url.rstrip("/")
-
-    def url(self, value: Any) -> Any:
-        if isinstance(value, str) and value.startswith(MEDIA_PREFIX):
-            return self.base_url + value
-        return value
-
-    def image(self, value: Any) -> Any:
-        if isinstance(value, dict) and "url" in value:
-            return {**value, "url": self.url(value["url"])}
-        return value
-
-    def listing(self, record: dict[str, Any]) -> None:
-        for name in ("logo", "coverPhoto"):
-            if name in record:
-                record[name] = self.image(record[name])
-        if isinstance(record.get("photos"), list):
-            record["photos"] = [self.image(photo) for photo in record["photos"]]
-        if isinstance(record.get("floorPlans"), list):
-            record["floorPlans"] = [
-                {**plan, "image": self.image(plan["image"])} if isinstance(plan, dict) and "image" in plan else plan
-                for plan in record["floorPlans"]
-            ]
-
-    def profile(self, record: dict[str, Any]) -> None:
-        if "logo" in record:
-            record["logo"] = self.url(record["logo"])
 
 
 def profile_object(record: dict[str, Any], media: MediaLinks) -> dict[str, Any]:
