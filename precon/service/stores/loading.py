@@ -25,7 +25,7 @@ class Loadable(Protocol):
     def bulk_load(self) -> AbstractContextManager[None]: ...
     def counts(self) -> dict[str, int]: ...
     def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
-    def upsert_listings(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
+    def upsert_listings(self, records: Iterable[dict[str, Any]], at: float | None = None) -> list[CatalogueChange]: ...
 
 
 Progress = Callable[[str, int], None]
@@ -37,17 +37,21 @@ def load(
     listings: Iterable[dict[str, Any]],
     profiles: Iterable[dict[str, Any]],
     progress: Progress | None = None,
+    at: float | None = None,
+    bulk: bool = True,
 ) -> list[CatalogueChange]:
-    """Writes profiles, then listings, in batches (one transaction each)."""
+    """Writes profiles, then listings, in batches (one transaction each), the listings as of ``at`` (now when
+    None). Into an empty catalogue the indexes are built once, at the end, unless ``bulk`` is False (the load is
+    part of a larger transaction: see ``atomic``)."""
     changes: list[CatalogueChange] = []
-    loading = store.bulk_load() if store.counts()["listings"] == 0 else nullcontext()
+    loading = store.bulk_load() if bulk and store.counts()["listings"] == 0 else nullcontext()
     with loading:
         for batch in batched(profiles):
             changes += store.upsert_profiles(batch)
             if progress is not None:
                 progress("profiles", len(batch))
         for batch in batched(listings):
-            changes += store.upsert_listings(batch)
+            changes += store.upsert_listings(batch, at=at)
             if progress is not None:
                 progress("listings", len(batch))
     return changes

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 
@@ -121,6 +121,49 @@ class PostgresDocuments(PostgresCatalogueBase):
             row = db.execute("SELECT (SELECT count(*) FROM listings), (SELECT count(*) FROM profiles)").fetchone()
         assert row is not None
         return {"listings": int(row[0]), "profiles": int(row[1])}
+
+    # -- what a copy of another catalogue compares with (a mirror run) ---------------------------------------
+
+    @contextmanager
+    def _current(self) -> Iterator[psycopg.Connection[Any]]:
+        """This thread's :meth:`atomic` transaction (what it wrote so far is read), else a connection of the pool."""
+        if self._in_atomic():
+            with self._write() as db:
+                yield db
+            return
+        with self.pool.connection() as db:
+            yield db
+
+    def stored_keys(self, kind: Literal["listings", "profiles"]) -> list[str]:
+        """The keys of every stored listing (its id) or profile (its path), in order."""
+        sql = "SELECT listing_id FROM listings ORDER BY listing_id" if kind == "listings" else (
+            "SELECT path FROM profiles ORDER BY path"
+        )  # fmt: skip
+        with self._current() as db:
+            return [str(row[0]) for row in db.execute(sql)]
+
+    def stored_documents(self, kind: Literal["listings", "profiles"], keys: Sequence[str]) -> dict[str, bytes]:
+        """The stored documents, as stored (JSON bytes), of the listings or profiles ``keys`` that are stored."""
+        sql = (
+            "SELECT listing_id, doc::text FROM listings WHERE listing_id = ANY(%s)"
+            if kind == "listings"
+            else "SELECT path, doc::text FROM profiles WHERE path = ANY(%s)"
+        )
+        with self._current() as db:
+            return {str(key): str(text).encode() for key, text in db.execute(sql, (list(keys),))}
+
+    def meta_value(self, key: str) -> str | None:
+        """A value the catalogue keeps about itself (``meta``), or None."""
+        with self._current() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta_value(self, key: str, value: str) -> None:
+        """Keeps ``value`` under ``key`` (in this thread's :meth:`atomic` transaction, if it is in one)."""
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value)
+            )
 
     # -- for the replicas' copies ------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
@@ -209,6 +209,7 @@ class SQLiteCatalogueBase:
     _bumped: bool
     _bulk: bool
     _recording: bool
+    _atomic: threading.local
     _column_index: ColumnIndex | None
     _plan_index: PlanIndex | None
     _index_lock: threading.Lock
@@ -280,3 +281,36 @@ class SQLiteCatalogueBase:
     def _index_key(self, generation: int) -> str:
         """Names an index of this file's generation (the inode: a catalogue replaced whole starts counting again)."""
         return f"{os.stat(self.path).st_ino}-{generation}"
+
+    # -- what a copy of another catalogue compares with (a mirror run) ---------------------------------------
+
+    def stored_keys(self, kind: Literal["listings", "profiles"]) -> list[str]:
+        """The keys of every stored listing (its id) or profile (its path), in order."""
+        sql = "SELECT listing_id FROM listings ORDER BY listing_id" if kind == "listings" else (
+            "SELECT path FROM profiles ORDER BY path"
+        )  # fmt: skip
+        return [row[0] for row in self._db().execute(sql)]
+
+    def stored_documents(self, kind: Literal["listings", "profiles"], keys: Sequence[str]) -> dict[str, bytes]:
+        """The stored documents, as stored (JSON bytes), of the listings or profiles ``keys`` that are stored."""
+        select = (
+            "SELECT l.listing_id, d.doc FROM listings l JOIN listing_docs d ON d.id = l.id WHERE l.listing_id IN"
+            if kind == "listings"
+            else "SELECT path, doc FROM profiles WHERE path IN"
+        )
+        found: dict[str, bytes] = {}
+        db = self._db()
+        for start in range(0, len(keys), 500):
+            some = keys[start : start + 500]
+            found.update((key, bytes(doc)) for key, doc in db.execute(f"{select} ({', '.join('?' * len(some))})", some))
+        return found
+
+    def meta_value(self, key: str) -> str | None:
+        """A value the catalogue keeps about itself (``meta``), or None."""
+        row = self._db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta_value(self, key: str, value: str) -> None:
+        """Keeps ``value`` under ``key`` (in this thread's write transaction, if it is in one)."""
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))

@@ -108,6 +108,8 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
         self._market_lock = threading.Lock()
         self._market_held = None
         """The market columns and the generation they are of (see :mod:`.market_columns`)."""
+        self._atomic = threading.local()
+        """``pending``: the changes of this thread's :meth:`atomic` block, heard of after its commit."""
         self._recording = True
         """Whether writes record their changes in ``listing_history`` (not while a layout upgrade rewrites records)."""
         self.listeners = []

@@ -337,7 +337,28 @@ class SQLiteWrites(SQLiteCatalogueBase):
         db.execute("DELETE FROM plan_ids WHERE listing = ?", (rowid,))
         delete_plan_rows(db, rowid)
 
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """The writes made inside (by this thread) are one transaction: all of them are committed or none is, and
+        the listeners hear of them once, after the commit (a mirror run's differences). Nested: part of the outer."""
+        if getattr(self._atomic, "pending", None) is not None:
+            yield
+            return
+        pending: list[CatalogueChange] = []
+        self._atomic.pending = pending
+        try:
+            with self._transaction():
+                yield
+        finally:
+            self._atomic.pending = None
+        if pending:
+            notify_listeners(self.listeners, pending)
+
     def _notify(self, changes: list[CatalogueChange]) -> list[CatalogueChange]:
+        pending: list[CatalogueChange] | None = getattr(self._atomic, "pending", None)
+        if pending is not None:  # inside atomic(): heard of after its commit
+            pending.extend(changes)
+            return changes
         return notify_listeners(self.listeners, changes)
 
     def delete_listing(
