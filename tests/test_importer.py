@@ -14,9 +14,10 @@ from click.testing import CliRunner
 
 from precon.cli import main
 from precon.models import COLLECTIONS
+from precon.service.media_links import MediaPaths
 from precon.service.runtime import load
 from precon.service.stores.importer import PROFILE_COLLECTIONS, ImportReport, classify, read_file
-from precon.service.stores.mirror import _write_page
+from precon.service.stores.mirror import staged_record
 from precon.service.stores.records import nul_in
 from precon.service.stores.sqlite.store import SQLiteStore
 
@@ -462,8 +463,8 @@ def test_a_record_holding_a_nul_character_is_refused_saying_where(record: dict[s
         classify(record)
 
 
-def test_a_mirrored_page_holding_a_nul_character_stops_the_mirror(store: SQLiteStore) -> None:
-    records = [{"listingId": "A1", "name": "Tower"}, {"listingId": "B2", "name": "Nul\x00Tower"}]
+def test_a_mirrored_record_holding_a_nul_character_stops_the_mirror() -> None:
+    media = MediaPaths("http://source.test")
+    assert staged_record("listings", {"listingId": "A1", "name": "Tower"}, media)[0] == "A1"
     with pytest.raises(ValueError, match="'B2' holds a NUL character in name"):
-        _write_page(store, "listings", records, {"source": "x", "phase": "listings", "page": 1})
-    assert store.counts()["listings"] == 0
+        staged_record("listings", {"listingId": "B2", "name": "Nul\x00Tower"}, media)

@@ -404,7 +404,7 @@ def test_a_mirror_whose_last_transaction_failed_writes_again_without_fetching_ag
 ) -> None:
     from precon.service.stores import mirror as mirroring
 
-    real = mirroring.replace_catalogue
+    real = mirroring.apply_differences
     calls: list[int] = []
 
     def fail_first(*args: Any) -> Any:
@@ -413,7 +413,7 @@ def test_a_mirror_whose_last_transaction_failed_writes_again_without_fetching_ag
             raise psycopg.OperationalError("the server went away")
         return real(*args)
 
-    monkeypatch.setattr(mirroring, "replace_catalogue", fail_first)
+    monkeypatch.setattr(mirroring, "apply_differences", fail_first)
     store = PostgresCatalogueStore(database)
     try:
         with Client(source, KEY, "remote", cache=False) as client:

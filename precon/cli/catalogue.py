@@ -253,15 +253,32 @@ def import_catalogue(file: Path, sandbox: bool, data_dir: Path, database_url: st
 @click.option("--product", "product_id", envvar="PRECON_PRODUCT_ID", required=True, help="The data product.")
 @click.option("--province", default="all", show_default=True, help="Copy one province only.")
 @click.option("--version", default="v1", show_default=True, help="The API version to read.")
+@click.option(
+    "--page-size",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Records a request (fewer for a slow or flaky network; a resumed run keeps the size it began with).",
+)
 @data_option
 @database_option
 def mirror_catalogue(
-    source: str, key: str, product_id: str, province: str, version: str, data_dir: Path, database_url: str | None
+    source: str,
+    key: str,
+    product_id: str,
+    province: str,
+    version: str,
+    page_size: int,
+    data_dir: Path,
+    database_url: str | None,
 ) -> None:
-    """Copy every listing and profile of a deployment here, to work offline; rerun to resume. Into PostgreSQL
-    (--database) the pages are fetched into the data directory, then replace the catalogue in one transaction."""
+    """Copy every listing and profile of a deployment here, recording in the history what changed since the last
+    copy; rerun to resume. The pages are fetched into the data directory, then what differs is written in one
+    transaction (into PostgreSQL with --database)."""
     from precon.client import Client
     from precon.errors import PreconError
+    from precon.service.stores.exclusive import CatalogueBusy, exclusive
+    from precon.service.stores.history import iso_time
     from precon.service.stores.mirror import mirror
 
     settings = ServiceSettings(data_dir=data_dir, database_url=database_url)
@@ -282,10 +299,21 @@ def mirror_catalogue(
         into = open_postgres(database_url) if database_url else None
         try:
             with (
+                contextlib.nullcontext() if database_url else exclusive(target, "a mirror"),
                 _subscribers(settings, "live") as notify,
                 Client(source, key, product_id, version=version, cache=False) as client,
             ):
-                report = mirror(client, target, province=province, progress=progress, on_store=notify, into=into)
+                report = mirror(
+                    client,
+                    target,
+                    province=province,
+                    progress=progress,
+                    on_store=notify,
+                    into=into,
+                    page_size=page_size,
+                )
+        except CatalogueBusy as busy:
+            raise click.ClickException(f"{busy}; the catalogue is unchanged") from None
         except PreconError as error:
             for bar in bars.values():
                 bar.__exit__(None, None, None)
@@ -300,8 +328,13 @@ def mirror_catalogue(
             if into is not None:
                 into.close()
     where = target if database_url is None else f"PostgreSQL at {redact(database_url)}"
+    found = report.differences
     click.echo(
         f"{'resumed; ' if report.resumed else ''}mirrored {report.listings} listings and {report.profiles} profiles "
-        f"into {where} ({report.requests} requests)",
+        f"into {where} ({report.requests} requests)\n"
+        f"listings: {found.created['listings']} created, {found.updated['listings']} changed, "
+        f"{found.deleted['listings']} deleted; profiles: {found.created['profiles']} created, "
+        f"{found.updated['profiles']} changed, {found.deleted['profiles']} deleted; "
+        f"{found.entries} history entries at {iso_time(report.at)}",
         err=True,
     )
