@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import api, history_filters, market, shared_filters
+from components import api, freshness, history_filters, market, shared_filters
 from components.formatting import plural
 
 st.title("Market changes")
@@ -37,6 +37,7 @@ with api.guarded(), st.spinner("Reading the market's history…"):
     except market.ChangesMissing:
         st.warning(market.missing_note(), icon=":material/history_toggle_off:")
         st.stop()
+freshness.show()
 
 st.caption(
     f"{plural(len(frame), 'change')} in {window.describe()} (UTC) among {plural(total, 'listing')} matching the "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import api, history_filters, shared_filters
+from components import api, freshness, history_filters, shared_filters
 from components import market_stats as ms
 from components.formatting import plural
 from precon import market_view as mv
@@ -37,6 +37,7 @@ try:
 except ms.StatsMissing:
     st.warning(ms.missing_note(), icon=":material/history_toggle_off:")
     st.stop()
+freshness.show()
 if stats.group_problem:
     st.warning(
         f"The service could not group by {request.group_label.lower()}: {stats.group_problem} The market whole is "
