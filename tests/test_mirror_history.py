@@ -259,6 +259,7 @@ def test_a_second_mirror_records_what_changed_at_the_source_entry_by_entry(
     copy.heard.clear()
     second = copy.run(source)
     assert second.differences.entries == len(expected)
+    assert second.timings.fetch > 0 and second.timings.compare > 0 and second.timings.write > 0
     recorded = copy.entries(iso_time(second.at), expected=len(expected))
     assert sorted_entries(recorded) == expected
     assert {e["at"] for e in recorded} == {iso_time(second.at)}  # stamped with the run's time

@@ -104,6 +104,16 @@ class Differences:
 
 
 @dataclass
+class Timings:
+    """Where a run's time went, in seconds: fetching the pages into the work file (requests, decoding, staging),
+    comparing the staged records with the stored ones, and writing what differs (with the commit)."""
+
+    fetch: float = 0.0
+    compare: float = 0.0
+    write: float = 0.0
+
+
+@dataclass
 class MirrorReport:
     profiles: int
     listings: int
@@ -112,6 +122,7 @@ class MirrorReport:
     at: float = 0.0
     """The time the run's changes are stamped with (when it started)."""
     differences: Differences = field(default_factory=Differences)
+    timings: Timings = field(default_factory=Timings)
 
 
 # -- the work file ---------------------------------------------------------------------------------------------
@@ -236,14 +247,17 @@ def mirror(
     assert state is not None
     try:
         # The pages are counted in the size the run began with: a resumed run asks for the same records.
+        started = time.perf_counter()
         requests = _fetch(client, staging, state, province, int(state.get("perPage") or page_size), progress)
         state = staging.state() or state
         report = MirrorReport(staging.count("profiles"), staging.count("listings"), resumed, requests, state["at"])
+        report.timings.fetch = time.perf_counter() - started
+        started = time.perf_counter()
         run = orjson.dumps({"run": state["run"], "at": state["at"], "source": source}).decode()
         if into is not None:
             if on_store is not None:
                 on_store(into)
-            report.differences = apply_differences(into, staging, state["at"], run)
+            report.differences = apply_differences(into, staging, state["at"], run, report.timings)
         elif not target.exists():
             report.differences = _load_new(target, staging, state["at"], run, on_store)
         else:
@@ -251,9 +265,10 @@ def mirror(
             try:
                 if on_store is not None:
                     on_store(store)
-                report.differences = apply_differences(store, staging, state["at"], run)
+                report.differences = apply_differences(store, staging, state["at"], run, report.timings)
             finally:
                 store.close()
+        report.timings.write = time.perf_counter() - started - report.timings.compare
     finally:
         staging.close()
     Staging.remove(work)
@@ -323,22 +338,26 @@ def _page(phase: str, body: Any, page: int) -> tuple[list[Any], int]:
 # -- applying a run --------------------------------------------------------------------------------------------
 
 
-def apply_differences(store: MirrorTarget, staging: Staging, at: float, run: str) -> Differences:
+def apply_differences(
+    store: MirrorTarget, staging: Staging, at: float, run: str, timings: Timings | None = None
+) -> Differences:
     """Writes into ``store``, in one transaction, what differs between its records and the staged ones, as of
-    ``at``, and keeps ``run`` as the run applied last; answers what was written."""
+    ``at``, and keeps ``run`` as the run applied last; answers what was written (``timings.compare`` adds the time
+    spent comparing)."""
+    timings = timings if timings is not None else Timings()
     differences = Differences()
     heard = differences.count
     store.listeners.append(heard)
     try:
         with store.atomic():
-            profiles = _changed(store, staging, "profiles", at)
+            profiles = _changed(store, staging, "profiles", at, timings)
             staged_listings = set(staging.keys("listings"))
             gone = [key for key in store.stored_keys("listings") if key not in staged_listings]
             for listing_id in gone:
                 store.delete_listing(listing_id, at=at)
             for batch in profiles:
                 load(store, [], batch, at=at, bulk=False)
-            for batch in _changed(store, staging, "listings", at):
+            for batch in _changed(store, staging, "listings", at, timings):
                 load(store, _checked(store, batch, set(gone)), [], at=at, bulk=False)
             staged_profiles = set(staging.keys("profiles"))
             for path in store.stored_keys("profiles"):
@@ -350,12 +369,16 @@ def apply_differences(store: MirrorTarget, staging: Staging, at: float, run: str
     return differences
 
 
-def _changed(store: MirrorTarget, staging: Staging, kind: Kind, at: float) -> Iterator[list[dict[str, Any]]]:
+def _changed(
+    store: MirrorTarget, staging: Staging, kind: Kind, at: float, timings: Timings
+) -> Iterator[list[dict[str, Any]]]:
     """The staged records of ``kind`` that differ from the stored ones (or are not stored), a batch at a time."""
     for keys in batched(staging.keys(kind), APPLY_BATCH):
+        started = time.perf_counter()
         staged = staging.documents(kind, keys)
         stored = store.stored_documents(kind, keys)
         changed = [decode_document(staged[key]) for key in keys if not _same(kind, staged[key], stored.get(key), at)]
+        timings.compare += time.perf_counter() - started
         if changed:
             yield changed
 
