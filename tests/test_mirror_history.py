@@ -8,6 +8,7 @@ plan field, every unit's status and price), and a third run with nothing changed
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 import sys
@@ -141,8 +142,10 @@ def unit_moves(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any
 class Mirror:
     """A mirror's catalogue (a SQLite file, or a PostgreSQL database) and the service that serves it."""
 
-    def __init__(self, root: Path, database: str | None) -> None:
+    def __init__(self, root: Path, database: str | None, dev: bool = False) -> None:
         self.root = root
+        self.dev = dev
+        """Serve as ``--dev`` does: webhooks may go to http:// addresses on loopback."""
         self.database = database
         self.target = root / "data" / "catalogue.sqlite3"
         self.target.parent.mkdir(parents=True)
@@ -173,7 +176,11 @@ class Mirror:
         """The mirror's own service (a replica of PostgreSQL's, with a copy of its own), started once."""
         if self.server is None:
             settings = ServiceSettings(
-                data_dir=self.target.parent, rate_limit=0, database_url=self.database, default_listings=10
+                data_dir=self.target.parent,
+                rate_limit=0,
+                database_url=self.database,
+                default_listings=10,
+                dev=self.dev,
             )
             self.directory = DataDirectory.open(settings)
             self.directory.accounts.create_key("remote", key=KEY)
@@ -448,3 +455,54 @@ def staged_page(work: Path) -> tuple[str, int]:
         return "", 0
     state = orjson.loads(row[0])
     return ("listings", int(state["page"])) if state["phase"] == "listings" else ("", 0)
+
+
+def test_a_mirror_run_delivers_each_changed_listing_to_webhooks_and_a_quiet_run_delivers_nothing(
+    source: Source, tmp_path: Path
+) -> None:
+    from tests.test_webhooks import Receiver, verified
+
+    copy = Mirror(tmp_path / "hooked", None, dev=True)
+    receiver = Receiver().start()
+    try:
+        copy.run(source)
+        url = copy.serve()
+        with Client(url, KEY, "remote", cache=False) as client:
+            subscription = client.create_webhook(receiver.url, "listing.updated", "live")
+        command = [
+            sys.executable, "-m", "precon.cli", "catalogue", "mirror", "--from", source.url, "--key", KEY,
+            "--product", "remote", "--data", str(copy.target.parent),
+        ]  # fmt: skip
+        source.move(days=5, seed=8)
+        moved = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert moved.returncode == 0, moved.stderr
+        recorded = copy.entries("2000-01-01T00:00:00Z")
+        run_at = max(entry["at"] for entry in recorded)
+        by_listing: dict[str, list[Entry]] = {}
+        for entry in recorded:
+            if entry["at"] == run_at:
+                by_listing.setdefault(entry["listingId"], []).append(as_entry(entry))
+        changed = int(re.search(r"listings: 0 created, (\d+) changed, 0 deleted", moved.stderr).group(1))  # type: ignore[union-attr]
+        assert by_listing and changed >= len(by_listing)
+        payloads = [verified(subscription.secret or "", *delivery) for delivery in receiver.wait_for(changed)]
+        assert len(payloads) == changed
+        assert {p["data"]["listing"]["listingId"] for p in payloads} >= set(by_listing)
+        for payload in payloads:  # a listing whose updatedAt alone moved is delivered with no entries, as on import
+            listing_id = payload["data"]["listing"]["listingId"]
+            assert sorted((as_entry(e) for e in payload["data"]["changes"]), key=repr) == sorted(
+                by_listing.get(listing_id, []), key=repr
+            )
+        quiet = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert quiet.returncode == 0 and "0 history entries" in quiet.stderr, quiet.stderr
+        # A write after the quiet run is the next delivery: the quiet run queued none before it.
+        assert copy.directory is not None
+        store = copy.directory.live
+        listing = next(iter(store.get_listings([sorted(by_listing)[0]], None).values()))
+        store.upsert_listings([{**listing, "name": "Renamed After The Quiet Run"}])
+        arrived = receiver.wait_for(changed + 1)
+        assert len(arrived) == changed + 1
+        last = verified(subscription.secret or "", *arrived[-1])
+        assert last["data"]["listing"]["name"] == "Renamed After The Quiet Run"
+    finally:
+        receiver.stop()
+        copy.close()
