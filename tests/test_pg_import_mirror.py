@@ -222,11 +222,13 @@ def test_a_failing_import_leaves_postgresql_unchanged_and_publishes_nothing(
         records[BATCH + 200]["name"] = "Refused Tower"
         upsert = PostgresCatalogueStore.upsert_listings
 
-        def refusing(self: PostgresCatalogueStore, batch: Iterable[dict[str, Any]]) -> list[Any]:
+        def refusing(
+            self: PostgresCatalogueStore, batch: Iterable[dict[str, Any]], at: float | None = None
+        ) -> list[Any]:
             batch = list(batch)
             if any(record.get("name") == "Refused Tower" for record in batch):
                 raise psycopg.errors.DataError("a value PostgreSQL refuses")
-            return upsert(self, batch)
+            return upsert(self, batch, at)
 
         bad = write_ndjson(tmp_path / "bad.ndjson", records)
         with monkeypatch.context() as patched:

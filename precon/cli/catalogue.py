@@ -278,23 +278,12 @@ def mirror_catalogue(
     from precon.client import Client
     from precon.errors import PreconError
     from precon.service.stores.exclusive import CatalogueBusy, exclusive
-    from precon.service.stores.history import iso_time
     from precon.service.stores.mirror import mirror
 
     settings = ServiceSettings(data_dir=data_dir, database_url=database_url)
     target = settings.catalogue_path
     target.parent.mkdir(parents=True, exist_ok=True)
-    bars: dict[str, Any] = {}
-
-    def progress(phase: str, done: int, total: int) -> None:
-        bar = bars.get(phase)
-        if bar is None:
-            bar = bars[phase] = click.progressbar(length=max(total, 1), label=f"{phase:9}", file=sys.stderr)
-            bar.__enter__()
-        bar.update(done - bar.pos)
-        if done >= total:
-            bar.__exit__(None, None, None)
-
+    bars = _ProgressBars()
     with database_errors(database_url, "; the catalogue is unchanged, the pages fetched are kept: rerun to resume"):
         into = open_postgres(database_url) if database_url else None
         try:
@@ -304,37 +293,53 @@ def mirror_catalogue(
                 Client(source, key, product_id, version=version, cache=False) as client,
             ):
                 report = mirror(
-                    client,
-                    target,
-                    province=province,
-                    progress=progress,
-                    on_store=notify,
-                    into=into,
-                    page_size=page_size,
+                    client, target, province=province, progress=bars, on_store=notify, into=into, page_size=page_size
                 )
         except CatalogueBusy as busy:
             raise click.ClickException(f"{busy}; the catalogue is unchanged") from None
-        except PreconError as error:
-            for bar in bars.values():
-                bar.__exit__(None, None, None)
+        except (PreconError, ValueError) as error:  # ValueError: a record the source sent that no store takes
+            bars.close()
             raise click.ClickException(
-                f"{error}\nThe copy so far is kept: run the same command again to resume."
+                f"{error}\nThe catalogue is unchanged and the pages fetched so far are kept: run the same command "
+                "again to resume."
             ) from None
-        except ValueError as error:  # a record the source sent that no store takes
-            for bar in bars.values():
-                bar.__exit__(None, None, None)
-            raise click.ClickException(f"{error}; the catalogue is unchanged") from None
         finally:
             if into is not None:
                 into.close()
     where = target if database_url is None else f"PostgreSQL at {redact(database_url)}"
+    click.echo(_mirrored(report, str(where)), err=True)
+
+
+class _ProgressBars:
+    """A mirror's progress: a bar a phase (profiles, listings), closed when the phase is done or the run fails."""
+
+    def __init__(self) -> None:
+        self.bars: dict[str, Any] = {}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        bar = self.bars.get(phase)
+        if bar is None:
+            bar = self.bars[phase] = click.progressbar(length=max(total, 1), label=f"{phase:9}", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+        if done >= total:
+            bar.__exit__(None, None, None)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.__exit__(None, None, None)
+
+
+def _mirrored(report: Any, where: str) -> str:
+    """What a mirror run did, for its log: the records copied, then what changed and the entries recorded."""
+    from precon.service.stores.history import iso_time
+
     found = report.differences
-    click.echo(
+    return (
         f"{'resumed; ' if report.resumed else ''}mirrored {report.listings} listings and {report.profiles} profiles "
         f"into {where} ({report.requests} requests)\n"
         f"listings: {found.created['listings']} created, {found.updated['listings']} changed, "
         f"{found.deleted['listings']} deleted; profiles: {found.created['profiles']} created, "
         f"{found.updated['profiles']} changed, {found.deleted['profiles']} deleted; "
-        f"{found.entries} history entries at {iso_time(report.at)}",
-        err=True,
+        f"{found.entries} history entries at {iso_time(report.at)}"
     )
