@@ -506,3 +506,24 @@ def test_a_mirror_run_delivers_each_changed_listing_to_webhooks_and_a_quiet_run_
     finally:
         receiver.stop()
         copy.close()
+
+
+def test_pages_over_the_sources_answer_limit_are_asked_for_again_smaller(
+    source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from precon.service.api import responses
+
+    monkeypatch.setattr(responses, "MAX_ANSWER_BYTES", 2 * 2**20)  # 300 listings are about 7 MiB
+    target = tmp_path / "small" / "catalogue.sqlite3"
+    target.parent.mkdir()
+    with Client(source.url, KEY, "remote", cache=False) as client:
+        with pytest.raises(errors.BadRequest, match="over the 2 MiB limit"):
+            client.search_listings(per_page=1000)
+        report = mirror(client, target)
+    assert report.listings == LISTINGS and report.requests > 3
+    monkeypatch.undo()
+    store = SQLiteStore(target)
+    try:
+        assert sorted(store.stored_keys("listings")) == sorted(source.listings())
+    finally:
+        store.close()

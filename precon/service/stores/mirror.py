@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import orjson
 
 from precon.client import Client
+from precon.errors import BadRequest
 from precon.service.media_links import MediaPaths
 from precon.service.stores.derived import complete_listing
 from precon.service.stores.importer import ParsedFile, check_plan_ids, classify
@@ -309,7 +310,19 @@ def _fetch(
             params: dict[str, Any] = {"product_id": client.product_id, "page": state["page"], "perPage": page_size}
             if phase == "profiles":
                 params["sortByName"] = "asc"
-            body, _ = client.call("GET", operation, params, province=province)
+            try:
+                body, _ = client.call("GET", operation, params, province=province)
+            except BadRequest as refused:
+                requests += 1
+                smaller = _smaller_page(page_size)
+                if "perPage" not in refused.message or smaller is None:
+                    raise
+                # Too large an answer (a page of big listings over the source's limit): the same records, in
+                # smaller pages. A divisor of the size keeps the page boundaries, so nothing is skipped or repeated.
+                state = {**state, "page": state["page"] * (page_size // smaller), "perPage": smaller}
+                page_size = smaller
+                staging.write_page(phase, [], state)  # type: ignore[arg-type]
+                continue
             requests += 1
             records, total = _page(phase, body, state["page"])
             staged = [staged_record(phase, record, media) for record in records]  # type: ignore[arg-type]
@@ -324,6 +337,11 @@ def _fetch(
             if last:
                 break
     return requests
+
+
+def _smaller_page(size: int) -> int | None:
+    """The largest divisor of ``size`` at most half of it (1000: 500, 125: 25), or None for 1."""
+    return next((smaller for smaller in range(size // 2, 0, -1) if size % smaller == 0), None)
 
 
 def _page(phase: str, body: Any, page: int) -> tuple[list[Any], int]:
