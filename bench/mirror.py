@@ -86,6 +86,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--changed", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--page-size", type=int, default=500, help="Both mirrors' (1,000 of 50,000 listings pass the answer limit)"
+    )
     args = parser.parse_args()
     out = serving.OUT_DIR / f"mirror-{args.listings}"
     source_dir, work = out / "source", out / "runs"
@@ -102,14 +105,14 @@ def main() -> None:
         with Client(service.base_url, key, mix.PRODUCT, cache=False, timeout=600) as client:
             today = work / "today" / "catalogue.sqlite3"
             today.parent.mkdir()
-            first, report = timed(lambda: mirror(client, today))
+            first, report = timed(lambda: mirror(client, today, page_size=args.page_size))
             print(f"first run of the mirror as it is (every listing created): {first:.1f} s", flush=True)
             for number in range(1, args.rounds + 1):
                 changed = change_some(ServiceSettings(data_dir=source_dir).catalogue_path, args.changed, rng)
                 before = work / f"before-{number}" / "catalogue.sqlite3"
                 before.parent.mkdir()
-                baseline_s, _ = timed(lambda before=before: old.mirror(client, before))
-                now_s, report = timed(lambda: mirror(client, today))
+                baseline_s, _ = timed(lambda before=before: old.mirror(client, before, page_size=args.page_size))
+                now_s, report = timed(lambda: mirror(client, today, page_size=args.page_size))
                 shutil.rmtree(before.parent)
                 spent = report.timings
                 row = {
