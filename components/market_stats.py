@@ -18,7 +18,7 @@ import streamlit as st
 
 from components import api
 from components.search_scope import SearchScope
-from precon import filters
+from precon import filters, labels
 from precon import market_view as mv
 from precon.errors import BadRequest, NotFound
 
@@ -143,11 +143,13 @@ class Stats:
         return self.groups["group"].nunique() if self.grouped else 0
 
 
-def frame_of(answer: object, names: Mapping[str, str], total: bool) -> pd.DataFrame:
-    """An answer of ``market_stats`` as rows of (group, start, measures...)."""
+def frame_of(answer: object, names: Mapping[str, str], total: bool, group_by: str | None = None) -> pd.DataFrame:
+    """An answer of ``market_stats`` as rows of (group, start, measures...), the groups named in people's words
+    and ordered as people count them (bedrooms by number: Studio, 1 bed, 1 bed + den, 2 bed…)."""
     rows = []
-    for series in getattr(answer, "series", None) or ():
-        group = TOTAL if total else _group_name(series.group, names)
+    every = getattr(answer, "series", None) or ()
+    for series in sorted(every, key=lambda s: labels.group_order(group_by, s.group)) if not total else every:
+        group = TOTAL if total else _group_name(series.group, names, group_by)
         for point in series.points:
             values = point.model_dump() if hasattr(point, "model_dump") else dict(point)
             rows.append({"group": group, "start": values.get("start"), **{m: values.get(m) for m in MEASURES}})
@@ -156,11 +158,11 @@ def frame_of(answer: object, names: Mapping[str, str], total: bool) -> pd.DataFr
     return frame
 
 
-def _group_name(value: object, names: Mapping[str, str]) -> str:
-    if value is None:
-        return "—"
+def _group_name(value: object, names: Mapping[str, str], group_by: str | None) -> str:
+    if labels.blank(value):
+        return labels.NOT_GIVEN
     text = str(value)
-    return names.get(text) or names.get(text.rpartition("/")[2]) or text
+    return names.get(text) or names.get(text.rpartition("/")[2]) or labels.group_label(group_by, value)
 
 
 def fetch(scope: SearchScope, request: mv.MarketRequest, names: Mapping[str, str]) -> Stats:
@@ -189,7 +191,7 @@ def fetch(scope: SearchScope, request: mv.MarketRequest, names: Mapping[str, str
             grouped = api.call("market_stats", group_by=request.group_by, **asked)
         except BadRequest as error:
             problem = error.message
-    return Stats(total, frame_of(grouped, names, total=False), problem)
+    return Stats(total, frame_of(grouped, names, total=False, group_by=request.group_by), problem)
 
 
 def launch_frame(stats: Stats) -> pd.DataFrame:

@@ -21,6 +21,7 @@ from components import api
 from components.deposits import dollar_steps, plan_label, priced_plans, total_percent
 from components.formatting import cad, markdown_text, size_text
 from components.listing_facts import company
+from precon import labels
 from precon.listing_checks import Contradiction, contradictions
 from precon.models import Listing
 from precon.service.config import ServiceSettings
@@ -437,8 +438,10 @@ def test_the_history_table_and_price_chart_are_the_listings_history() -> None:
 
     def check(frame: pd.DataFrame, entries: list[Any]) -> None:
         assert len(frame) == len(entries)
-        assert list(frame["field"].fillna("")) == [e.field or "" for e in entries]
-        assert list(frame["change"]) == [e.change for e in entries]
+        assert list(frame["field"].fillna("")) == [labels.field_label(e.field) for e in entries]
+        assert list(frame["change"]) == [labels.change_label(e.change) for e in entries]
+        assert list(frame["scope"]) == [labels.scope_label(e.scope) for e in entries]
+        assert set(frame["scope"]) <= {"Listing", "Floor plan", "Unit"} and "updated" not in set(frame["change"])
         assert list(frame["unit_number"].fillna("")) == [e.unit or "" for e in entries]
         for (_, row), entry in zip(frame.iterrows(), entries, strict=True):
             assert same(row["from"], entry.before) and same(row["to"], entry.after), (row, entry)
