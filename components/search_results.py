@@ -20,7 +20,7 @@ from components import filter_panel as panel
 from components.compare import compare_selected
 from components.facet_search import counts_among
 from components.formatting import completion, markdown_text, number_range, plural, price_text, size_range
-from components.listing_table import open_listing
+from components.listing_table import OPENING_MODES, open_listing, picked_row
 from components.search_scope import SearchScope, scope_of
 from precon import labels, listing_search
 from precon.filter_state import FilterState, facets_in
@@ -219,7 +219,7 @@ def matched_text(matched: MatchedFloorPlans | None, *, compact: bool = False) ->
 
 TABLE_COLUMNS: dict[str, Any] = {
     "id": None,  # in the data (tests read it), not on the screen
-    "name": st.column_config.TextColumn("Name", width=165),
+    "name": st.column_config.TextColumn("Name", width=165, help="Click a name to open the listing"),
     "type": st.column_config.TextColumn("Type", width=80),
     "city": st.column_config.TextColumn("City", width=95),
     "status": st.column_config.TextColumn("Status", width=85),
@@ -272,13 +272,13 @@ def results_frame(listings: Sequence[Listing], names: dict[str, str], with_units
 
 
 def results_table(listings: Sequence[Listing], names: dict[str, str], with_units: bool) -> None:
-    """The page of results; a click on a row opens the listing in this tab, or, while picking listings to compare,
-    ticks it."""
+    """The page of results; a click on a name (or ticking its row) opens the listing in this tab, or, while picking
+    listings to compare, ticks it."""
     frame = results_frame(listings, names, with_units)
     comparing = st.toggle(
         "Pick listings to compare",
         key="search_compare_mode",
-        help="Tick 2 to 4 rows, then press Compare selected (a click on a row then ticks it instead of opening it).",
+        help="Tick 2 to 4 rows, then press Compare selected (a ticked row is then picked instead of opened).",
     )
     event = st.dataframe(
         frame,
@@ -291,15 +291,16 @@ def results_table(listings: Sequence[Listing], names: dict[str, str], with_units
         # Another key in each mode: a table's selection mode cannot change under the same key.
         key="search_table_compare" if comparing else "search_table",
         on_select="rerun",
-        selection_mode="multi-row" if comparing else "single-row",
+        selection_mode="multi-row" if comparing else OPENING_MODES,
     )
-    rows = event.selection.rows if event is not None else []
     if comparing:
+        rows = event.selection.rows if event is not None else []
         compare_selected([listings[r].id or "" for r in rows if 0 <= r < len(listings) and listings[r].id], SEARCH_PAGE)
         return
-    if rows and 0 <= rows[0] < len(listings) and listings[rows[0]].id:
-        open_listing(listings[rows[0]].id or "", SEARCH_PAGE)
-    st.caption("Click a row to open the listing; the back link there returns to these results.")
+    row = picked_row(event, "name", len(listings))
+    if row is not None and listings[row].id:
+        open_listing(listings[row].id or "", SEARCH_PAGE)
+    st.caption("Click a name to open the listing; the back link there returns to these results.")
 
 
 def pagination(outcome: SearchOutcome, view: SearchView) -> None:
