@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import api, auth
+from components import api, auth, compare_list
 from components.sidebar import render_sidebar
 
 st.set_page_config(page_title="Precon Explorer", page_icon="🏗️", layout="wide")
@@ -56,4 +56,5 @@ else:
 page = st.navigation(PAGES, expanded=True)  # every section shown: Admin is not folded under "View more"
 auth.render_account(person)
 render_sidebar(api.connection)
+compare_list.sync()  # the compare list, from the address or the store, on every page
 page.run()

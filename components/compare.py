@@ -1,6 +1,6 @@
-"""Comparing listings side by side: the compare list kept in the session ("Add to compare" on a listing, "Compare
-selected" on Search) and the Compare page (``/compare?ids=A,B,C``); the table itself is
-:mod:`components.compare_table`'s."""
+"""Comparing listings side by side: the compare list ("Add to compare" on a listing, "Compare selected" on Search;
+kept as :mod:`components.compare_list` says, so it outlives a reload) and the Compare page (``/compare?ids=A,B,C``);
+the table itself is :mod:`components.compare_table`'s."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from components import api, shared_filters
+from components import compare_list as compare_lists
 from components.compare_table import (
     BEST,
     MAX_COMPARE,
@@ -28,8 +29,8 @@ from precon.errors import NotFound, PreconError
 from precon.filter_state import UNIT_RANGES, FilterState
 from precon.models import PROVINCES, HistoryPage, Listing
 
-COMPARE_LIST = "compare_ids"
-NOTICE = "compare_notice"
+COMPARE_LIST = compare_lists.COMPARE_LIST
+NOTICE = compare_lists.NOTICE
 COMPARE_PAGE = "views/compare.py"
 REFERENCES = ("builders",)
 BEST_STYLE = "background-color: rgba(46, 158, 91, 0.18); font-weight: 600"
@@ -39,7 +40,7 @@ BEST_STYLE = "background-color: rgba(46, 158, 91, 0.18); font-weight: 600"
 
 
 def compare_list() -> list[str]:
-    return list(st.session_state.get(COMPARE_LIST) or [])
+    return compare_lists.current()
 
 
 def _add(listing_id: str) -> None:
@@ -51,11 +52,11 @@ def _add(listing_id: str) -> None:
             f"The compare list holds at most {MAX_COMPARE} listings: remove one before adding this one."
         )
         return
-    st.session_state[COMPARE_LIST] = [*ids, listing_id]
+    compare_lists.change([*ids, listing_id])
 
 
 def _remove(listing_id: str) -> None:
-    st.session_state[COMPARE_LIST] = [i for i in compare_list() if i != listing_id]
+    compare_lists.change([i for i in compare_list() if i != listing_id])
 
 
 def render_compare_button(listing_id: str) -> None:
@@ -105,7 +106,7 @@ def compare_selected(ids: Sequence[str], opened_from: str) -> None:
     if why:
         st.caption(why)
     if pressed and not why:
-        st.session_state[COMPARE_LIST] = list(ids)
+        compare_lists.change(ids)
         shared_filters.remember_results(opened_from, dict(st.query_params.to_dict()))
         st.switch_page(COMPARE_PAGE, query_params={"ids": ",".join(ids)})
 

@@ -17,6 +17,7 @@ import streamlit as st
 
 from components import api
 from components.formatting import MISSING, cad
+from precon import labels
 from precon.errors import BadRequest, NotFound, PreconError
 from precon.models import FloorPlan, HistoryEntry, HistoryPage, Listing
 
@@ -170,15 +171,16 @@ def history_chart(steps: pd.DataFrame, marks: pd.DataFrame, title: str) -> alt.L
 
 
 def history_frame(entries: Sequence[HistoryEntry], plan_names: dict[str, str]) -> pd.DataFrame:
-    """The entries as the table shows them, in their order (newest first)."""
+    """The entries as the table shows them, in their order (newest first), in people's words (``Floor plan``,
+    ``Start price``, ``Changed``)."""
     rows = [
         {
             "when": entry.at,
-            "scope": entry.scope,
+            "scope": labels.scope_label(entry.scope),
             "plan": plan_names.get(entry.plan, entry.plan) if entry.plan else None,
             "unit_number": entry.unit,
-            "field": entry.field,
-            "change": entry.change,
+            "field": labels.field_label(entry.field),
+            "change": labels.change_label(entry.change),
             "from": value_text(entry.before, entry.field),
             "to": value_text(entry.after, entry.field),
         }

@@ -1,9 +1,10 @@
-"""Listings as a table: cover image, name, place, status, prices, size, completion. A click on a row opens the
+"""Listings as a table: cover image, name, place, status, prices, size, completion. A click on a name opens the
 listing in this tab (the session, and so the way back, kept)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -25,8 +26,14 @@ COLUMNS = {
     "baths": st.column_config.TextColumn("Baths"),
     "completion": st.column_config.TextColumn("Completion"),
 }
-SELECTABLE_COLUMNS = {**COLUMNS, "name": st.column_config.TextColumn("Name", width="large")}
-"""Where a click on the row opens the listing, the name is plain text: a link would open another tab."""
+SELECTABLE_COLUMNS = {
+    **COLUMNS,
+    "name": st.column_config.TextColumn("Name", width="large", help="Click a name to open the listing"),
+}
+"""Where a click on the name opens the listing, the name is plain text: a link would open another tab."""
+OPENING_MODES: list[Any] = ["single-row", "single-cell"]
+"""A table whose rows open a record: a click on its name cell opens it (a cell selection), and so does ticking the
+row's box (a row selection, what the keyboard reaches: Space on a row)."""
 
 
 def listing_frame(
@@ -55,6 +62,17 @@ def listing_frame(
     return frame
 
 
+def picked_row(event: Any, column: str, count: int) -> int | None:
+    """The row of a table (of ``count`` rows) a person opened: the row ticked, or the row of the cell clicked in
+    ``column`` (the name); None for a click elsewhere, or no click."""
+    selection = getattr(event, "selection", None)
+    if selection is None:
+        return None
+    rows = list(getattr(selection, "rows", None) or [])
+    rows += [row for row, name in getattr(selection, "cells", None) or [] if name == column]
+    return next((row for row in rows if 0 <= row < count), None)
+
+
 def open_listing(listing_id: str, opened_from: str) -> None:
     """The listing page, in this tab; its "Back to results" link returns to ``opened_from`` (a page's script) as it
     is now. Call it in the page's run, not in a callback: a page switch is allowed only there."""
@@ -71,7 +89,7 @@ def listing_table(
     extra_config: dict[str, object] | None = None,
     height: int | str = "auto",
 ) -> None:
-    """The table of listings; a click on a row opens the listing page in this tab."""
+    """The table of listings; a click on a name (or ticking a row) opens the listing page in this tab."""
     if not listings:
         return
     frame = listing_frame(listings, {**(extra or {}), "id": [listing.id for listing in listings]}, links=False)
@@ -85,8 +103,8 @@ def listing_table(
         key=key,
         row_height=48,
         on_select="rerun",
-        selection_mode="single-row",
+        selection_mode=OPENING_MODES,
     )
-    rows = event.selection.rows if event is not None else []
-    if rows and 0 <= rows[0] < len(listings) and listings[rows[0]].id:
-        open_listing(listings[rows[0]].id or "", opened_from)
+    row = picked_row(event, "name", len(listings))
+    if row is not None and listings[row].id:
+        open_listing(listings[row].id or "", opened_from)

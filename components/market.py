@@ -20,7 +20,7 @@ import streamlit as st
 from components import api
 from components.formatting import cad, listing_url, plural
 from components.search_scope import SearchScope
-from precon import filters
+from precon import filters, labels
 from precon import market_changes as mc
 from precon.errors import NotFound
 
@@ -263,7 +263,7 @@ def weekly_chart(frame: pd.DataFrame, window: mc.Window) -> None:
 
 
 def _value(field: str | None, value: object) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if labels.blank(value):
         return "—"
     if field == "startPrice" and isinstance(value, int | float):
         return cad(value)
@@ -271,8 +271,9 @@ def _value(field: str | None, value: object) -> str:
 
 
 def what_changed(kind: str, plan: object, unit: object, percent: object) -> str:
+    plan = labels.cell(plan)
     if kind == mc.UNIT_SOLD:
-        return f"Unit {unit} sold" + (f" (plan {plan})" if plan else "")
+        return f"Unit {labels.cell(unit)} sold" + (f" (plan {plan})" if plan else "")
     if kind in (mc.INCREASE, mc.CUT):
         return f"Start price {'up' if kind == mc.INCREASE else 'down'} {abs(float(percent)):.1f}%"  # type: ignore[arg-type]
     return "Launched" if kind == mc.LAUNCH else "Sold out"
@@ -367,34 +368,35 @@ def changes_table(frame: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
-CSV_HEADER = ["at", "kind", "listing_id", "listing_name", "what", "field", "plan", "unit", "from", "to", "percent"]
+CSV_HEADER = [
+    "When (UTC)", "Kind", "Listing id", "Listing", "What changed", "Field", "Plan", "Unit", "From", "To",
+    "Change (%)",
+]  # fmt: skip
+"""The CSV's columns, in people's words (one header per column of :data:`COLUMNS` and the listing's name)."""
 
 
 def csv_bytes(rows: pd.DataFrame, names: dict[str, str]) -> bytes:
+    """The rows as a CSV: an unknown value is a blank cell, never ``nan``."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_HEADER)
     for at, kind, listing_id, plan, unit, field, before, after, percent in rows[COLUMNS].itertuples(index=False):
         writer.writerow(
             [
-                at.isoformat() if at is not None else "",
+                "" if labels.blank(at) else at.isoformat(),
                 mc.KIND_LABELS[kind],
                 listing_id,
                 _safe(names.get(listing_id, "")),
                 what_changed(kind, plan, unit, percent),
-                field or "",
-                plan or "",
-                unit or "",
-                "" if _blank(before) else before,
-                "" if _blank(after) else after,
-                "" if _blank(percent) else f"{percent:.2f}",
+                labels.field_label(labels.cell(field)),
+                labels.cell(plan),
+                labels.cell(unit),
+                labels.cell(before),
+                labels.cell(after),
+                "" if labels.blank(percent) else f"{percent:.2f}",
             ]
         )
     return out.getvalue().encode()
-
-
-def _blank(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _safe(text: str) -> str:

@@ -18,7 +18,7 @@ import streamlit as st
 
 from components import api
 from components.search_scope import SearchScope
-from precon import filters
+from precon import filters, labels
 from precon import market_view as mv
 from precon.errors import BadRequest, NotFound
 
@@ -131,23 +131,40 @@ class Stats:
             return None
         return total["start"][known.idxmax()]
 
+    def whole_from(self) -> pd.Timestamp | None:
+        """The start of the first interval the history covers whole: the one after :meth:`recorded_from`'s, in
+        which the recording began (its flows count a part of it, and its launches every listing first seen
+        selling, which would draw it as a spike). None when every interval has figures."""
+        start = self.recorded_from()
+        if start is None:
+            return None
+        later = self.total["start"][self.total["start"] > start]
+        return later.min() if not later.empty else start
+
     def chart_frame(self) -> pd.DataFrame:
         """The groups drawn (the first :data:`CHART_GROUPS`) and the market whole, from the first interval the
-        history knows of."""
+        history covers whole."""
         kept = list(dict.fromkeys(self.groups["group"]))[:CHART_GROUPS] if self.grouped else []
         frame = pd.concat([self.groups[self.groups["group"].isin(kept)], self.total], ignore_index=True)
-        start = self.recorded_from()
+        start = self.whole_from()
         return frame if start is None else frame[frame["start"] >= start]
+
+    def in_progress(self, interval: str) -> pd.Timestamp | None:
+        """The start of the interval holding today (its figures partial, to today), if the period reaches it."""
+        starts = [start for start in self.total["start"] if mv.in_progress(start.date(), interval, today())]
+        return starts[0] if starts else None
 
     def group_count(self) -> int:
         return self.groups["group"].nunique() if self.grouped else 0
 
 
-def frame_of(answer: object, names: Mapping[str, str], total: bool) -> pd.DataFrame:
-    """An answer of ``market_stats`` as rows of (group, start, measures...)."""
+def frame_of(answer: object, names: Mapping[str, str], total: bool, group_by: str | None = None) -> pd.DataFrame:
+    """An answer of ``market_stats`` as rows of (group, start, measures...), the groups named in people's words
+    and ordered as people count them (bedrooms by number: Studio, 1 bed, 1 bed + den, 2 bed…)."""
     rows = []
-    for series in getattr(answer, "series", None) or ():
-        group = TOTAL if total else _group_name(series.group, names)
+    every = getattr(answer, "series", None) or ()
+    for series in sorted(every, key=lambda s: labels.group_order(group_by, s.group)) if not total else every:
+        group = TOTAL if total else _group_name(series.group, names, group_by)
         for point in series.points:
             values = point.model_dump() if hasattr(point, "model_dump") else dict(point)
             rows.append({"group": group, "start": values.get("start"), **{m: values.get(m) for m in MEASURES}})
@@ -156,11 +173,11 @@ def frame_of(answer: object, names: Mapping[str, str], total: bool) -> pd.DataFr
     return frame
 
 
-def _group_name(value: object, names: Mapping[str, str]) -> str:
-    if value is None:
-        return "—"
+def _group_name(value: object, names: Mapping[str, str], group_by: str | None) -> str:
+    if labels.blank(value):
+        return labels.NOT_GIVEN
     text = str(value)
-    return names.get(text) or names.get(text.rpartition("/")[2]) or text
+    return names.get(text) or names.get(text.rpartition("/")[2]) or labels.group_label(group_by, value)
 
 
 def fetch(scope: SearchScope, request: mv.MarketRequest, names: Mapping[str, str]) -> Stats:
@@ -189,7 +206,7 @@ def fetch(scope: SearchScope, request: mv.MarketRequest, names: Mapping[str, str
             grouped = api.call("market_stats", group_by=request.group_by, **asked)
         except BadRequest as error:
             problem = error.message
-    return Stats(total, frame_of(grouped, names, total=False), problem)
+    return Stats(total, frame_of(grouped, names, total=False, group_by=request.group_by), problem)
 
 
 def launch_frame(stats: Stats) -> pd.DataFrame:
@@ -212,54 +229,77 @@ def _labels(frame: pd.DataFrame, interval: str) -> list[str]:
     return [mv.interval_label(start.date(), interval) for start in frame["start"]]
 
 
+def when_labels(frame: pd.DataFrame, interval: str) -> list[str]:
+    """The intervals' labels, the one in progress marked ``(so far)``."""
+    return [
+        mv.interval_label(start.date(), interval)
+        + (mv.SO_FAR if mv.in_progress(start.date(), interval, today()) else "")
+        for start in frame["start"]
+    ]
+
+
 def line_chart(
     stats: Stats, measure: str, title: str, axis: str, fmt: str, interval: str, key: str, zero: bool = True
 ) -> None:
-    """``measure`` over time, a line per group drawn and the market whole in black; ``title`` may be empty where
-    the section's heading says it."""
+    """``measure`` over time, a line per group drawn and, when not grouped, the market whole in black (beside groups
+    it would flatten them: its figures are in the table). The interval in progress is drawn dashed, its point
+    hollow, its label "(so far)"; ``title`` may be empty where the section's heading says it."""
     data = stats.chart_frame()[["group", "start", measure]].copy()
-    data["when"] = _labels(data, interval)
-    order = list(dict.fromkeys(_labels(data.sort_values("start"), interval)))
-    colours = alt.Scale(
-        domain=[*[g for g in dict.fromkeys(data["group"]) if g != TOTAL], TOTAL],
-        range=_palette(data),
+    if stats.grouped:
+        data = data[data["group"] != TOTAL]
+    data["when"] = when_labels(data, interval)
+    current = stats.in_progress(interval)
+    data["partial"] = data["start"] == current if current is not None else False
+    order = list(dict.fromkeys(when_labels(data.sort_values("start"), interval)))
+    groups = list(dict.fromkeys(data["group"]))
+    colours = alt.Scale(domain=groups, range=_palette(groups))
+    last_whole = data.loc[~data["partial"], "start"].max() if data["partial"].any() else None
+    data["tail"] = data["partial"] | (data["start"] == last_whole)  # the dashed stretch: into the interval in progress
+    base = alt.Chart(data, title=title).encode(
+        x=alt.X("when:O", title=None, sort=order, axis=alt.Axis(labelAngle=-45 if len(order) > 12 else 0)),
+        y=alt.Y(f"{measure}:Q", title=axis, scale=alt.Scale(zero=zero)),
+        color=alt.Color(
+            "group:N", title=None, scale=colours, sort=groups, legend=alt.Legend(orient="bottom", columns=4)
+        ),
+        tooltip=[
+            alt.Tooltip("group:N", title="Group"),
+            alt.Tooltip("when:N", title="Interval"),
+            alt.Tooltip(f"{measure}:Q", title=axis, format=fmt),
+        ],
     )
-    chart = (
-        alt.Chart(data, title=title)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("when:O", title=None, sort=order, axis=alt.Axis(labelAngle=-45 if len(order) > 12 else 0)),
-            y=alt.Y(f"{measure}:Q", title=axis, scale=alt.Scale(zero=zero)),
-            color=alt.Color("group:N", title=None, scale=colours, legend=alt.Legend(orient="bottom", columns=3)),
-            strokeWidth=alt.condition(alt.datum.group == TOTAL, alt.value(3), alt.value(1.5)),
-            tooltip=[
-                alt.Tooltip("group:N", title="Group"),
-                alt.Tooltip("when:N", title="Interval"),
-                alt.Tooltip(f"{measure}:Q", title=axis, format=fmt),
-            ],
-        )
-        .properties(height=300)
-    )
-    st.altair_chart(chart, width="stretch", key=key)
+    width = alt.condition(alt.datum.group == TOTAL, alt.value(3), alt.value(2))
+    layers = [
+        base.transform_filter(~alt.datum.partial).mark_line(point=True).encode(strokeWidth=width),
+    ]
+    if last_whole is not None:
+        layers += [
+            base.transform_filter(alt.datum.tail).mark_line(strokeDash=[6, 4]).encode(strokeWidth=width),
+            base.transform_filter(alt.datum.partial).mark_point(filled=False, size=70, strokeWidth=2),
+        ]
+    st.altair_chart(alt.layer(*layers).properties(height=300), width="stretch", key=key)
 
 
 PALETTE = ["#3d5a80", "#e76f51", "#2a9d8f", "#e9c46a", "#98c1d9", "#9c6644", "#8338ec", "#f4a261"]
 
 
-def _palette(data: pd.DataFrame) -> list[str]:
-    groups = [g for g in dict.fromkeys(data["group"]) if g != TOTAL]
-    return [*PALETTE[: len(groups)], "#222222"]
+def _palette(groups: Sequence[str]) -> list[str]:
+    """A colour per group, the market whole black."""
+    colours, others = [], iter(PALETTE * 2)
+    for group in groups:
+        colours.append("#222222" if group == TOTAL else next(others))
+    return colours
 
 
 def bar_chart(frame: pd.DataFrame, columns: Sequence[tuple[str, str, str]], title: str, axis: str, key: str) -> None:
-    """Counts per interval as bars, one colour per column (a negative sign draws a column below the axis)."""
+    """Counts per interval as bars, one colour per column (a negative sign draws a column below the axis); an
+    interval whose label ends "(so far)" (in progress) drawn pale."""
     rows = [
-        {"when": when, "order": k, "what": label, "count": sign_value(sign, value)}
+        {"when": when, "order": k, "what": label, "count": sign_value(sign, value), "partial": when.endswith(mv.SO_FAR)}
         for k, when in enumerate(frame["when"])
         for column, label, sign in columns
         for value in [frame[column].iloc[k]]
     ]
-    data = pd.DataFrame(rows, columns=["when", "order", "what", "count"])
+    data = pd.DataFrame(rows, columns=["when", "order", "what", "count", "partial"])
     order = list(dict.fromkeys(frame["when"]))
     chart = (
         alt.Chart(data, title=title)
@@ -273,6 +313,7 @@ def bar_chart(frame: pd.DataFrame, columns: Sequence[tuple[str, str, str]], titl
                 scale=alt.Scale(domain=[c[1] for c in columns], range=PALETTE[: len(columns)]),
                 legend=alt.Legend(orient="bottom"),
             ),
+            opacity=alt.condition(alt.datum.partial, alt.value(0.35), alt.value(1.0)),
             tooltip=[
                 alt.Tooltip("when:O", title="Interval"),
                 alt.Tooltip("what:N", title=" "),
@@ -282,6 +323,28 @@ def bar_chart(frame: pd.DataFrame, columns: Sequence[tuple[str, str, str]], titl
         .properties(height=300)
     )
     st.altair_chart(chart, width="stretch", key=key)
+
+
+def in_progress_note(stats: Stats, interval: str) -> str | None:
+    """The sentence saying which interval is in progress, or None when the period ends before today."""
+    current = stats.in_progress(interval)
+    if current is None:
+        return None
+    name = mv.interval_label(current.date(), interval)
+    return (
+        f"{name} is in progress: its figures run to {today():%-d %b %Y}, so they are partial. The charts draw it "
+        f"dashed (a hollow point, a pale bar) and mark it “{mv.SO_FAR.strip()}”; the tables and CSVs hold it as it "
+        "stands."
+    )
+
+
+def first_whole_quarter(stats: Stats) -> date | None:
+    """The first quarter the history covers whole (the quarter of :meth:`Stats.whole_from`, or the next)."""
+    start = stats.whole_from()
+    if start is None:
+        return None
+    quarter = mv.quarter_of(start.date())
+    return quarter if quarter >= start.date() else mv.add_months(quarter, 3)
 
 
 def sign_value(sign: str, value: object) -> float:

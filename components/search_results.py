@@ -20,9 +20,9 @@ from components import filter_panel as panel
 from components.compare import compare_selected
 from components.facet_search import counts_among
 from components.formatting import completion, markdown_text, number_range, plural, price_text, size_range
-from components.listing_table import open_listing
+from components.listing_table import OPENING_MODES, open_listing, picked_row
 from components.search_scope import SearchScope, scope_of
-from precon import listing_search
+from precon import labels, listing_search
 from precon.filter_state import FilterState, facets_in
 from precon.listing_search import SearchOutcome
 from precon.models import PROVINCES, Listing, MatchedFloorPlans
@@ -219,7 +219,7 @@ def matched_text(matched: MatchedFloorPlans | None, *, compact: bool = False) ->
 
 TABLE_COLUMNS: dict[str, Any] = {
     "id": None,  # in the data (tests read it), not on the screen
-    "name": st.column_config.TextColumn("Name", width=165),
+    "name": st.column_config.TextColumn("Name", width=165, help="Click a name to open the listing"),
     "type": st.column_config.TextColumn("Type", width=80),
     "city": st.column_config.TextColumn("City", width=95),
     "status": st.column_config.TextColumn("Status", width=85),
@@ -272,13 +272,13 @@ def results_frame(listings: Sequence[Listing], names: dict[str, str], with_units
 
 
 def results_table(listings: Sequence[Listing], names: dict[str, str], with_units: bool) -> None:
-    """The page of results; a click on a row opens the listing in this tab, or, while picking listings to compare,
-    ticks it."""
+    """The page of results; a click on a name (or ticking its row) opens the listing in this tab, or, while picking
+    listings to compare, ticks it."""
     frame = results_frame(listings, names, with_units)
     comparing = st.toggle(
         "Pick listings to compare",
         key="search_compare_mode",
-        help="Tick 2 to 4 rows, then press Compare selected (a click on a row then ticks it instead of opening it).",
+        help="Tick 2 to 4 rows, then press Compare selected (a ticked row is then picked instead of opened).",
     )
     event = st.dataframe(
         frame,
@@ -291,15 +291,16 @@ def results_table(listings: Sequence[Listing], names: dict[str, str], with_units
         # Another key in each mode: a table's selection mode cannot change under the same key.
         key="search_table_compare" if comparing else "search_table",
         on_select="rerun",
-        selection_mode="multi-row" if comparing else "single-row",
+        selection_mode="multi-row" if comparing else OPENING_MODES,
     )
-    rows = event.selection.rows if event is not None else []
     if comparing:
+        rows = event.selection.rows if event is not None else []
         compare_selected([listings[r].id or "" for r in rows if 0 <= r < len(listings) and listings[r].id], SEARCH_PAGE)
         return
-    if rows and 0 <= rows[0] < len(listings) and listings[rows[0]].id:
-        open_listing(listings[rows[0]].id or "", SEARCH_PAGE)
-    st.caption("Click a row to open the listing; the back link there returns to these results.")
+    row = picked_row(event, "name", len(listings))
+    if row is not None and listings[row].id:
+        open_listing(listings[row].id or "", SEARCH_PAGE)
+    st.caption("Click a name to open the listing; the back link there returns to these results.")
 
 
 def pagination(outcome: SearchOutcome, view: SearchView) -> None:
@@ -333,35 +334,37 @@ CSV_FIELDS = (
 )  # fmt: skip
 CsvColumn = tuple[str, Callable[[Listing, dict[str, str], str], Any]]
 CSV_COLUMNS: list[CsvColumn] = [
-    ("id", lambda lst, _, __: lst.id),
-    ("link", lambda lst, _, base: f"{base}/listing?id={quote(lst.id or '')}"),
-    ("name", lambda lst, _, __: lst.name),
-    ("type", lambda lst, _, __: "; ".join(lst.type)),
-    ("selling_status", lambda lst, _, __: lst.sellingStatus),
-    ("construction_status", lambda lst, _, __: lst.constructionStatus),
-    ("city", lambda lst, _, __: lst.cityOrDistrict),
-    ("neighbourhood", lambda lst, _, __: "; ".join(lst.neighbourhood)),
-    ("province", lambda lst, _, __: lst.state),
-    ("address", lambda lst, _, __: lst.fullAddress),
-    ("price_from_cad", lambda lst, _, __: lst.startPrice or None),
-    ("price_to_cad", lambda lst, _, __: lst.endPrice or None),
-    ("contact_for_pricing", lambda lst, _, __: bool(lst.contactForPricing)),
-    ("price_per_sqft_cad", lambda lst, _, __: lst.averagePricePerSqFeet or None),
-    ("beds_min", lambda lst, _, __: lst.minBeds),
-    ("beds_max", lambda lst, _, __: lst.maxBeds),
-    ("baths_min", lambda lst, _, __: lst.minBaths),
-    ("baths_max", lambda lst, _, __: lst.maxBaths),
-    ("size_min_sqft", lambda lst, _, __: lst.minSize),
-    ("size_max_sqft", lambda lst, _, __: lst.maxSize),
-    ("matching_plans", lambda lst, _, __: matched_text(lst.matched_floor_plans) or None),
-    ("completion", lambda lst, _, __: completion(lst)),
-    ("completion_year", lambda lst, _, __: lst.completionYear),
-    ("builders", lambda lst, names, __: "; ".join(names.get(b, b) for b in lst.builders if isinstance(b, str))),
-    ("updated_at", lambda lst, _, __: lst.updatedAt.isoformat() if lst.updatedAt else None),
+    ("Id", lambda lst, _, __: lst.id),
+    ("Link", lambda lst, _, base: f"{base}/listing?id={quote(lst.id or '')}"),
+    ("Name", lambda lst, _, __: lst.name),
+    ("Type", lambda lst, _, __: "; ".join(lst.type)),
+    ("Selling status", lambda lst, _, __: lst.sellingStatus),
+    ("Construction status", lambda lst, _, __: lst.constructionStatus),
+    ("City", lambda lst, _, __: lst.cityOrDistrict),
+    ("Neighbourhood", lambda lst, _, __: "; ".join(lst.neighbourhood)),
+    ("Province", lambda lst, _, __: lst.state),
+    ("Address", lambda lst, _, __: lst.fullAddress),
+    ("Price from (CAD)", lambda lst, _, __: lst.startPrice or None),
+    ("Price to (CAD)", lambda lst, _, __: lst.endPrice or None),
+    ("Prices on request", lambda lst, _, __: bool(lst.contactForPricing)),
+    ("Price per sq ft (CAD)", lambda lst, _, __: lst.averagePricePerSqFeet or None),
+    ("Fewest bedrooms", lambda lst, _, __: lst.minBeds),
+    ("Most bedrooms", lambda lst, _, __: lst.maxBeds),
+    ("Fewest bathrooms", lambda lst, _, __: lst.minBaths),
+    ("Most bathrooms", lambda lst, _, __: lst.maxBaths),
+    ("Smallest plan (sq ft)", lambda lst, _, __: lst.minSize),
+    ("Largest plan (sq ft)", lambda lst, _, __: lst.maxSize),
+    ("Matching plans", lambda lst, _, __: matched_text(lst.matched_floor_plans) or None),
+    ("Completion", lambda lst, _, __: completion(lst)),
+    ("Completion year", lambda lst, _, __: lst.completionYear),
+    ("Builders", lambda lst, names, __: "; ".join(names.get(b, b) for b in lst.builders if isinstance(b, str))),
+    ("Updated (UTC)", lambda lst, _, __: lst.updatedAt.isoformat() if lst.updatedAt else None),
 ]
 
 
 def _cell(value: Any) -> Any:
+    if labels.blank(value):
+        return ""
     if isinstance(value, str) and value.startswith(SPREADSHEET_FORMULA_STARTS):
         return "'" + value  # a spreadsheet must not read a listing's text as a formula
     if isinstance(value, float) and value.is_integer():

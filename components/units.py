@@ -29,10 +29,12 @@ SUMMARY_COLUMNS = {
     "available": st.column_config.NumberColumn("Available", format="%d"),
     "reserved": st.column_config.NumberColumn("Reserved", format="%d"),
     "sold": st.column_config.NumberColumn("Sold", format="%d"),
-    "lowest": st.column_config.NumberColumn(
-        "Lowest available (CAD)", format=MONEY_FORMAT, help="—: nothing available, or no published price"
+    "lowest": st.column_config.TextColumn(
+        "Lowest available (CAD)", help="“Not published”: units are available but the builder lists no prices"
     ),
 }
+NOT_PUBLISHED = "Not published"
+"""The lowest available price where units are available but none has a published price (— is for none available)."""
 NO_UNITS = "This listing's floor plans list no units (houses are sold by the model, and some builders list none)."
 
 
@@ -80,6 +82,13 @@ def lowest_available(frame: pd.DataFrame) -> float | None:
     return float(prices.min()) if len(prices) else None
 
 
+def lowest_text(lowest: float | None, available: int) -> str:
+    """``$689,990``; "Not published" where units are available without a price; "—" where none is available."""
+    if lowest is not None and not pd.isna(lowest):
+        return cad(lowest)
+    return NOT_PUBLISHED if available else MISSING
+
+
 def plan_summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Per plan with units, in the listing's order: how many units, by status, and the lowest available price."""
     plans = frame.groupby("plan_index", sort=True)
@@ -98,7 +107,8 @@ def plan_summary(frame: pd.DataFrame) -> pd.DataFrame:
     summary = summary.reset_index(drop=True)[list(SUMMARY_COLUMNS)]
     for column in ("units", "available", "reserved", "sold"):
         summary[column] = summary[column].fillna(0).astype("int64")
-    summary["lowest"] = pd.to_numeric(summary["lowest"], errors="coerce").astype("float64")
+    lowest = pd.to_numeric(summary["lowest"], errors="coerce")
+    summary["lowest"] = [lowest_text(v, n) for v, n in zip(lowest, summary["available"], strict=True)]
     return summary
 
 
@@ -109,7 +119,7 @@ def render_counts(frame: pd.DataFrame) -> None:
     columns[0].metric("Units", f"{len(frame):,}")
     for column, status in zip(columns[1:-1], STATUS_ORDER, strict=True):
         column.metric(status, f"{counts[status]:,}")
-    columns[-1].metric("Lowest available (CAD)", cad(lowest_available(frame)))
+    columns[-1].metric("Lowest available (CAD)", lowest_text(lowest_available(frame), counts["Available"]))
     summary = plan_summary(frame)
     st.dataframe(
         summary,

@@ -136,3 +136,17 @@ def quarter_label(day: date) -> str:
 
 def interval_label(day: date, interval: str) -> str:
     return quarter_label(day) if interval == QUARTER else f"{day:%b %Y}"
+
+
+SO_FAR = " (so far)"
+"""What a chart adds to the label of the interval in progress: ``Dec 2026 (so far)``."""
+
+
+def interval_end(start: date, interval: str) -> date:
+    """The first day after the interval starting on ``start``."""
+    return add_months(start, 3 if interval == QUARTER else 1)
+
+
+def in_progress(start: date, interval: str, today: date) -> bool:
+    """Whether the interval starting on ``start`` holds ``today``: its figures are partial, to today."""
+    return start <= today < interval_end(start, interval)

@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, urlparse
 
 import pytest
 
+from precon import labels as words
 from precon import market_view as mv
 from precon.client import Client
 from precon.filter_state import PARAMS, FilterState
@@ -90,7 +91,8 @@ def check(page: Any, oracle: Client) -> None:
     if request.group_by:
         grouped = oracle.market_stats(group_by=request.group_by, **asked)  # type: ignore[arg-type]
         for series in grouped.series:
-            shown = [int(row[f"Units sold · {series.group}"]) for row in rows]
+            group = words.group_label(request.group_by, series.group)
+            shown = [int(row[f"Units sold · {group}"]) for row in rows]
             assert shown == [p.unitsSold for p in series.points], series.group
 
 

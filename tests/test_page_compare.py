@@ -191,3 +191,30 @@ def test_haversine_and_completion_dates() -> None:
     keys: list[Any] = [date_key(text) for text in order]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
     assert date_key("TBD") is None
+
+
+@pytest.mark.usefixtures("history_dashboard")
+def test_the_compare_list_is_in_the_address_and_the_owners_store_from_session_to_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from components import auth
+    from components.saved import db_path
+    from precon.compare_lists import CompareLists
+
+    open_page(COMPARE)
+    first, second, third = selling_listings(3)
+    app = healthy(open_page("views/listing.py", {"id": third.id or "", "compare": f"{first.id},{second.id}"}))
+    links = [link.proto.label for link in app.get("page_link") if "compare" in link.proto.page]
+    assert any(label.startswith("Compare (2 of 4") for label in links), links  # the address's list, adopted
+    app = healthy(app.button(key="compare_add").click().run())
+    assert app.query_params["compare"] == f"{first.id},{second.id},{third.id}"  # a reload keeps it
+
+    monkeypatch.setattr(auth, "saver", lambda: "ann@example.com")  # signed in: the list is hers, on any browser
+    store = CompareLists(db_path())
+    store.put("person:ann@example.com", [])
+    for listing in (second, third):  # each opened by its address: a new session each
+        app = healthy(open_page("views/listing.py", {"id": listing.id or ""}))
+        healthy(app.button(key="compare_add").click().run())
+    assert store.get("person:ann@example.com") == [second.id, third.id]
+    app = healthy(open_page(COMPARE))  # a new session, no ids in the address: her stored list
+    assert list(compare_table(app).columns) == [second.name, third.name]

@@ -21,6 +21,7 @@ from components import api
 from components.deposits import dollar_steps, plan_label, priced_plans, total_percent
 from components.formatting import cad, markdown_text, size_text
 from components.listing_facts import company
+from precon import labels
 from precon.listing_checks import Contradiction, contradictions
 from precon.models import Listing
 from precon.service.config import ServiceSettings
@@ -365,7 +366,8 @@ def test_the_inventory_counts_lowest_price_and_a_picked_unit_are_the_listings_un
         for status in ("Available", "Reserved", "Sold"):
             assert row[status.lower()] == sum(1 for unit in plan.units if unit.status == status)
         prices = [unit.price for unit in plan.available_units if unit.price is not None]
-        assert (row["lowest"] == min(prices)) if prices else pd.isna(row["lowest"])
+        expected = cad(min(prices)) if prices else "Not published" if plan.available_units else "—"
+        assert row["lowest"] == expected
     assert not re.search(r"\bNone\b|\bnan\b", summary.astype(str).to_string())
 
     # The grid is drawn; picking a unit (as a click on it does) shows it and its deposits in its dollars.
@@ -437,8 +439,10 @@ def test_the_history_table_and_price_chart_are_the_listings_history() -> None:
 
     def check(frame: pd.DataFrame, entries: list[Any]) -> None:
         assert len(frame) == len(entries)
-        assert list(frame["field"].fillna("")) == [e.field or "" for e in entries]
-        assert list(frame["change"]) == [e.change for e in entries]
+        assert list(frame["field"].fillna("")) == [labels.field_label(e.field) for e in entries]
+        assert list(frame["change"]) == [labels.change_label(e.change) for e in entries]
+        assert list(frame["scope"]) == [labels.scope_label(e.scope) for e in entries]
+        assert set(frame["scope"]) <= {"Listing", "Floor plan", "Unit"} and "updated" not in set(frame["change"])
         assert list(frame["unit_number"].fillna("")) == [e.unit or "" for e in entries]
         for (_, row), entry in zip(frame.iterrows(), entries, strict=True):
             assert same(row["from"], entry.before) and same(row["to"], entry.after), (row, entry)

@@ -15,6 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components import market_stats as ms
+from precon import labels as words
 from precon import market_view as mv
 from precon.client import Client
 from precon.errors import NotFound
@@ -129,18 +130,25 @@ def test_grouped_by_city_a_column_per_group(dashboard: None, oracle: Client) -> 
     assert len(shown.columns) == 2 + len(grouped.series)
 
 
-def test_grouped_by_bedrooms_a_column_per_bedroom_count(dashboard: None, oracle: Client) -> None:
+def test_grouped_by_bedrooms_a_column_per_bedroom_count_named_and_ordered_as_people_say_them(
+    dashboard: None, oracle: Client
+) -> None:
     request = mv.MarketRequest("month", mv.add_months(today().replace(day=1), -5), today().replace(day=1), "bedrooms")
     app = open_page(PAGE, request.to_params(today()))
     assert not app.exception, [e.value for e in app.exception]
     assert not [w.value for w in app.warning]
     grouped = asked(oracle, request, FilterState(), group_by="floorPlans.numberOfBedrooms")
     assert len(grouped.series) > 1 and all(float(s.group or "x") >= 0 for s in grouped.series)
+    counts = sorted(float(s.group or "0") for s in grouped.series)
+    named = ["Studio" if n == 0 else f"{int(n)} bed + den" if n % 1 == 0.5 else f"{n:g} bed" for n in counts]
     for index, measures in SECTIONS.items():
         shown = table_values(app, index)
+        assert [c.partition(" · ")[2] for c in shown.columns[2:]][: len(named)] == named, "in bedroom order"
         for k, series in enumerate(grouped.series):
+            group = words.group_label("floorPlans.numberOfBedrooms", series.group)
+            assert group.endswith(("bed", "Studio", "den")), group
             for measure, label in measures:
-                assert same(shown[f"{label} · {series.group}"], column(grouped, measure, k)), (label, series.group)
+                assert same(shown[f"{label} · {group}"], column(grouped, measure, k)), (label, series.group)
 
 
 def test_the_controls_write_the_address(dashboard: None, oracle: Client) -> None:

@@ -132,9 +132,9 @@ def test_what_changed_since_last_opened_then_mark_as_seen(oracle: Client, store:
     store.record_answer(saved.id, doctored(saved, oracle))
     app = ok(open_page(SAVED))
     assert "1 new, 1 gone, 1 price change, 1 status change" in page_text(app)
-    [diff] = [d.value for d in app.dataframe if "what" in d.value.columns]
-    assert sorted(diff["what"]) == ["match gone", "new match", "price", "status"]
-    assert "Gone Towers" in set(diff["name"])
+    [diff] = [d.value for d in app.dataframe if "What" in d.value.columns]
+    assert sorted(diff["What"]) == ["Match gone", "New match", "Price", "Selling status"]
+    assert "Gone Towers" in set(diff["Name"])
     ok(app.button(key=f"saved_seen_{saved.id}").click().run())
     assert "Marked as seen" in page_text(app) and "nothing changed" in page_text(app)
     assert store.get(saved.id).answer.total == store.get(saved.id).answer.total  # type: ignore[union-attr]

@@ -313,10 +313,10 @@ def test_cards_show_what_matched_and_the_csv_has_every_match_with_links(monkeypa
     rows = list(csv.DictReader(io.StringIO(downloads[-1]().decode("utf-8-sig"))))
     state = shown_state(app)
     assert len(rows) == oracle_total(state)
-    assert all(row["link"].endswith(f"/listing?id={row['id']}") for row in rows)
-    prices = [float(row["price_from_cad"]) for row in rows if row["price_from_cad"]]
+    assert all(row["Link"].endswith(f"/listing?id={row['Id']}") for row in rows)
+    prices = [float(row["Price from (CAD)"]) for row in rows if row["Price from (CAD)"]]
     assert prices == sorted(prices, reverse=True), "the CSV comes in the page's order"
-    assert all("plans match" in row["matching_plans"] for row in rows)
+    assert all("plans match" in row["Matching plans"] for row in rows)
 
 
 @pytest.mark.usefixtures("embedded_dashboard")

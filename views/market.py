@@ -45,17 +45,23 @@ if stats.group_problem:
     )  # fmt: skip
 
 grouped = f", {plural(stats.group_count(), 'group')}" if stats.grouped else ""
+drawn = f"the first {ms.CHART_GROUPS} groups" if stats.group_count() > ms.CHART_GROUPS else "each group"
 st.caption(
     f"{request.describe()} (UTC), over the units of the {plural(total, 'listing')} matching the filters "
     f"now{grouped}."
-    + (f" Charts draw the first {ms.CHART_GROUPS} groups and the market whole; tables keep every group." if
-       stats.group_count() > ms.CHART_GROUPS else "")
+    + (f" Charts draw {drawn} on a scale of its own; the market whole (and every group) is in the tables." if
+       stats.grouped else "")
 )  # fmt: skip
-if (recorded := stats.recorded_from()) is not None:
+recorded, whole = stats.recorded_from(), stats.whole_from()
+if recorded is not None and whole is not None:
     st.caption(
-        f"The history of these listings starts in {mv.interval_label(recorded.date(), request.interval)}: the charts "
-        "start there; the tables and CSVs keep every interval asked for (zeros before it)."
+        f"The history of these listings starts in {mv.interval_label(recorded.date(), request.interval)}, part way "
+        f"through it: the charts start with {mv.interval_label(whole.date(), request.interval)}, the first "
+        f"{request.interval} it covers whole (the first one would count only part of its sales, and every listing "
+        "first seen selling as a launch). The tables and CSVs keep every interval asked for (zeros before it)."
     )
+if (progress := ms.in_progress_note(stats, request.interval)) is not None:
+    st.caption(progress)
 if stats.total.empty:
     st.info("No interval in this period: widen it.", icon=":material/event_busy:")
     st.stop()
@@ -86,10 +92,15 @@ ms.table_and_csv(
 
 st.subheader("Launches per quarter")
 launches = ms.launch_frame(stats)
-first_quarter = (
-    0 if recorded is None else list(launches["when"]).index(mv.quarter_label(mv.quarter_of(recorded.date())))
+first_quarter = ms.first_whole_quarter(stats)
+drawn_launches = launches.assign(
+    when=[q + (mv.SO_FAR if q == mv.quarter_label(mv.quarter_of(ms.today())) else "") for q in launches["when"]]
 )
-ms.bar_chart(launches.iloc[first_quarter:], [("launches", "Listings launched", "+")], "", "Listings", "market_launch")
+if first_quarter is not None:
+    quarters = list(launches["when"])
+    label = mv.quarter_label(first_quarter)
+    drawn_launches = drawn_launches.iloc[quarters.index(label) if label in quarters else len(quarters) :]
+ms.bar_chart(drawn_launches, [("launches", "Listings launched", "+")], "", "Listings", "market_launch")
 st.caption(
     "Listings whose selling status became Selling Now in each quarter; a listing first recorded as Selling Now counts "
     "in the quarter it was recorded."
@@ -119,8 +130,8 @@ ms.table_and_csv(
 )  # fmt: skip
 
 st.subheader("Price changes")
-moves = stats.total.assign(when=[mv.interval_label(s.date(), interval) for s in stats.total["start"]])
-moves = moves if recorded is None else moves[moves["start"] >= recorded]
+moves = stats.total.assign(when=ms.when_labels(stats.total, interval))
+moves = moves if whole is None else moves[moves["start"] >= whole]
 ms.bar_chart(
     moves, [("priceIncreases", "Increases", "+"), ("priceCuts", "Cuts", "-")], f"Unit price changes per {interval}",
     "Units", "market_moves",

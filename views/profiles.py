@@ -14,9 +14,9 @@ import pandas as pd
 import streamlit as st
 
 from components import api
-from components.formatting import profile_url
 from components.images import safe_image_source
 from components.listing_facts import web_address
+from components.listing_table import OPENING_MODES, picked_row
 from precon.models import Page, Profile
 
 PAGE_SIZES = (10, 25, 50, 100)
@@ -38,7 +38,7 @@ SORT_LABELS = {"asc": "Name A → Z", "dsc": "Name Z → A", "listings": "Most l
 # Widths in pixels, so the address and the website read in full on a 1280-pixel screen beside the sidebar.
 COLUMNS = {
     "logo": st.column_config.ImageColumn("Logo", width=56),
-    "name": st.column_config.LinkColumn("Name", display_text=r"#(.*)$", width=230),
+    "name": st.column_config.TextColumn("Name", width=230, help="Click a name to open the company's profile"),
     "collection": st.column_config.TextColumn("Collection", width=120),
     "address": st.column_config.TextColumn("Address", width=340),
     "website": st.column_config.LinkColumn("Website", display_text=r"^https?://(?:www\.)?([^/?#]+)", width=200),
@@ -92,16 +92,21 @@ def turn(by: int) -> None:
     st.session_state[KEYS["page"]] = max(1, int(st.session_state.get(KEYS["page"], 1)) + by)
 
 
-def profile_link_value(profile: Profile) -> str:
-    path = profile.path or f"{profile.collection or ''}/{profile.profile_id or ''}"
-    return f"{profile_url(path)}#{profile.name or profile.profile_id or path}"
+def profile_path(profile: Profile) -> str:
+    return profile.path or f"{profile.collection or ''}/{profile.profile_id or ''}"
+
+
+def open_profile(profile: Profile) -> None:
+    """The company's profile page, in this tab (a page switch: call it in the run, not in a callback)."""
+    collection, _, profile_id = profile_path(profile).partition("/")
+    st.switch_page("views/profile.py", query_params={"collection": collection, "id": profile_id})
 
 
 def profile_frame(profiles: list[Profile]) -> pd.DataFrame:
     rows = [
         {
             "logo": safe_image_source(profile.logo),
-            "name": profile_link_value(profile),
+            "name": profile.name or profile.profile_id or profile_path(profile),
             "collection": COLLECTION_LABELS.get(profile.collection or "", profile.collection),
             "address": profile.address,
             "website": web_address(profile.website),
@@ -161,7 +166,7 @@ def main() -> None:
     if not result.results:
         st.info("No company matches: try another name or collection.", icon="🔎")
     else:
-        st.dataframe(
+        event = st.dataframe(
             profile_frame(result.results),
             placeholder="—",
             column_config=COLUMNS,
@@ -170,7 +175,13 @@ def main() -> None:
             row_height=ROW_HEIGHT,
             height=min(len(result.results), MAX_VISIBLE_ROWS) * ROW_HEIGHT + HEADER_HEIGHT,
             key="profiles_table",
+            on_select="rerun",
+            selection_mode=OPENING_MODES,
         )
+        row = picked_row(event, "name", len(result.results))
+        if row is not None:
+            open_profile(result.results[row])
+        st.caption("Click a name to open the company's profile.")
 
     # Below the table, clear of the toolbar that opens above its top right corner.
     back, number, where, size, forward = st.columns([1, 1, 3, 1, 1], vertical_alignment="bottom")

@@ -14,11 +14,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components import api, auth, saved_alerts
+from components import api, auth, filter_chips, saved_alerts
 from components import saved as sv
 from components.formatting import markdown_text, plural
 from components.webhook_log import when
-from precon import filters
+from precon import labels
 from precon import saved_searches as store_module
 from precon.errors import BadRequest, NotFound, PreconError
 from precon.models import PROVINCES
@@ -30,7 +30,9 @@ FRESH_TTL_S = 10
 moved a minute ago shows it)."""
 OPENING = "saved_opening"
 SEARCH_PAGE = "views/search.py"
-CHANGE_COLUMNS = ["at", "listingId", "scope", "plan", "unit", "field", "change", "from", "to"]
+CHANGE_COLUMNS = ["When", "Listing id", "About", "Plan", "Unit", "Field", "Change", "From", "To"]
+"""The history table's columns, in people's words (scope, field and change named by :mod:`precon.labels`)."""
+DIFF_COLUMNS = ["What", "Listing id", "Name", "Before", "Now"]
 
 
 # -- actions (callbacks) --------------------------------------------------------------------------------------
@@ -100,28 +102,34 @@ def _money(value: Any) -> str:
 
 
 def changed_frame(changed: WhatChanged) -> pd.DataFrame:
-    rows = [{"what": "new match", "listing": key, "name": m.name, "before": "", "now": ""} for key, m in changed.new]
-    rows += [{"what": "match gone", "listing": key, "name": m.name, "before": "", "now": ""} for key, m in changed.gone]
-    rows += [
-        {"what": "price", "listing": m.listing_id, "name": m.name, "before": _money(m.before), "now": _money(m.after)}
-        for m in changed.prices
-    ]
-    rows += [
-        {"what": "status", "listing": m.listing_id, "name": m.name, "before": m.before or "", "now": m.after or ""}
-        for m in changed.statuses
-    ]
-    return pd.DataFrame(rows, columns=["what", "listing", "name", "before", "now"])
+    rows = [["New match", key, m.name, "", ""] for key, m in changed.new]
+    rows += [["Match gone", key, m.name, "", ""] for key, m in changed.gone]
+    rows += [["Price", m.listing_id, m.name, _money(m.before), _money(m.after)] for m in changed.prices]
+    rows += [["Selling status", m.listing_id, m.name, m.before or "", m.after or ""] for m in changed.statuses]
+    return pd.DataFrame([[labels.cell(v) for v in row] for row in rows], columns=DIFF_COLUMNS)
+
+
+def _text(value: Any) -> str:
+    """A value of any type (a price, a status, a list) as text; blank where unknown."""
+    return "" if labels.blank(value) else str(value)
 
 
 def history_frame(entries: list[Any]) -> pd.DataFrame:
     rows = [
-        {**{c: getattr(e, c, None) for c in CHANGE_COLUMNS[1:7]}, "at": when(e.at), "from": e.before, "to": e.after}
+        [
+            when(e.at),
+            e.listingId,
+            labels.scope_label(e.scope),
+            _text(e.plan),
+            _text(e.unit),
+            labels.field_label(e.field),
+            labels.change_label(e.change),
+            _text(e.before),
+            _text(e.after),
+        ]
         for e in entries
     ]
-    frame = pd.DataFrame(rows, columns=CHANGE_COLUMNS)
-    for column in ("from", "to"):  # values of any type (a price, a status, a list) shown as text
-        frame[column] = frame[column].map(lambda v: "" if v is None else str(v))
-    return frame
+    return pd.DataFrame(rows, columns=CHANGE_COLUMNS)
 
 
 def render_history(saved: SavedSearch) -> None:
@@ -173,11 +181,13 @@ def describe(saved: SavedSearch, matching: int | None) -> str:
 
 
 def filters_text(saved: SavedSearch) -> str:
-    level = sv.unit_level(saved)
-    listing, unit = saved.listing_filter(unit_level=level), saved.unit_filter(unit_level=level)
-    parts = [f"words “{saved.text}”" if saved.text else "", filters.to_query(listing) if listing else ""]
-    parts.append(f"a floor plan with {filters.to_query(unit)}" if unit else "")
-    return " · ".join(p for p in parts if p) or "every listing"
+    """Its filters in people's words: ``Toronto · Selling Now · 2 bed · up to $800,000``."""
+    state = saved.state
+    try:
+        names = filter_chips.reference_names(state)
+    except PreconError:
+        names = {}
+    return labels.describe_filters(state, names)
 
 
 def render_actions(saved: SavedSearch, alerts: list[Alert]) -> None:

@@ -20,6 +20,13 @@ SOLD_BY_THE_UNIT = CONDO_LIKE | {"Townhouse"}
 
 FLOOR_PREMIUM = 0.006
 """Each floor up adds this much to a unit's price."""
+RESERVED_ODDS = 0.0016
+"""A unit's odds of being reserved (not yet firm) in a project that has sold: about the share the market's weekly
+simulation holds reserved at any time (a fifth of a week's sales, firming up at 35 % a week). At 3 %, twenty times
+that, a simulated history's first month firmed up a stock of reservations no later month had, and the Market page
+drew it as a spike of sales."""
+SANDBOX_RESERVED_ODDS = 0.03
+"""The sandbox's: its bytes are pinned, served to clients who compare against them (and it has no history)."""
 VIEW_PREMIUM = {"S": 0.03, "SW": 0.025, "SE": 0.02, "W": 0.01, "E": 0.01, "N": -0.01, "NE": -0.005, "NW": -0.005}
 """What a plan's best exposure adds to its units' prices (a south view most)."""
 
@@ -54,10 +61,19 @@ def _view_premium(plan: dict[str, Any]) -> float:
     return max((VIEW_PREMIUM.get(direction, 0.0) for direction in exposure), default=0.0)
 
 
-def draw_units(lid: str, plans: list[dict[str, Any]], total: int, floors: int, primary: str, selling: str) -> None:
+def draw_units(
+    lid: str,
+    plans: list[dict[str, Any]],
+    total: int,
+    floors: int,
+    primary: str,
+    selling: str,
+    reserved_odds: float = RESERVED_ODDS,
+) -> None:
     """Gives each of ``plans`` its units (``total`` in all, on ``floors``), then the plan's status and start price
     from them: ``Available`` while one of its units is, its lowest available unit's price (its lowest price
-    once sold out). Plans without a published price list their units without one."""
+    once sold out). Plans without a published price list their units without one. ``reserved_odds``: a unit's
+    odds of being reserved in a project that has sold."""
     if not plans or primary not in SOLD_BY_THE_UNIT:
         return
     rng = Random(f"precon/units/{lid}")
@@ -77,12 +93,12 @@ def draw_units(lid: str, plans: list[dict[str, Any]], total: int, floors: int, p
             lift = 1 + FLOOR_PREMIUM * (floor - lowest_floor) + _view_premium(plan)
             price = round_price(base * lift * (0.99 + 0.02 * rand()), 0.5)
         units[id(plan)].append({"unitNumber": _unit_number(floor, stack, ground), "floor": str(floor), "price": price})
-    _draw_statuses(rand, [u for plan in plans for u in units[id(plan)]], sold_share)
+    _draw_statuses(rand, [u for plan in plans for u in units[id(plan)]], sold_share, reserved_odds)
     for plan in plans:
         finish_plan(plan, units[id(plan)])
 
 
-def _draw_statuses(rand: Any, units: list[dict[str, Any]], sold_share: float) -> None:
+def _draw_statuses(rand: Any, units: list[dict[str, Any]], sold_share: float, reserved_odds: float) -> None:
     """Sales took the cheaper units first (the early releases' prices), not strictly: a unit's odds of having sold
     fall with its price's rank in the building."""
     ranked = sorted(range(len(units)), key=lambda k: (units[k]["price"] or 0, k))
@@ -90,7 +106,8 @@ def _draw_statuses(rand: Any, units: list[dict[str, Any]], sold_share: float) ->
     for k, unit in enumerate(units):
         odds = 1.0 if sold_share >= 1 else min(1.0, sold_share * (1.6 - 1.2 * rank_of[k]))
         draw = rand()
-        unit["status"] = SOLD if draw < odds else RESERVED if draw < odds + 0.03 * (sold_share > 0) else AVAILABLE
+        reserved = reserved_odds * (sold_share > 0)
+        unit["status"] = SOLD if draw < odds else RESERVED if draw < odds + reserved else AVAILABLE
 
 
 def finish_plan(plan: dict[str, Any], units: list[dict[str, Any]]) -> None:
