@@ -220,8 +220,18 @@ def counts(summary: mc.Summary) -> None:
         )
 
 
-def weekly_chart(frame: pd.DataFrame, window: mc.Window) -> None:
-    """Changes per week, stacked by kind; every week of the window on the axis, quiet ones too."""
+def kinds_said(kinds: list[str]) -> str:
+    """The kinds picked under "Show", in words: "all kinds", or "Launches and Price cuts"."""
+    if len(kinds) == len(mc.KINDS):
+        return "all kinds"
+    names = [mc.KIND_LABELS[kind] for kind in kinds]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def weekly_chart(frame: pd.DataFrame, window: mc.Window, kinds: list[str]) -> None:
+    """Changes of the kinds picked under "Show" per week, stacked by kind; every week of the window on the axis,
+    quiet ones too. The chart and the table show the same kinds, and the chart says which."""
+    frame = frame[frame["kind"].isin(kinds)]
     weeks = mc.weekly_counts(zip(frame["at"].dt.to_pydatetime(), frame["kind"], strict=True))
     today = datetime.now(UTC).date()
     since, until = window.bounds(today)
@@ -234,9 +244,11 @@ def weekly_chart(frame: pd.DataFrame, window: mc.Window) -> None:
         for (week, kind), count in sorted(weeks.items())
     ]
     data = pd.DataFrame(rows, columns=["week", "kind", "order", "count"])
-    labels = [mc.KIND_LABELS[kind] for kind in mc.KINDS]
+    shown = [kind for kind in mc.KINDS if kind in kinds]
+    labels = [mc.KIND_LABELS[kind] for kind in shown]
+    subtitle = f"Showing {kinds_said(shown)} (as picked under Show) · weeks from Monday (UTC), stacked by kind"
     chart = (
-        alt.Chart(data, title=alt.Title("Changes per week", subtitle="Weeks from Monday (UTC), stacked by kind"))
+        alt.Chart(data, title=alt.Title("Changes per week", subtitle=subtitle))
         .mark_bar()
         .encode(
             x=alt.X("week:O", title="Week of", sort=order, scale=alt.Scale(domain=order), axis=alt.Axis(labelAngle=0)),
@@ -244,7 +256,7 @@ def weekly_chart(frame: pd.DataFrame, window: mc.Window) -> None:
             color=alt.Color(
                 "kind:N",
                 title=None,
-                scale=alt.Scale(domain=labels, range=[KIND_COLOURS[kind] for kind in mc.KINDS]),
+                scale=alt.Scale(domain=labels, range=[KIND_COLOURS[kind] for kind in shown]),
                 legend=alt.Legend(orient="right"),
             ),
             order=alt.Order("order:Q"),
@@ -330,14 +342,19 @@ def current_page(pages: int) -> int:
     return min(max(number, 1), max(pages, 1)) - 1
 
 
-def changes_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """The kind picker, the page of the table, paging; the rows of the kinds picked (for the CSV)."""
+def show_picker() -> list[str]:
+    """The "Show" pills: the kinds the chart and the table show (in the address); the kinds picked."""
     kinds = shown_kinds()
     _set(SHOW_KEY, kinds)
     st.pills(
         "Show", list(mc.KINDS), format_func=mc.KIND_LABELS.get, selection_mode="multi", key=SHOW_KEY,
-        on_change=_on_show,
+        on_change=_on_show, help="The kinds of change the chart and the table show.",
     )  # fmt: skip
+    return kinds
+
+
+def changes_table(frame: pd.DataFrame, kinds: list[str]) -> pd.DataFrame:
+    """The page of the table of the kinds picked, paging; the rows of the kinds picked (for the CSV)."""
     rows = frame[frame["kind"].isin(kinds)]
     if rows.empty:
         st.info("No change of these kinds in the window: widen the window, pick other kinds or remove a filter.")
