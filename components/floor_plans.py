@@ -3,7 +3,7 @@ chart of price against size."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import altair as alt
 import pandas as pd
@@ -29,6 +29,8 @@ COLUMNS = {
 }
 COLOUR_BY = {"Bedrooms": "beds_label", "Status": "status"}
 PRICE_STEP = 5_000
+MATCH_LABEL = "Matches"
+MATCH_HELP = "Matches the unit filters of the search this listing was opened from"
 SLIDER_MONEY_FORMAT = "$%,d"
 """Whole dollars, thousands separated, as sliders print them: ``$689,990``."""
 
@@ -112,16 +114,20 @@ def price_size_chart(frame: pd.DataFrame, colour: str) -> alt.Chart | None:
     )
 
 
-def render_floor_plans(plans: Sequence[FloorPlan] | None, key: str) -> None:
-    """Filters, the table and the chart; ``key`` keeps this listing's widgets apart from another's."""
-    if not plans:
-        st.info("No floor plans are published for this listing yet.", icon="📐")
-        return
-    frame = plan_frame(plans)
+def price_steps(frame: pd.DataFrame) -> tuple[int, int] | None:
+    """The price slider's ends (whole steps around the plans' prices); None where there is no range to slide."""
+    prices = frame["price"].dropna()
+    if not len(prices) or prices.min() >= prices.max():
+        return None
+    return int(prices.min() // PRICE_STEP * PRICE_STEP), int(-(-prices.max() // PRICE_STEP) * PRICE_STEP)
+
+
+def plan_filters(
+    frame: pd.DataFrame, key: str, steps: tuple[int, int] | None
+) -> tuple[list[str], list[float], float | None]:
+    """The status, bedrooms and price-limit filters (the limit None where it is at its end, or there is none)."""
     statuses = sorted(frame["status"].dropna().unique())
     bed_options = sorted(b for b in frame["beds"].dropna().unique())
-    prices = frame["price"].dropna()
-
     columns = st.columns([2, 2, 3])
     chosen_status = columns[0].multiselect(
         "Status", statuses, key=f"{key}_status", placeholder="Any status", select_all=False
@@ -130,9 +136,8 @@ def render_floor_plans(plans: Sequence[FloorPlan] | None, key: str) -> None:
         "Bedrooms", bed_options, key=f"{key}_beds", format_func=beds_label, placeholder="Any", select_all=False
     )
     max_price: float | None = None
-    if len(prices) and prices.min() < prices.max():
-        low = int(prices.min() // PRICE_STEP * PRICE_STEP)
-        high = int(-(-prices.max() // PRICE_STEP) * PRICE_STEP)
+    if steps is not None:
+        low, high = steps
         limit = columns[2].slider(
             "Max price (CAD)",
             min_value=low,
@@ -144,6 +149,29 @@ def render_floor_plans(plans: Sequence[FloorPlan] | None, key: str) -> None:
         )
         if limit < high:
             max_price = float(limit)
+    return chosen_status, chosen_beds, max_price
+
+
+def render_floor_plans(
+    plans: Sequence[FloorPlan] | None,
+    key: str,
+    matched: frozenset[int] | None = None,
+    preset: Callable[[pd.DataFrame, tuple[int, int] | None], None] | None = None,
+) -> None:
+    """Filters, the table and the chart; ``key`` keeps this listing's widgets apart from another's. ``matched``:
+    the plans (by position) a search's unit filters match, marked in a column of their own; ``preset`` sets the
+    filters' state before they are drawn (from the frame and the price slider's ends)."""
+    if not plans:
+        st.info("No floor plans are published for this listing yet.", icon="📐")
+        return
+    frame = plan_frame(plans)
+    if matched is not None:
+        frame.insert(1, "match", [index in matched for index in range(len(frame))])
+    steps = price_steps(frame)
+    if preset is not None:
+        preset(frame, steps)
+
+    chosen_status, chosen_beds, max_price = plan_filters(frame, key, steps)
     shown = filter_plans(frame, chosen_status, chosen_beds, max_price)
 
     st.caption(
@@ -152,7 +180,7 @@ def render_floor_plans(plans: Sequence[FloorPlan] | None, key: str) -> None:
     )
     st.dataframe(
         shown,
-        column_config=COLUMNS,
+        column_config={**COLUMNS, "match": st.column_config.CheckboxColumn(MATCH_LABEL, help=MATCH_HELP)},
         hide_index=True,
         width="stretch",
         row_height=48,

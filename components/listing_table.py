@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components import shared_filters
+from components import listing_marks, shared_filters
 from components.formatting import completion, listing_link_value, number_range, price_text
 from components.images import safe_image_source
 from precon.models import Listing
@@ -75,9 +75,10 @@ def picked_row(event: Any, column: str, count: int) -> int | None:
 
 def open_listing(listing_id: str, opened_from: str) -> None:
     """The listing page, in this tab; its "Back to results" link returns to ``opened_from`` (a page's script) as it
-    is now. Call it in the page's run, not in a callback: a page switch is allowed only there."""
+    is now, with the unit filters of its address (the listing marks what they match). Call it in the page's run,
+    not in a callback: a page switch is allowed only there."""
     shared_filters.remember_results(opened_from, dict(st.query_params.to_dict()))
-    st.switch_page("views/listing.py", query_params={"id": listing_id})
+    st.switch_page("views/listing.py", query_params=listing_marks.listing_params(listing_id))
 
 
 def listing_table(

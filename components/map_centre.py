@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from components import api, shared_filters
+from components import api, listing_marks, shared_filters
 from components.formatting import cad, markdown_text
 from components.images import draw_image
 from components.listing_table import COLUMNS, listing_frame
@@ -445,9 +445,14 @@ def listing_card(listing: Listing, centre: tuple[float, float]) -> None:
         distance = distance_km(listing, centre)
         if distance is not None:
             st.caption(f"{distance:,.1f} km from the centre")
-        st.page_link("views/listing.py", label="Open listing", icon="🏢", query_params={"id": listing.id or ""})
+        st.page_link(
+            "views/listing.py",
+            label="Open listing",
+            icon="🏢",
+            query_params=listing_marks.listing_params(listing.id or ""),
+        )
         if st.button("Go to listing", key="map_go_listing", icon="➡️", width="stretch"):
-            st.switch_page("views/listing.py", query_params={"id": listing.id or ""})
+            st.switch_page("views/listing.py", query_params=listing_marks.listing_params(listing.id or ""))
         if listing.geoloc is not None:
             st.button(
                 "Centre here",

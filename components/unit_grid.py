@@ -17,6 +17,8 @@ from precon.models import FloorPlan, PaymentStructure
 
 STATUS_COLOURS = {"Available": "#2e9e5b", "Reserved": "#f0a630", "Sold": "#a9a9a9"}
 OTHER_COLOUR = "#d9d9d9"
+MATCH_COLOUR = "#1d4ed8"
+"""The outline of a unit a search's unit filters match."""
 ROW_PX, HEADER_PX, MIN_HEIGHT_PX = 24, 110, 150
 """A floor's height, and what the legend and the stacks' axis take above the floors (Streamlit's chart height
 includes them)."""
@@ -26,7 +28,8 @@ LABELLED_STACKS = 24
 
 def grid_data(frame: pd.DataFrame) -> pd.DataFrame:
     """The units as the chart draws them: a floor label sorted as a number, the price as text for the tooltip."""
-    data = frame[["unit", "floor", "stack", "plan", "status", "price"]].copy()
+    data = frame[["unit", "floor", "stack", "plan", "status", "price", "match"]].copy()
+    data["match"] = data["match"].astype(bool)
     data["row"] = data.index.astype(str)
     data["floor_label"] = data["floor"].map(lambda f: MISSING if pd.isna(f) else f"{f:.0f}")
     data["price_text"] = data["price"].map(lambda p: cad(None if pd.isna(p) else float(p)))
@@ -61,7 +64,12 @@ def grid_chart(data: pd.DataFrame) -> alt.LayerChart:
     cells = (
         base.mark_rect(strokeWidth=1.5, cornerRadius=2)
         .encode(
-            stroke=alt.when(picked, empty=False).then(alt.value("#111111")).otherwise(alt.value("white")),
+            stroke=alt.when(picked, empty=False)
+            .then(alt.value("#111111"))
+            .when(alt.datum.match)
+            .then(alt.value(MATCH_COLOUR))
+            .otherwise(alt.value("white")),
+            strokeWidth=alt.when(alt.datum.match).then(alt.value(3)).otherwise(alt.value(1.5)),
             color=alt.Color(
                 "status:N",
                 title="Status",
@@ -149,6 +157,8 @@ def render_grid(
     chosen = st.selectbox(
         "Unit", list(rows), index=None, key=pick_key, placeholder="Click a unit in the grid, or pick one here"
     )
+    if frame["match"].any():
+        st.caption(f"Outlined in blue: the {int(frame['match'].sum()):,} units matching your search.")
     if chosen is None:
         st.caption("Hover over a unit for its plan and price; click it for its details and deposits.")
         return

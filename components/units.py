@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
+from components.floor_plans import MATCH_HELP, MATCH_LABEL
 from components.formatting import MISSING, MONEY_FORMAT, cad
 from components.unit_grid import render_grid
 from precon.models import FloorPlan, PaymentStructure
@@ -20,8 +21,8 @@ COLUMNS = {
     "status": st.column_config.TextColumn("Status"),
     "price": st.column_config.NumberColumn("Price (CAD)", format=MONEY_FORMAT, help="—: no published price"),
 }
-HIDDEN = ("stack", "plan_index")
-"""In the frame for the grid, not in the table."""
+HIDDEN = ("stack", "plan_index", "unit_index", "match")
+"""In the frame for the grid, not in the table (``match`` is shown where a search's unit filters mark units)."""
 STATUS_ORDER = ("Available", "Reserved", "Sold")
 SUMMARY_COLUMNS = {
     "plan": st.column_config.TextColumn("Plan", width="medium"),
@@ -59,9 +60,11 @@ def unit_frame(plans: Sequence[FloorPlan]) -> pd.DataFrame:
             "price": unit.price,
             "stack": stack_of(unit.unitNumber, unit.floor_number),
             "plan_index": index,
+            "unit_index": position,
+            "match": False,
         }
         for index, plan in enumerate(plans)
-        for unit in plan.units
+        for position, unit in enumerate(plan.units)
     ]
     frame = pd.DataFrame(rows, columns=[*COLUMNS, *HIDDEN])
     for column in ("floor", "beds", "price"):
@@ -131,7 +134,7 @@ def render_counts(frame: pd.DataFrame) -> None:
     )
 
 
-def render_table(frame: pd.DataFrame, counts: dict[str, int], key: str) -> None:
+def render_table(frame: pd.DataFrame, counts: dict[str, int], key: str, marked: bool = False) -> None:
     """The units as a table, filtered by status (available ones at first) and plan."""
     filters = st.columns([2, 3])
     chosen = filters[0].multiselect(
@@ -145,16 +148,28 @@ def render_table(frame: pd.DataFrame, counts: dict[str, int], key: str) -> None:
     if chosen_plans:
         shown = shown[shown["plan"].isin(chosen_plans)]
     st.caption(f"Showing {len(shown):,} of {len(frame):,} units.")
-    st.dataframe(shown[list(COLUMNS)], column_config=COLUMNS, hide_index=True, width="stretch", placeholder=MISSING)
+    columns = {
+        **COLUMNS,
+        **({"match": st.column_config.CheckboxColumn(MATCH_LABEL, help=MATCH_HELP)} if marked else {}),
+    }
+    st.dataframe(shown[list(columns)], column_config=columns, hide_index=True, width="stretch", placeholder=MISSING)
 
 
-def render_units(plans: Sequence[FloorPlan] | None, key: str, structures: Sequence[PaymentStructure] = ()) -> None:
-    """The inventory: counts, the building as a grid of floors by stacks (a click shows a unit), the units table."""
+def render_units(
+    plans: Sequence[FloorPlan] | None,
+    key: str,
+    structures: Sequence[PaymentStructure] = (),
+    matched: frozenset[tuple[int, int]] | None = None,
+) -> None:
+    """The inventory: counts, the building as a grid of floors by stacks (a click shows a unit), the units table.
+    ``matched``: the units (plan position, unit position) a search's unit filters match, marked in both."""
     frame = unit_frame(plans or ())
     if frame.empty:
         st.info(NO_UNITS, icon="🏢")
         return
+    if matched is not None:
+        frame["match"] = [pair in matched for pair in zip(frame["plan_index"], frame["unit_index"], strict=True)]
     render_counts(frame)
     render_grid(frame, list(plans or ()), structures, key=f"{key}_grid")
-    with st.expander("All units as a table", icon=":material/table_rows:"):
-        render_table(frame, status_counts(frame), key)
+    with st.expander("All units as a table", icon=":material/table_rows:", expanded=matched is not None):
+        render_table(frame, status_counts(frame), key, marked=matched is not None)

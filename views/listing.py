@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from components import api, saved, shared_filters
+from components import api, listing_marks, saved, shared_filters
 from components.compare import render_compare_button
 from components.deposits import render_deposits
 from components.floor_plans import render_floor_plans
@@ -179,6 +179,28 @@ def render_title(listing: Listing) -> None:
     st.caption(f"{markdown_text(place)} · id {markdown_text(listing.id)} · data fetched at {fetched}")
 
 
+def render_plans_and_units(listing: Listing) -> None:
+    """The floor plans and the inventory; with the unit filters of the search that opened the listing, what they
+    match marked in both and the plans' filters set from them."""
+    listing_id = listing.id or ""
+    st.subheader("Floor plans")
+    plans_key = f"plans:{listing_id}"
+    marked = listing_marks.current(listing.floorPlans)
+    if marked is None:
+        render_floor_plans(listing.floorPlans, key=plans_key)
+    else:
+        state, matching = marked
+        render_floor_plans(
+            listing.floorPlans,
+            key=plans_key,
+            matched=matching.plans,
+            preset=lambda frame, steps: listing_marks.preset(plans_key, listing_id, state, frame, steps),
+        )
+    st.subheader("Inventory")
+    render_units(listing.floorPlans, key=f"units:{listing_id}", structures=listing.paymentStructures,
+                 matched=None if marked is None else marked[1].units)  # fmt: skip
+
+
 def render_listing(listing: Listing) -> None:
     listing_id = listing.id or ""
     similar, similar_error = similar_listings(listing_id)
@@ -204,10 +226,7 @@ def render_listing(listing: Listing) -> None:
     render_contradictions(found, "pricing")
     render_pricing(listing)
 
-    st.subheader("Floor plans")
-    render_floor_plans(listing.floorPlans, key=f"plans:{listing_id}")
-    st.subheader("Inventory")
-    render_units(listing.floorPlans, key=f"units:{listing_id}", structures=listing.paymentStructures)
+    render_plans_and_units(listing)
 
     st.subheader("History")
     render_history(listing, key=f"history:{listing_id}")
