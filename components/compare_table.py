@@ -10,13 +10,15 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Literal
 
 import pandas as pd
 
 from components.deposits import dollar_steps, total_percent
-from components.formatting import MISSING, cad, completion, markdown_text, money, profile_name
+from components.formatting import MISSING, cad, completion_said, markdown_text, money, profile_name
 from precon import filters
+from precon.completion import completion_passed
 from precon.filters import Expr
 from precon.models import FloorPlan, Listing, Unit
 
@@ -157,8 +159,11 @@ def date_key(text: str | None) -> float | None:
     return int(found.group(1)) + ((month or 6) - 1) / 12
 
 
-def completion_key(listing: Listing) -> float | None:
-    """When the listing completes, as a sortable number: its latest estimate, else its completion date or year."""
+def completion_key(listing: Listing, today: date | None = None) -> float | None:
+    """When the listing completes, as a sortable number: its latest estimate, else its completion date or year;
+    None where its completion is behind it (complete, or the date passed): that is no "soonest completion"."""
+    if completion_passed(listing, today or date.today()):
+        return None
     for text in (listing.estimatedCompletionDate, listing.completionDate):
         key = date_key(text)
         if key is not None:
@@ -168,7 +173,7 @@ def completion_key(listing: Listing) -> float | None:
 
 def completion_text(listing: Listing) -> str:
     """``Fall 2028 (estimated Spring 2028)``: the completion date, and the latest estimate where it differs."""
-    stated = completion(listing)
+    stated = completion_said(listing)
     estimate = listing.estimatedCompletionDate
     if estimate and not listing.estimatedCompletionDateTBD and estimate != stated:
         return f"{stated} (estimated {estimate})" if stated != MISSING else f"{estimate} (estimated)"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import date
 from urllib.parse import quote
 
+from precon.completion import completion_note
 from precon.models import Listing, Profile
 
 MISSING = "—"
@@ -105,6 +107,16 @@ def profile_name(reference: str | Profile) -> str:
     if isinstance(reference, Profile):
         return reference.name or reference.path or MISSING
     return reference
+
+
+def completion_said(listing: Listing, today: date | None = None) -> str:
+    """The completion date, with "completed" or "completion date passed" where it is behind the listing
+    (:mod:`precon.completion`): ``Fall 2024 (completed)``, never read as upcoming."""
+    stated = completion(listing)
+    note = completion_note(listing, today or date.today())
+    if note is None:
+        return stated
+    return note[0].upper() + note[1:] if stated == MISSING else f"{stated} ({note})"
 
 
 def completion(listing: Listing) -> str:

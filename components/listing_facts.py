@@ -18,7 +18,15 @@ import pandas as pd
 import streamlit as st
 
 from components import maps
-from components.formatting import MISSING, completion, markdown_text, money, number_range, profile_url, size_text
+from components.formatting import (
+    MISSING,
+    completion_said,
+    markdown_text,
+    money,
+    number_range,
+    profile_url,
+    size_text,
+)
 from components.images import safe_image_source
 from precon.listing_checks import Contradiction, Section, incentive_plain_text
 from precon.models import Listing, Profile
@@ -127,7 +135,7 @@ def key_facts(listing: Listing) -> list[tuple[str, str]]:
         ("Bedrooms", number_range(listing.minBeds, listing.maxBeds)),
         ("Bathrooms", number_range(listing.minBaths, listing.maxBaths)),
         ("Size", size),
-        ("Completion", completion(listing)),
+        ("Completion", completion_said(listing)),
         (
             "Estimated completion",
             when(listing.estimatedCompletionDate, listing.estimatedCompletionYear, listing.estimatedCompletionDateTBD),
@@ -247,7 +255,7 @@ def render_header_metrics(listing: Listing) -> None:
     columns[0].metric("Start price (CAD)", "On request" if on_request else _money(listing.startPrice))
     columns[1].metric("End price (CAD)", "On request" if on_request else _money(listing.endPrice))
     columns[2].metric("Average $/sq ft", _money(listing.averagePricePerSqFeet or None))
-    columns[3].metric("Completion", completion(listing))
+    columns[3].metric("Completion", completion_said(listing))
 
 
 def render_photos(listing: Listing) -> None:

@@ -129,6 +129,9 @@ def render_details(row: pd.Series, plan: FloorPlan | None, structures: Sequence[
             beds = "Studio" if plan.numberOfBedrooms == 0 else f"{plan.numberOfBedrooms or 0:g} bed"
             size = f" · {plan.squareFeet:,.0f} sq ft" if plan.squareFeet else ""
             st.caption(f"{beds}{size}")
+        if row["status"] == "Sold":
+            st.caption("This unit is sold: no deposits are due on it. The listing's deposit structure is below.")
+            return
         if not structures:
             st.caption("No deposit structure is published for this listing.")
             return
