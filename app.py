@@ -8,12 +8,20 @@ from components import api, auth, compare_list
 from components.sidebar import render_sidebar
 
 st.set_page_config(page_title="Precon Explorer", page_icon="🏗️", layout="wide")
-# Narrower side margins than Streamlit's wide layout, so a results table fits a 1280-pixel screen beside the sidebar.
-# (st.markdown, whose code every page loads anyway: st.html would fetch a module of its own on a cold load.)
-st.markdown(
-    "<style>[data-testid='stMainBlockContainer'] {padding-left: 1.5rem; padding-right: 1.5rem;}</style>",
-    unsafe_allow_html=True,
+# The app's layout, in this one place (st.markdown, whose code every page loads anyway: st.html would fetch a module
+# of its own on a cold load):
+# - narrower side margins than Streamlit's wide layout, so a results table fits a 1280-pixel screen beside the sidebar;
+# - the page title near the top (Streamlit's 6rem top padding left ~110 px empty above every title): the header bar,
+#   which holds only the menu at its right (toolbarMode minimal), made see-through so the title may sit under it;
+# - pills wrap onto a second line in a narrow column instead of being cut off ("Semi…", "Pre Constr…").
+LAYOUT_CSS = (
+    "<style>"
+    "[data-testid='stMainBlockContainer'] {padding-left: 1.5rem; padding-right: 1.5rem; padding-top: 2.5rem;}"
+    "[data-testid='stHeader'] {background: transparent;}"
+    "[data-testid='stButtonGroup'] > div {flex-wrap: wrap; overflow: visible;}"
+    "</style>"
 )
+st.markdown(LAYOUT_CSS, unsafe_allow_html=True)
 
 # Before anything else: who is signed in (with [auth] configured), or that serving without sign-in is allowed here.
 person = auth.gate()

@@ -1,0 +1,67 @@
+"""The layout on a 1440×900 screen in chromium: every page's title sits near the top (Streamlit's own top padding
+left about 110 px empty above it), and the Facets page's filter pills are whole, wrapping instead of being cut off
+("Semi…", "Pre Constr…"). Screenshots in tests/screenshots/layout-*.png."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.browser_support import Dashboard, assert_no_exception, page_of, screenshot, settle
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+WIDTH, HEIGHT = 1440, 900
+MOST_TITLE_TOP_PX = 70
+"""Where the title's box may start at most (it started at 112 px)."""
+PAGES = [
+    ("", "Listings by province"),
+    ("search", "results in"),
+    ("facets", "Counts per facet"),
+    ("map", "listings within"),
+]
+
+
+@pytest.fixture
+def screen(browser: Any) -> Iterator[Any]:
+    with page_of(browser, WIDTH, HEIGHT) as opened:
+        yield opened
+
+
+@pytest.mark.parametrize(("path", "text"), PAGES)
+def test_the_title_sits_near_the_top(dashboard: Dashboard, screen: Any, path: str, text: str) -> None:
+    screen.goto(f"{dashboard.url}/{path}")
+    settle(screen, text)
+    assert_no_exception(screen)
+    top = screen.evaluate("() => document.querySelector('h1').getBoundingClientRect().top")
+    assert 0 <= top <= MOST_TITLE_TOP_PX, f"the title starts {top} px down"
+    menu = screen.locator('[data-testid="stMainMenu"]')
+    if menu.count():  # the header's menu stays clear of the title's text
+        heading = screen.locator("h1").first.bounding_box()
+        button = menu.first.bounding_box()
+        assert button["y"] + button["height"] <= heading["y"] + 16 or button["x"] > heading["x"] + heading["width"]
+
+
+def test_the_facets_pills_are_whole(dashboard: Dashboard, screen: Any) -> None:
+    screen.goto(f"{dashboard.url}/facets")
+    settle(screen, "Counts per facet")
+    assert_no_exception(screen)
+    cut = screen.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stButtonGroup"]')].flatMap(group => {
+            const box = group.getBoundingClientRect();
+            return [...group.querySelectorAll('button')].filter(button => {
+                const own = button.getBoundingClientRect();
+                const label = button.querySelector('p') || button;
+                return own.right > box.right + 0.5 || own.left < box.left - 0.5
+                    || label.scrollWidth > label.clientWidth + 0.5;
+            }).map(button => button.innerText);
+        })"""
+    )
+    labels = screen.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stButtonGroup"] button')].map(b => b.innerText)"""
+    )
+    assert {"Semi-Detached", "Pre Construction", "Selling Now"} <= set(labels), labels
+    assert cut == [], f"pills cut off: {cut}"
+    screenshot(screen, "layout-facets")
