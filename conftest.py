@@ -1,3 +1,4 @@
-"""Fixtures shared by the test modules: the dashboard under AppTest, and the dashboard in a real browser."""
+"""Fixtures shared by the test modules: the dashboard under AppTest, the dashboard in a real browser, the webhook
+service and its receiver."""
 
-pytest_plugins = ["tests.dashboard_support", "tests.browser_support"]
+pytest_plugins = ["tests.dashboard_support", "tests.browser_support", "tests.webhook_support"]

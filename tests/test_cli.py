@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from precon.service.stores.postgres.store import PostgresCatalogueStore
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
 from tests import pg_support
+from tests.ports import free_port
 
 pg_cluster = pg_support.pg_cluster
 
@@ -410,13 +410,6 @@ def test_catalogue_import_exits_1_when_every_record_is_bad(tmp_path: Path) -> No
 # ----------------------------------------------------------------------------------------------------------
 # precon serve --dev
 # ----------------------------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def test_serve_dev_answers_with_the_development_key(tmp_path: Path) -> None:
