@@ -41,6 +41,7 @@ from precon.service.stores.simulation import (
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.sqlite.writes import StaleUpdate
 from precon.service.stores.types import CatalogueChange
+from tests.catalogues import generated_catalogue
 
 START = date(2024, 3, 1)
 
@@ -91,7 +92,7 @@ def _stored(path: Path, built: catalogue.Catalogue, at: float | None = None) -> 
 
 @pytest.fixture(scope="module")
 def built() -> catalogue.Catalogue:
-    return catalogue.generate(150, seed=5)
+    return generated_catalogue(150, seed=5)
 
 
 def _edited(doc: dict[str, Any], k: int) -> dict[str, Any]:
@@ -312,7 +313,7 @@ def _history(store: SQLiteStore, with_province: bool = False) -> list[tuple[Any,
 
 @pytest.fixture(scope="module")
 def two_years() -> tuple[catalogue.Catalogue, list[tuple[Any, ...]], list[dict[str, Any]]]:
-    built = catalogue.generate(400, seed=9)
+    built = generated_catalogue(400, seed=9)
     past = simulated_past(built.listings, 730, seed=1, end=date(2024, 12, 31))
     return built, past.history, past.listings
 
