@@ -30,9 +30,9 @@ from precon.service.logs import JsonFormatter, TextFormatter
 from precon.service.server import ServerThread
 from precon.service.webhooks.model import Event
 from precon.service.webhooks.sqlite import WebhookStore
+from tests.cli_support import PRECON, clean_env, run_precon
 from tests.conftest import Api
 from tests.ports import free_port
-from tests.test_cli import PRECON, clean_env, run_precon
 from tests.test_service_workers import Served, serve
 from tests.webhook_support import Receiver
 
