@@ -24,6 +24,7 @@ from precon.client import Client
 from precon.service.embedded import EmbeddedService
 from tests.dashboard_support import make_catalogue
 from tests.ports import free_port
+from tests.waiting import START_TIMEOUT_S
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "tests" / "screenshots"
@@ -121,7 +122,7 @@ def running_dashboard(
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             try:
                 if httpx.get(url + "/_stcore/health", timeout=2).status_code == 200:

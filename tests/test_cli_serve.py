@@ -19,6 +19,7 @@ from precon.service.stores.postgres.store import PostgresCatalogueStore
 from tests import pg_support
 from tests.cli_support import PRECON, clean_env, listing, run_precon, write_ndjson
 from tests.ports import free_port
+from tests.waiting import START_TIMEOUT_S
 
 pg_cluster = pg_support.pg_cluster
 
@@ -40,7 +41,7 @@ def test_serve_dev_answers_with_the_development_key(tmp_path: Path) -> None:
     base = f"http://127.0.0.1:{port}"
     try:
         with httpx.Client(timeout=10) as http:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + START_TIMEOUT_S
             while True:
                 assert process.poll() is None, (tmp_path / "serve.log").read_text()
                 try:
@@ -48,7 +49,7 @@ def test_serve_dev_answers_with_the_development_key(tmp_path: Path) -> None:
                         break
                 except httpx.TransportError:
                     pass
-                assert time.monotonic() < deadline, "the service did not answer /healthz within 60 s"
+                assert time.monotonic() < deadline, f"the service did not answer /healthz within {START_TIMEOUT_S} s"
                 time.sleep(0.2)
             assert http.get(base + "/healthz").json() == {
                 "status": "ok",

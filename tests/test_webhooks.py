@@ -28,7 +28,7 @@ from precon.service.webhooks.model import (
 from precon.service.webhooks.sqlite import WebhookStore
 from precon.service.webhooks.targets import TargetPolicy, TargetRefused
 from tests.ports import free_port
-from tests.waiting import wait_until
+from tests.waiting import START_TIMEOUT_S, wait_until
 
 if TYPE_CHECKING:
     pass
@@ -273,16 +273,19 @@ def test_a_delivery_stored_before_a_hard_kill_is_sent_after_the_restart(tmp_path
     command = [sys.executable, "-m", "precon.cli", "serve", "--dev", "--port", str(port), "--data", str(data)]
 
     def start() -> subprocess.Popen[bytes]:
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
+        log = tmp_path / f"serve-{len(list(tmp_path.glob('serve-*.log')))}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
+            assert process.poll() is None, log.read_text(errors="replace")[-3000:]
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
                     return process
             except httpx.TransportError:
                 time.sleep(0.1)
         process.kill()
-        raise AssertionError("the service did not start")
+        raise AssertionError(f"the service did not start: {log.read_text(errors='replace')[-3000:]}")
 
     first = start()
     try:
