@@ -8,9 +8,9 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 API_PORT ?= 8000
 # Test processes (pytest-xdist): most tests wait on servers, browsers and subprocesses, so more processes than cores
-# overlap those waits. A module's tests stay in one process (--dist loadfile): its module fixtures start once.
+# overlap those waits. conftest.py groups the tests: a module's tests in one process, the browser tests in one.
 WORKERS ?= 4
-PYTEST_PARALLEL = -n $(WORKERS) --dist loadfile
+PYTEST_PARALLEL = -n $(WORKERS) --dist loadgroup
 
 .PHONY: run serve test check lint bench bench-soak bench-dashboard bench-map bench-peers bench-cluster bench-history lock install clean
 
