@@ -7,8 +7,12 @@ UV := $(shell command -v uv 2>/dev/null || echo $(PYTHON) -m uv)
 HOST ?= 127.0.0.1
 PORT ?= 8501
 API_PORT ?= 8000
+# Test processes (pytest-xdist): most tests wait on servers, browsers and subprocesses, so more processes than cores
+# overlap those waits. conftest.py groups the tests: a module's tests in one process, the browser tests in one.
+WORKERS ?= 4
+PYTEST_PARALLEL = -n $(WORKERS) --dist loadgroup
 
-.PHONY: run serve test lint bench bench-soak bench-dashboard bench-map bench-peers bench-cluster bench-history lock install clean
+.PHONY: run serve test check lint bench bench-soak bench-dashboard bench-map bench-peers bench-cluster bench-history lock install clean
 
 install: $(STAMP)
 
@@ -33,7 +37,13 @@ serve: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL)
+
+# The inner loop: ruff, the layers, and the tests that need neither a browser nor PostgreSQL (a few minutes).
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not browser and not postgres"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,8 @@ import pytest
 from precon.client import Client
 from precon.service.embedded import EmbeddedService
 from tests.dashboard_support import make_catalogue
+from tests.ports import free_port
+from tests.waiting import START_TIMEOUT_S
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "tests" / "screenshots"
@@ -53,12 +54,6 @@ def chromium_path() -> str:
             pytest.fail(message + "; CI requires the browser tests")
         pytest.skip(message)
     return path
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -94,7 +89,7 @@ def running_dashboard(
     """``streamlit run app.py`` on a free port over ``data_dir`` (``settings``: more environment; ``args``: more
     options, such as ``--secrets.files``), listening on ``address``, until it answers its health check on loopback;
     stopped on leaving."""
-    port = _free_port()
+    port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("PRECON_API", "PRECON_DASHBOARD"))},
         "PRECON_SERVICE_DATA_DIR": str(data_dir),
@@ -127,7 +122,7 @@ def running_dashboard(
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             try:
                 if httpx.get(url + "/_stcore/health", timeout=2).status_code == 200:

@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
-from precon.service import catalogue
 from precon.service.runtime import load
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
+from tests.catalogues import generated_catalogue
 
 QUERY = ListingQuery(limit=1000, facets=("sellingStatus",))
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Any:
-    built = catalogue.generate(300, 5)
+    built = generated_catalogue(300, 5)
     store = SQLiteStore(tmp_path / "copy.sqlite3")
     load(store, built.listings, built.profiles)
     store.warm()

@@ -265,7 +265,7 @@ def test_manage_a_webhook_from_creation_to_deletion(dashboard: Dashboard, page: 
     from standardwebhooks import Webhook
 
     from precon.client import Client
-    from tests.test_webhooks import Receiver
+    from tests.webhook_support import Receiver
 
     receiver = Receiver().start()
     try:
@@ -342,7 +342,7 @@ def test_send_a_pending_delivery_now_then_replay_it(dashboard: Dashboard, page: 
     """A receiver that fails twice leaves its delivery pending (the next retry minutes away); once it is fixed,
     Send now delivers at once, and Replay sends the same delivery (the same webhook-id) again."""
     from precon.client import Client
-    from tests.test_webhooks import Receiver
+    from tests.webhook_support import Receiver
 
     receiver = Receiver(status=500).start()
     try:

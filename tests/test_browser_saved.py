@@ -30,8 +30,8 @@ from tests.browser_support import (
     settle,
 )
 from tests.dashboard_support import make_catalogue
-from tests.test_webhooks import Receiver, verified
 from tests.waiting import wait_until
+from tests.webhook_support import Receiver, verified
 
 LISTINGS = 300
 WIDE = {"width": 1440, "height": 900}

@@ -29,7 +29,7 @@ from tests.browser_support import (
     settle,
 )
 from tests.dashboard_support import make_catalogue
-from tests.test_webhooks import Receiver
+from tests.webhook_support import Receiver
 
 LISTINGS = 300
 SLOW_RETRIES = "[3600, 3600]"

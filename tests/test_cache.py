@@ -18,6 +18,7 @@ from fastapi import FastAPI, Request, Response
 from precon.cache import DEFAULT_FILE_NAME, REDIS_PREFIX, ResponseCache
 from precon.service.server import ServerThread
 from tests import redis_support
+from tests.ports import free_port
 
 KEY_A = "raw-secret-key-AAAA-1234567890"
 KEY_B = "raw-secret-key-BBBB-0987654321"
@@ -412,7 +413,7 @@ def test_from_env_memory(monkeypatch: pytest.MonkeyPatch, origin: Origin, base_u
 
 
 def test_from_env_redis_url_connects_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PRECON_CACHE_URL", f"redis://127.0.0.1:{redis_support.free_port()}/3")
+    monkeypatch.setenv("PRECON_CACHE_URL", f"redis://127.0.0.1:{free_port()}/3")
     cache = ResponseCache.from_env()  # nothing listens there: building the cache must not connect
     assert (cache.backend, cache.path) == ("redis", None)
     cache.close()

@@ -20,6 +20,7 @@ from precon.models import FacetHit, FacetValueHits, Listing, MatchedFloorPlans, 
 from precon.service.app import create_app
 from precon.service.server import ServerThread
 from tests.conftest import KEY_ALL, KEY_ONTARIO, KEY_PEI, Api
+from tests.ports import free_port
 from tests.test_service_errors import BrokenStore
 
 
@@ -317,12 +318,6 @@ def test_rate_limited_and_server_errors(failing_service: str) -> None:
     assert len(slept) == 4, "a 500 on a GET is retried four times before it is raised"
     bands = [(0.25, 0.5), (0.5, 1.0), (1.0, 2.0), (2.0, 4.0)]  # 0.5 s doubling, full jitter in the upper half
     assert all(low <= wait <= high for wait, (low, high) in zip(slept, bands, strict=True))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_unreachable_and_silent_services(tmp_path: Path) -> None:

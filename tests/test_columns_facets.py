@@ -12,18 +12,18 @@ import pytest
 from precon.facet_keys import MAX_FACET_VALUES
 from precon.filters import parse
 from precon.schema import LISTING_ATTRIBUTES
-from precon.service import catalogue
 from precon.service.runtime import load
 from precon.service.search.columns import ColumnIndex
 from precon.service.search.facets import facet_for
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
+from tests.catalogues import generated_catalogue
 from tests.store_support import both_engines
 
 
 @pytest.fixture(scope="module", params=[130, 193])  # neither a multiple of 64
 def index(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ColumnIndex:
-    built = catalogue.generate(request.param, 5)
+    built = generated_catalogue(request.param, 5)
     store = SQLiteStore(tmp_path_factory.mktemp("facets") / "catalogue.sqlite3")
     load(store, built.listings, built.profiles)
     columns = store._columns()
@@ -86,7 +86,7 @@ def test_an_index_is_pickled_without_its_bitmaps(index: ColumnIndex) -> None:
 def test_every_facetable_attribute_counts_alike_in_both_engines(tmp_path: Path) -> None:
     """Each attribute a facet may name (text, numbers, booleans; single or of floor plans) counted by the column
     engine equals the SQL engine's counts, unfiltered and under a filter."""
-    built = catalogue.generate(150, 8)
+    built = generated_catalogue(150, 8)
     with both_engines(tmp_path / "catalogue.sqlite3", built.listings, built.profiles) as (columns, sql):
         for where in (None, parse("minBeds >= 2")):
             query = ListingQuery(limit=0, facets=tuple(sorted(LISTING_ATTRIBUTES)), filter=where)

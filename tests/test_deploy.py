@@ -19,9 +19,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.stack import HAProxy, Replica, free_port
+from bench.stack import HAProxy, Replica
 from precon.service.config import DEV_API_KEY
 from tests import pg_support
+from tests.ports import free_port
 from tests.waiting import wait_until
 
 pg_cluster = pg_support.pg_cluster

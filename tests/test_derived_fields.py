@@ -12,11 +12,11 @@ import pytest
 
 from precon import filters
 from precon.models import FloorPlan, Listing
-from precon.service import catalogue
 from precon.service.stores.derived import plan_id, selling_status_timestamp, with_plan_ids
 from precon.service.stores.importer import read_file
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
+from tests.catalogues import generated_catalogue
 from tests.conftest import Api
 from tests.store_support import every_id
 
@@ -100,7 +100,7 @@ def test_the_store_stamps_creation_and_status_changes_only(store: SQLiteStore) -
 
 
 def test_filtered_and_faceted_as_a_number_by_both_engines(tmp_path: Path) -> None:
-    records = catalogue.generate(60, 3).listings
+    records = generated_catalogue(60, 3).listings
     store = SQLiteStore(tmp_path / "c.sqlite3")
     store.upsert_listings(records)
     cut = sorted(r[STAMP] for r in records)[30]

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from precon import filters
-from precon.service import catalogue
 from precon.service.stores.history import iso_time
 from precon.service.stores.loading import batched
 from precon.service.stores.simulation import day_time, simulate
@@ -20,6 +19,7 @@ from precon.service.stores.sqlite import history_columns
 from precon.service.stores.sqlite.history_columns import HistoryColumns
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import HistoryQuery, ListingQuery
+from tests.catalogues import generated_catalogue
 
 START = date(2025, 6, 1)
 ENTRY = "at, listing_id, province, scope, plan, unit, field, change, from_value, to_value"
@@ -27,7 +27,7 @@ ENTRY = "at, listing_id, province, scope, plan, unit, field, change, from_value,
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> SQLiteStore:
-    built = catalogue.generate(120, seed=4)
+    built = generated_catalogue(120, seed=4)
     store = SQLiteStore(tmp_path_factory.mktemp("columns") / "c.sqlite3")
     store.upsert_profiles(built.profiles)
     for batch in batched(built.listings):

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from precon.service import catalogue
 from precon.service.stores.history import listing_changes
+from tests.catalogues import generated_catalogue
 
 AT = "2026-11-27T00:00:00.000Z"
 
@@ -18,7 +18,7 @@ AT = "2026-11-27T00:00:00.000Z"
 def listing() -> dict[str, Any]:
     return next(
         record
-        for record in catalogue.generate(60, seed=4).listings
+        for record in generated_catalogue(60, seed=4).listings
         if record["floorPlans"] and any(plan.get("units") for plan in record["floorPlans"])
     )
 

@@ -12,11 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests import test_webhooks
-from tests.test_webhooks import KEY_A, KEY_B, Receiver, Running, a_profile
-
-service = test_webhooks.service
-receiver = test_webhooks.receiver
+from tests.webhook_support import KEY_A, KEY_B, Receiver, Running, a_profile
 
 TRIGGER = "/v1/all/trigger_profile_webhook"
 

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from streamlit.elements.lib import image_utils
 
 from components.images import MAX_DATA_URL_CHARS, MAX_URL_CHARS, safe_image_source
-from precon.service import catalogue
 from precon.service.config import ServiceSettings
 from precon.service.runtime import load
 from precon.service.stores.sqlite.store import SQLiteStore
+from tests.catalogues import generated_catalogue
 from tests.dashboard_support import open_page, reset_caches
 
 PNG = base64.b64encode(
@@ -183,7 +183,7 @@ def hostile_catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     secret.write_bytes(SECRET_BYTES)
     values = hostile_values(secret)
     data_dir = tmp_path / "data"
-    made = catalogue.generate(24, 7)
+    made = generated_catalogue(24, 7)
     listings = []
     for number, record in enumerate(made.listings):
         bad = values[number % len(values)]

@@ -30,6 +30,7 @@ from precon.service.stores.loading import BATCH
 from precon.service.stores.records import decode_document, province_of
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ProfileQuery
+from tests.catalogues import generated_catalogue
 
 PRECON = Path(sys.executable).with_name("precon")
 
@@ -90,7 +91,7 @@ def assert_province_search_finds_every_profile(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def small() -> catalogue.Catalogue:
-    return catalogue.generate(150, seed=5)
+    return generated_catalogue(150, seed=5)
 
 
 def test_reimporting_the_same_records_keeps_the_province_rows(tmp_path: Path, small: catalogue.Catalogue) -> None:
@@ -204,6 +205,7 @@ def import_in_progress(conninfo: str) -> bool:
     return bool(row and row[0])
 
 
+@pytest.mark.postgres  # starts the cluster itself, not through the pg_cluster fixture
 def test_an_import_into_postgresql_killed_partway_leaves_the_catalogue_as_it_was(
     tmp_path: Path, importer: list[subprocess.Popen[bytes]]
 ) -> None:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from precon.service import catalogue
 from precon.service.stores.loading import batched
 from precon.service.stores.market_stats import MarketGroup
 from precon.service.stores.simulation import day_time, simulate
 from precon.service.stores.sqlite import market_columns
 from precon.service.stores.sqlite.store import SQLiteStore
+from tests.catalogues import generated_catalogue
 
 START = date(2025, 6, 1)
 EDGES = [int(day_time(date(2025, month, 1)) * 1000) for month in range(6, 10)]
@@ -23,7 +23,7 @@ EDGES = [int(day_time(date(2025, month, 1)) * 1000) for month in range(6, 10)]
 
 @pytest.fixture(scope="module")
 def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    built = catalogue.generate(60, seed=3)
+    built = generated_catalogue(60, seed=3)
     path = tmp_path_factory.mktemp("market-shared") / "c.sqlite3"
     store = SQLiteStore(path)
     store.upsert_profiles(built.profiles)

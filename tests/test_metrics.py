@@ -30,10 +30,11 @@ from precon.service.logs import JsonFormatter, TextFormatter
 from precon.service.server import ServerThread
 from precon.service.webhooks.model import Event
 from precon.service.webhooks.sqlite import WebhookStore
+from tests.cli_support import PRECON, clean_env, run_precon
 from tests.conftest import Api
-from tests.test_cli import PRECON, clean_env, free_port, run_precon
+from tests.ports import free_port
 from tests.test_service_workers import Served, serve
-from tests.test_webhooks import Receiver
+from tests.webhook_support import Receiver
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

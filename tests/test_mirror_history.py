@@ -460,7 +460,7 @@ def staged_page(work: Path) -> tuple[str, int]:
 def test_a_mirror_run_delivers_each_changed_listing_to_webhooks_and_a_quiet_run_delivers_nothing(
     source: Source, tmp_path: Path
 ) -> None:
-    from tests.test_webhooks import Receiver, verified
+    from tests.webhook_support import Receiver, verified
 
     copy = Mirror(tmp_path / "hooked", None, dev=True)
     receiver = Receiver().start()

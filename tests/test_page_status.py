@@ -25,7 +25,7 @@ from tests.dashboard_support import (  # noqa: F401
     reset_caches,
 )
 from tests.test_page_auth import ADMIN, VIEWER, auth, open_as, provider, said, signed_in  # noqa: F401
-from tests.test_webhooks import Receiver
+from tests.webhook_support import Receiver
 
 PAGE = "views/status.py"
 SLOW_RETRIES = "[3600, 3600]"

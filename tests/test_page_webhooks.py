@@ -27,8 +27,8 @@ from tests.dashboard_support import (  # noqa: F401
     page_text,
     reset_caches,
 )
-from tests.test_webhooks import Receiver, verified
 from tests.waiting import wait_until
+from tests.webhook_support import Receiver, verified
 
 PAGE = "views/webhooks.py"
 FAST_RETRIES = "[0.2, 0.3]"

@@ -19,6 +19,7 @@ from precon.service.stores.postgres.store import PostgresCatalogueStore
 from precon.service.stores.replica import CatalogueCopy, Follower, ReplicaCatalogue
 from precon.service.stores.types import HistoryQuery
 from tests import pg_support
+from tests.catalogues import generated_catalogue
 from tests.test_pg_replica_copies import _loaded, copied_history, postgres_history
 
 pg_cluster = pg_support.pg_cluster
@@ -31,7 +32,7 @@ AT = 1_800_000_000.0
 
 @pytest.fixture(scope="module")
 def generated() -> catalogue.Catalogue:
-    return catalogue.generate(60, 5)
+    return generated_catalogue(60, 5)
 
 
 def with_units(generated: catalogue.Catalogue, skip: int = 0) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from precon.service.stores.replica import CatalogueCopy
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery, ProfileQuery
 from tests import pg_support
+from tests.catalogues import generated_catalogue
 
 pg_cluster = pg_support.pg_cluster
 
@@ -51,7 +52,7 @@ def database(pg_cluster: pg_support.Cluster) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def built() -> catalogue.Catalogue:
-    return catalogue.generate(150, seed=11)
+    return generated_catalogue(150, seed=11)
 
 
 def write_ndjson(path: Path, records: list[dict[str, Any]]) -> Path:
@@ -180,7 +181,7 @@ def test_the_sandbox_import_and_generate_write_their_own_catalogue(database: str
         assert live.counts()["listings"] == 30  # replaced whole: the first generation's listings are gone
         from precon.service.runtime import load
 
-        fourth = catalogue.generate(30, 4)
+        fourth = generated_catalogue(30, 4)
         load(expected, fourth.listings, fourth.profiles)
         assert snapshot(live)[1][0][:2] == snapshot(expected)[1][0][:2]
     finally:

@@ -24,6 +24,7 @@ from precon.service.stores.replica import CatalogueCopy, Follower, ReplicaCatalo
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
 from tests import pg_support
+from tests.catalogues import generated_catalogue
 
 pg_cluster = pg_support.pg_cluster
 pg_database = pg_support.pg_database
@@ -33,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def generated() -> catalogue.Catalogue:
-    return catalogue.generate(150, 7)
+    return generated_catalogue(150, 7)
 
 
 def _loaded(conninfo: str, generated: catalogue.Catalogue) -> PostgresCatalogueStore:

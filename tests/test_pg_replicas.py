@@ -12,20 +12,20 @@ import psycopg
 import pytest
 
 from precon import filters
-from precon.service import catalogue
 from precon.service.runtime import load
 from precon.service.search.text import TextQuery
 from precon.service.stores.postgres.store import CHANNEL, PostgresCatalogueStore
 from precon.service.stores.replica import CatalogueCopy, ReplicaCatalogue
 from precon.service.stores.types import ListingQuery
 from tests import pg_support
+from tests.catalogues import generated_catalogue
 
 pg_cluster = pg_support.pg_cluster
 pg_database = pg_support.pg_database
 
 
 def test_a_write_of_one_replica_is_read_in_another_once_its_copy_catches_up(pg_database: str, tmp_path: Path) -> None:
-    built = catalogue.generate(60, 3)
+    built = generated_catalogue(60, 3)
     first = ReplicaCatalogue(CatalogueCopy(PostgresCatalogueStore(pg_database, migrate=False), tmp_path / "1.sqlite3"))
     second = ReplicaCatalogue(CatalogueCopy(PostgresCatalogueStore(pg_database, migrate=False), tmp_path / "2.sqlite3"))
     second.local.background_index = False  # the column index, rebuilt for each generation, is what is checked
@@ -55,7 +55,7 @@ def test_a_write_of_one_replica_is_read_in_another_once_its_copy_catches_up(pg_d
 
 
 def test_concurrent_writers_leave_one_consistent_catalogue(pg_database: str) -> None:
-    built = catalogue.generate(80, 4)
+    built = generated_catalogue(80, 4)
     replicas = [PostgresCatalogueStore(pg_database, migrate=False) for _ in range(3)]
     errors: list[BaseException] = []
     actions: list[list[str]] = []
@@ -97,7 +97,7 @@ def test_every_write_is_announced_on_the_channel_after_its_commit(pg_database: s
     with psycopg.connect(pg_database, autocommit=True) as listener:
         listener.execute(f"LISTEN {CHANNEL}")
         try:
-            store.upsert_listings(catalogue.generate(5, 1).listings)
+            store.upsert_listings(generated_catalogue(5, 1).listings)
             store.delete_listing("no-such-listing")  # nothing changed: nothing announced
             store.record_view("no-such-listing")  # a view is not a catalogue change
             deadline = time.monotonic() + 5
@@ -110,7 +110,7 @@ def test_every_write_is_announced_on_the_channel_after_its_commit(pg_database: s
 
 
 def test_an_import_is_one_transaction_whose_events_are_heard_once_after_its_commit(pg_database: str) -> None:
-    built = catalogue.generate(30, 6)
+    built = generated_catalogue(30, 6)
     store = PostgresCatalogueStore(pg_database, migrate=False)
     other = PostgresCatalogueStore(pg_database, migrate=False)
     heard: list[tuple[int, int]] = []
@@ -136,7 +136,7 @@ def test_an_import_is_one_transaction_whose_events_are_heard_once_after_its_comm
 def test_connections_the_server_dropped_are_replaced(pg_database: str) -> None:
     store = PostgresCatalogueStore(pg_database, migrate=False, min_size=2, max_size=2)
     try:
-        store.upsert_listings(catalogue.generate(5, 2).listings)
+        store.upsert_listings(generated_catalogue(5, 2).listings)
         with psycopg.connect(pg_database, autocommit=True) as admin:
             admin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "

@@ -27,6 +27,7 @@ from precon.service.stores.postgres.store import PostgresCatalogueStore
 from precon.service.stores.replica import open_replicas
 from precon.service.stores.sqlite.store import SQLiteStore
 from tests import pg_support
+from tests.catalogues import generated_catalogue
 
 pg_cluster = pg_support.pg_cluster
 
@@ -75,7 +76,7 @@ def _accounts(path: Path) -> AccountStore:
 
 @pytest.fixture(scope="module")
 def pair(pg_cluster: pg_support.Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
-    built = catalogue.generate(LISTINGS, SEED)
+    built = generated_catalogue(LISTINGS, SEED)
     fixed = catalogue.sandbox()
     name = pg_cluster.database()
     folder = tmp_path_factory.mktemp("pg-service")

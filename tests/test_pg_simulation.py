@@ -18,6 +18,7 @@ from precon.service.stores.replica import CatalogueCopy
 from precon.service.stores.simulation import day_time
 from precon.service.stores.sqlite.store import SQLiteStore
 from tests import pg_support
+from tests.catalogues import generated_catalogue
 from tests.test_pg_replica_copies import copied_history, postgres_history
 from tests.test_simulation import derived_rows
 
@@ -29,7 +30,7 @@ START = date(2025, 2, 1)
 
 @pytest.fixture(scope="module")
 def built() -> catalogue.Catalogue:
-    return catalogue.generate(80, seed=6)
+    return generated_catalogue(80, seed=6)
 
 
 def test_simulate_moves_postgresql_and_the_copies_follow(

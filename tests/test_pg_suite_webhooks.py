@@ -1,8 +1,8 @@
-"""tests/test_webhooks.py's service tests again, with everything in PostgreSQL: each test's data directory is given
-a fresh database through ``PRECON_SERVICE_DATABASE_URL``, which then holds the catalogue and the sandbox, the keys,
-the webhook subscriptions and the delivery outbox (catalogue events reach the subscribers from the PostgreSQL
-store's writes; the service, and the one killed and restarted, send from the outbox in PostgreSQL). The stores'
-own behaviour on both is tests/test_pg_webhook_store.py's."""
+"""tests/test_webhooks.py's service tests (and test_webhook_limits, _profiles and _send_now's) again, with everything in
+PostgreSQL: each test's data directory is given a fresh database through ``PRECON_SERVICE_DATABASE_URL``, which then
+holds the catalogue and the sandbox, the keys, the webhook subscriptions and the delivery outbox (catalogue events
+reach the subscribers from the PostgreSQL store's writes; the service, and the one killed and restarted, send from
+the outbox in PostgreSQL). The stores' own behaviour on both is tests/test_pg_webhook_store.py's."""
 
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ from collections.abc import Iterator
 import pytest
 
 from tests import pg_support
-from tests.test_webhooks import *  # noqa: F403 - the module's tests, run here on the other store
+from tests.test_webhook_limits import *  # noqa: F403 - the modules' tests, run here on the other store
+from tests.test_webhook_profiles import *  # noqa: F403
+from tests.test_webhook_send_now import *  # noqa: F403
+from tests.test_webhooks import *  # noqa: F403
+from tests.webhook_support import *  # noqa: F403
 
 # Tests of that module that open no data directory but SQLite files of their own (they run there, once; the
 # same calls on the PostgreSQL stores are tests/test_pg_webhook_store.py's), or read SQLite itself (the first).

@@ -31,8 +31,8 @@ from precon.service.webhooks.postgres import PostgresWebhookStore
 from precon.service.webhooks.sqlite import WebhookStore
 from precon.service.webhooks.targets import TargetPolicy
 from tests import pg_support
-from tests.test_webhooks import Receiver
 from tests.waiting import wait_until
+from tests.webhook_support import Receiver
 
 pg_cluster = pg_support.pg_cluster
 pg_database = pg_support.pg_database

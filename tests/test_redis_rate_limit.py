@@ -27,6 +27,7 @@ from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
 from tests import redis_support
+from tests.ports import free_port
 from tests.test_service_workers import serve
 
 redis_url = redis_support.redis_url
@@ -200,7 +201,7 @@ def test_two_running_services_share_the_limit_of_a_key(tmp_path: Path, server: r
 
 
 def test_redis_refusing_leaves_the_decision_to_the_local_limiter(caplog: pytest.LogCaptureFixture) -> None:
-    away = limiter(f"redis://127.0.0.1:{redis_support.free_port()}/0", 1.0, 3, "keys")
+    away = limiter(f"redis://127.0.0.1:{free_port()}/0", 1.0, 3, "keys")
     with caplog.at_level(logging.WARNING, logger="precon.service"):
         waits = [away.retry_after("k") for _ in range(5)]
     assert waits[:3] == [0.0] * 3 and all(wait > 0.9 for wait in waits[3:])
@@ -222,7 +223,7 @@ def test_a_hanging_redis_costs_one_timeout_then_is_left_alone_for_a_while() -> N
 
 
 def test_redis_is_asked_again_once_it_is_back(server: redis.Redis) -> None:
-    port = redis_support.free_port()
+    port = free_port()
     back = limiter(f"redis://127.0.0.1:{port}/0", 1.0, 3)
     back.RETRY_S = 0.2
     assert back.retry_after("k") == 0.0  # locally: nothing listens there yet

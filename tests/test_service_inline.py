@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from precon.service import catalogue
 from precon.service.accounts.sqlite import AccountStore
 from precon.service.api.calls import Service
 from precon.service.config import ServiceSettings
 from precon.service.runtime import load
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
+from tests.catalogues import generated_catalogue
 
 
 @pytest.fixture
 def stores(tmp_path: Path) -> tuple[SQLiteStore, SQLiteStore]:
-    built = catalogue.generate(40, 3)
+    built = generated_catalogue(40, 3)
     live = SQLiteStore(tmp_path / "catalogue.sqlite3")
     load(live, built.listings, built.profiles)
     sandbox = SQLiteStore(tmp_path / "sandbox.sqlite3")
@@ -71,7 +71,7 @@ def test_a_write_sends_the_next_search_to_a_thread_until_the_indexes_are_rebuilt
     service = service_over(tmp_path, live, sandbox)
     thread_of_search(service)
     assert thread_of_search(service)[0]
-    extra = catalogue.generate(41, 3).listings[-1]
+    extra = generated_catalogue(41, 3).listings[-1]
     live.upsert_listings([{**extra, "listingId": "written-after"}])
     assert not live.answers_from_memory(False, False)
     assert thread_of_search(service) == (False, 41)

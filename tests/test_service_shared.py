@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
-from precon.service import catalogue
 from precon.service.api.calls import SharedRateLimiter
 from precon.service.runtime import load
 from precon.service.search.shared import CODE_VERSION, SharedIndexes
 from precon.service.search.text import TextQuery
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
+from tests.catalogues import generated_catalogue
 
 
 def test_an_index_is_built_once_and_mapped_read_only(tmp_path: Path) -> None:
@@ -106,7 +106,7 @@ def test_concurrent_readers_wait_for_one_build(tmp_path: Path) -> None:
 
 def test_a_write_through_another_store_is_seen_at_once_and_answers_stay_the_same(tmp_path: Path) -> None:
     path = tmp_path / "catalogue.sqlite3"
-    built = catalogue.generate(60, 2)
+    built = generated_catalogue(60, 2)
     plain = SQLiteStore(path)
     load(plain, built.listings, built.profiles)
     shared = SQLiteStore(path, shared_indexes=True)
@@ -158,7 +158,7 @@ def test_a_file_of_an_older_layout_is_upgraded_not_refused(tmp_path: Path) -> No
     import sqlite3
 
     path = tmp_path / "catalogue.sqlite3"
-    built = catalogue.generate(30, 4)
+    built = generated_catalogue(30, 4)
     store = SQLiteStore(path)
     load(store, built.listings, built.profiles)
     store.close()

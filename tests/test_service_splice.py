@@ -10,7 +10,6 @@ from typing import Any
 import orjson
 import pytest
 
-from precon.service import catalogue
 from precon.service.api.responses import EncodedResults, encode
 from precon.service.api.shaping import MediaLinks, project_listing
 from precon.service.api.splice import Splicer, make_plan
@@ -18,6 +17,7 @@ from precon.service.runtime import load
 from precon.service.stores.records import decode_document
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
+from tests.catalogues import generated_catalogue
 
 MEDIA = MediaLinks("http://127.0.0.1:8123/")
 
@@ -55,7 +55,7 @@ ODD_LISTINGS = [
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteStore]:
-    built = catalogue.generate(120, 3)
+    built = generated_catalogue(120, 3)
     opened = SQLiteStore(tmp_path_factory.mktemp("splice") / "catalogue.sqlite3")
     load(opened, [*built.listings, *ODD_LISTINGS], built.profiles)
     yield opened

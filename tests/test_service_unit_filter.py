@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from precon import filters
 from precon.filters import UNIT_FIELDS
-from precon.service import catalogue
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
+from tests.catalogues import generated_catalogue
 from tests.conftest import KEY_ALL, KEY_LITE, Api
 from tests.store_support import both_engines, every_id
 
@@ -101,7 +101,7 @@ def odd_listings(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def records() -> list[dict[str, Any]]:
-    generated = catalogue.generate(COUNT, SEED).listings
+    generated = generated_catalogue(COUNT, SEED).listings
     return generated + odd_listings(generated)
 
 
@@ -110,7 +110,7 @@ def stores(
     tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]
 ) -> Iterator[tuple[SQLiteStore, SQLiteStore]]:
     path = tmp_path_factory.mktemp("units") / "catalogue.sqlite3"
-    with both_engines(path, records, catalogue.generate(COUNT, SEED).profiles) as engines:
+    with both_engines(path, records, generated_catalogue(COUNT, SEED).profiles) as engines:
         yield engines
 
 

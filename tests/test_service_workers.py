@@ -21,8 +21,9 @@ import orjson
 import pytest
 
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID
-from tests.test_cli import PRECON, clean_env, free_port
-from tests.test_webhooks import Receiver
+from tests.cli_support import PRECON, clean_env
+from tests.ports import free_port
+from tests.webhook_support import Receiver
 
 HEADERS = {"x-api-key": DEV_API_KEY}
 LISTINGS = 150

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precon import filters
-from precon.service import catalogue
 from precon.service.runtime import load
 from precon.service.search.text import TextQuery
 from precon.service.stores.sqlite.store import SCHEMA_VERSION, SQLiteStore
 from precon.service.stores.types import GeoCircle, ListingQuery
+from tests.catalogues import generated_catalogue
 from tests.store_support import both_engines, every_id
 
 SEED = 5
@@ -26,7 +26,7 @@ COUNT = 300
 
 @pytest.fixture(scope="module")
 def records() -> list[dict[str, Any]]:
-    return catalogue.generate(COUNT, SEED).listings
+    return generated_catalogue(COUNT, SEED).listings
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def stores(
     tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]
 ) -> Iterator[tuple[SQLiteStore, SQLiteStore]]:
     path = tmp_path_factory.mktemp("store") / "catalogue.sqlite3"
-    with both_engines(path, records, catalogue.generate(COUNT, SEED).profiles) as engines:
+    with both_engines(path, records, generated_catalogue(COUNT, SEED).profiles) as engines:
         yield engines
 
 
@@ -250,7 +250,7 @@ def test_upserts_and_deletes_show_at_once(tmp_path: Path, records: list[dict[str
 
 
 def test_profile_provinces_follow_the_listings(tmp_path: Path) -> None:
-    built = catalogue.generate(120, 9)
+    built = generated_catalogue(120, 9)
     store = SQLiteStore(tmp_path / "c.sqlite3")
     load(store, built.listings, built.profiles)
     builder_path = built.listings[0]["builders"][0]

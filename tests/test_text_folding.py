@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from precon.service import catalogue
 from precon.service.runtime import load
 from precon.service.search.text import TextQuery
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
 from precon.words import words
+from tests.catalogues import generated_catalogue
 
 SYMBOLS = "²³¹⁴½€™–—‘’“”«»°ﬁﬂⅫⅠǄǅǆẞ"
 LATIN = [
@@ -69,7 +69,7 @@ def test_random_latin_text_folds_as_the_tokenizer_folds_it(tokenizer: sqlite3.Co
 
 def test_a_word_the_compatibility_forms_would_change_is_found(tmp_path: Path) -> None:
     """``Straße`` once became ``strasse`` in the query while FTS5 indexed ``straße``: nothing was found."""
-    listing = {**catalogue.generate(1, 2).listings[0], "name": "Straße Lofts m²"}
+    listing = {**generated_catalogue(1, 2).listings[0], "name": "Straße Lofts m²"}
     store = SQLiteStore(tmp_path / "catalogue.sqlite3")
     try:
         load(store, [listing], [])

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precon import filters
-from precon.service import catalogue
 from precon.service.api.units import matched_floor_plans, with_matched_floor_plans
 from precon.service.search.unit_steps import FloorSteps
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
+from tests.catalogues import generated_catalogue
 from tests.store_support import both_engines, every_id
 from tests.test_service_unit_filter import odd_listings, plans_of, unit_expressions, unit_oracle
 
@@ -48,7 +48,7 @@ QUESTIONS = [
 
 @pytest.fixture(scope="module")
 def records() -> list[dict[str, Any]]:
-    generated = catalogue.generate(COUNT, SEED).listings
+    generated = generated_catalogue(COUNT, SEED).listings
     return generated + odd_listings(generated)
 
 
@@ -57,7 +57,7 @@ def stores(
     tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]
 ) -> Iterator[tuple[SQLiteStore, SQLiteStore]]:
     path = tmp_path_factory.mktemp("unit-index") / "catalogue.sqlite3"
-    with both_engines(path, records, catalogue.generate(COUNT, SEED).profiles) as engines:
+    with both_engines(path, records, generated_catalogue(COUNT, SEED).profiles) as engines:
         yield engines
 
 

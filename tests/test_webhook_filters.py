@@ -14,12 +14,8 @@ import pytest
 from precon.models import WebhookSubscription
 from precon.service.stores.history import listing_changes
 from precon.service.webhooks.selection import relevant, reverted
-from tests import test_webhooks
-from tests.test_webhooks import KEY_A, KEY_BC, Receiver, Running, verified
 from tests.waiting import wait_until
-
-service = test_webhooks.service
-receiver = test_webhooks.receiver
+from tests.webhook_support import KEY_A, KEY_BC, Receiver, Running, verified
 
 TORONTO_TWO_BEDS = {
     "filter_query": "cityOrDistrict:Toronto",

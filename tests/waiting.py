@@ -18,3 +18,9 @@ def wait_until(check: Callable[[], Any], timeout: float = 15, every: float = 0.0
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {getattr(check, '__name__', check)}")
         time.sleep(every)
+
+
+START_TIMEOUT_S = 180
+"""How long a server a test starts (``precon serve``, ``streamlit run``) may take to answer: seconds alone, but with
+the suite in four processes on two cores, beside other work, a start that generates its catalogue has taken more
+than a minute. Waits on it end as soon as the server answers."""
