@@ -346,11 +346,11 @@ def test_an_undone_write_leaves_no_change_and_no_event(
     records[2050]["name"] = "Refused Tower"  # PostgreSQL refuses it, past the first batch written
     upsert = type(store).upsert_listings
 
-    def refusing(self: PostgresCatalogueStore, batch: Iterable[dict[str, Any]]) -> list[Any]:
+    def refusing(self: PostgresCatalogueStore, batch: Iterable[dict[str, Any]], at: float | None = None) -> list[Any]:
         batch = list(batch)
         if any(record.get("name") == "Refused Tower" for record in batch):
             raise psycopg.errors.DataError("a value PostgreSQL refuses")
-        return upsert(self, batch)
+        return upsert(self, batch, at)
 
     with monkeypatch.context() as patched, pytest.raises(psycopg.DataError):
         patched.setattr(type(store), "upsert_listings", refusing)
