@@ -368,19 +368,19 @@ def apply_differences(
     store.listeners.append(heard)
     try:
         with store.atomic():
-            profiles = _changed(store, staging, "profiles", at, timings)
-            staged_listings = set(staging.keys("listings"))
+            listings, profiles = staging.keys("listings"), staging.keys("profiles")
+            staged_listings, staged_profiles = set(listings), set(profiles)
             gone = [key for key in store.stored_keys("listings") if key not in staged_listings]
+            gone_profiles = [path for path in store.stored_keys("profiles") if path not in staged_profiles]
             for listing_id in gone:
                 store.delete_listing(listing_id, at=at)
-            for batch in profiles:
+            for batch in _changed(store, staging, "profiles", profiles, at, timings):
                 load(store, [], batch, at=at, bulk=False)
-            for batch in _changed(store, staging, "listings", at, timings):
-                load(store, _checked(store, batch, set(gone)), [], at=at, bulk=False)
-            staged_profiles = set(staging.keys("profiles"))
-            for path in store.stored_keys("profiles"):
-                if path not in staged_profiles:
-                    store.delete_profile(path)
+            deleted = set(gone)
+            for batch in _changed(store, staging, "listings", listings, at, timings):
+                load(store, _checked(store, batch, deleted), [], at=at, bulk=False)
+            for path in gone_profiles:
+                store.delete_profile(path)
             store.set_meta_value(RUN_KEY, run)  # not a change: the generation stays, nothing is heard of
     finally:
         store.listeners.remove(heard)
@@ -388,14 +388,15 @@ def apply_differences(
 
 
 def _changed(
-    store: MirrorTarget, staging: Staging, kind: Kind, at: float, timings: Timings
+    store: MirrorTarget, staging: Staging, kind: Kind, keys: list[str], at: float, timings: Timings
 ) -> Iterator[list[dict[str, Any]]]:
-    """The staged records of ``kind`` that differ from the stored ones (or are not stored), a batch at a time."""
-    for keys in batched(staging.keys(kind), APPLY_BATCH):
+    """The staged records of ``kind`` (``keys``) that differ from the stored ones (or are not stored), a batch at a
+    time."""
+    for batch in batched(keys, APPLY_BATCH):
         started = time.perf_counter()
-        staged = staging.documents(kind, keys)
-        stored = store.stored_documents(kind, keys)
-        changed = [decode_document(staged[key]) for key in keys if not _same(kind, staged[key], stored.get(key), at)]
+        staged = staging.documents(kind, batch)
+        stored = store.stored_documents(kind, batch)
+        changed = [decode_document(staged[key]) for key in batch if not _same(kind, staged[key], stored.get(key), at)]
         timings.compare += time.perf_counter() - started
         if changed:
             yield changed
@@ -476,14 +477,11 @@ def replace_catalogue(
     keep_listings = {str(r.get("listingId") or r.get("objectID") or "").strip() for r in listings}
     keep_profiles = {str(r.get("path") or "").strip() for r in profiles}
     changes: list[CatalogueChange] = []
-    with store.atomic():
-        with store.pool.connection() as db:  # under the write lock: what is committed cannot change meanwhile
-            stored_listings = [row[0] for row in db.execute("SELECT listing_id FROM listings ORDER BY listing_id")]
-            stored_profiles = [row[0] for row in db.execute("SELECT path FROM profiles ORDER BY path")]
-        for listing_id in stored_listings:
+    with store.atomic():  # under the write lock: what is committed cannot change meanwhile
+        for listing_id in store.stored_keys("listings"):
             if listing_id not in keep_listings:
                 changes += store.delete_listing(listing_id)
-        for path in stored_profiles:
+        for path in store.stored_keys("profiles"):
             if path not in keep_profiles:
                 changes += store.delete_profile(path)
         changes += load(store, listings, profiles)
