@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import streamlit as st
@@ -12,7 +13,9 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from streamlit.testing.v1 import AppTest
 
+from precon.client import Client
 from precon.service.config import ServiceSettings
+from precon.service.embedded import EmbeddedService
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
 
@@ -69,6 +72,29 @@ def embedded_over(data_dir: Path, listings: int, monkeypatch: pytest.MonkeyPatch
         yield
     finally:
         reset_caches()
+
+
+def history_fixtures(name: str, listings: int, days: int) -> tuple[Callable[..., Any], ...]:
+    """A page test's three fixtures over a catalogue with ``days`` of simulated market (made once per module, in a
+    folder named after ``name``): ``history_data``, ``oracle`` (the service's client over it, to check the page
+    against) and ``dashboard`` (AppTest's dashboard on it). A module takes them as
+    ``history_data, oracle, dashboard = history_fixtures(...)``."""
+
+    @pytest.fixture(scope="module")
+    def history_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return make_catalogue(tmp_path_factory.mktemp(name), listings, days)
+
+    @pytest.fixture(scope="module")
+    def oracle(history_data: Path) -> Iterator[Client]:
+        with EmbeddedService(history_data, listings=listings) as service:
+            yield service.client
+
+    @pytest.fixture
+    def dashboard(history_data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+        with embedded_over(history_data, listings, monkeypatch):
+            yield
+
+    return history_data, oracle, dashboard
 
 
 @pytest.fixture(scope="session")

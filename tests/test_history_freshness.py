@@ -3,16 +3,14 @@ service, and a warning once it is more than two days old (a daily mirror that st
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from precon.client import Client
 from precon.history_freshness import ago, freshness_of
-from precon.service.embedded import EmbeddedService
-from tests.dashboard_support import embedded_over, make_catalogue, open_page, page_text
+from tests.dashboard_support import history_fixtures, open_page, page_text
 
 LISTINGS = 120
 PAGES = ["views/changes.py", "views/market.py"]
@@ -34,23 +32,14 @@ def test_the_age_is_said_in_words_and_two_days_is_the_limit() -> None:
     assert freshness_of(datetime(2026, 12, 6, 11, 0), now).describe().endswith("1 hour ago (2026-12-06 11:00 UTC).")
 
 
-@pytest.fixture(scope="module")
-def history_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_catalogue(tmp_path_factory.mktemp("freshness-data"), LISTINGS, 30)
+history_data, oracle, dashboard = history_fixtures("freshness-data", LISTINGS, 30)
 
 
 @pytest.fixture(scope="module")
-def newest(history_data: Path) -> datetime:
-    with EmbeddedService(history_data, listings=LISTINGS) as service:
-        at = service.client.changes(per_page=1).results[0].at
+def newest(oracle: Client) -> datetime:
+    at = oracle.changes(per_page=1).results[0].at
     assert at is not None
     return at
-
-
-@pytest.fixture
-def dashboard(history_data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    with embedded_over(history_data, LISTINGS, monkeypatch):
-        yield
 
 
 def clock_at(now: datetime) -> Callable[..., object]:
@@ -85,8 +74,6 @@ def test_the_page_warns_when_the_history_is_more_than_two_days_old(
     assert len(warnings) == 1 and "3 days ago" in warnings[0]
 
 
-def test_the_newest_change_is_the_services_own(history_data: Path, newest: datetime) -> None:
-    with EmbeddedService(history_data, listings=LISTINGS) as service:
-        client: Client = service.client
-        everything = list(client.iter_changes(since="2000-01-01T00:00:00Z"))
+def test_the_newest_change_is_the_services_own(oracle: Client, newest: datetime) -> None:
+    everything = list(oracle.iter_changes(since="2000-01-01T00:00:00Z"))
     assert newest == max(entry.at for entry in everything if entry.at is not None)

@@ -4,9 +4,7 @@ through the address; bad windows are said, not failed on. And the classification
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -17,8 +15,7 @@ from precon.client import Client
 from precon.errors import NotFound
 from precon.filter_state import FilterState
 from precon.models import HistoryEntry
-from precon.service.embedded import EmbeddedService
-from tests.dashboard_support import embedded_over, make_catalogue, open_page, page_text
+from tests.dashboard_support import history_fixtures, open_page, page_text
 
 PAGE = "views/changes.py"
 LISTINGS = 200
@@ -103,21 +100,7 @@ def test_windows_from_the_address() -> None:
 # -- the page against the service's history ------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def history_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_catalogue(tmp_path_factory.mktemp("changes-data"), LISTINGS, HISTORY_DAYS)
-
-
-@pytest.fixture(scope="module")
-def oracle(history_data: Path) -> Iterator[Client]:
-    with EmbeddedService(history_data, listings=LISTINGS) as service:
-        yield service.client
-
-
-@pytest.fixture
-def dashboard(history_data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    with embedded_over(history_data, LISTINGS, monkeypatch):
-        yield
+history_data, oracle, dashboard = history_fixtures("changes-data", LISTINGS, HISTORY_DAYS)
 
 
 def since_of(days: int) -> str:

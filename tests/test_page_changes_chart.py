@@ -5,20 +5,16 @@ service's history for the window, and its subtitle says which kinds it shows. Ov
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pytest
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
 from precon import market_changes as mc
 from precon.client import Client
 from precon.filter_state import FilterState
-from precon.service.embedded import EmbeddedService
-from tests.dashboard_support import embedded_over, make_catalogue, open_page
+from tests.dashboard_support import history_fixtures, open_page
 from tests.test_page_changes import expected_counts, oracle_changes, since_of
 
 PAGE = "views/changes.py"
@@ -26,21 +22,7 @@ LISTINGS = 200
 HISTORY_DAYS = 120
 
 
-@pytest.fixture(scope="module")
-def history_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_catalogue(tmp_path_factory.mktemp("changes-chart-data"), LISTINGS, HISTORY_DAYS)
-
-
-@pytest.fixture(scope="module")
-def oracle(history_data: Path) -> Iterator[Client]:
-    with EmbeddedService(history_data, listings=LISTINGS) as service:
-        yield service.client
-
-
-@pytest.fixture
-def dashboard(history_data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    with embedded_over(history_data, LISTINGS, monkeypatch):
-        yield
+history_data, oracle, dashboard = history_fixtures("changes-chart-data", LISTINGS, HISTORY_DAYS)
 
 
 def weekly_chart(app: AppTest) -> tuple[dict[str, Any], pd.DataFrame]:

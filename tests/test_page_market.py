@@ -5,9 +5,7 @@ cannot use are said and the rest of the page works; a deployment without history
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -21,29 +19,14 @@ from precon.client import Client
 from precon.errors import NotFound
 from precon.filter_state import FilterState
 from precon.market_models import MarketStats
-from precon.service.embedded import EmbeddedService
-from tests.dashboard_support import embedded_over, make_catalogue, open_page, page_text
+from tests.dashboard_support import history_fixtures, open_page, page_text
 
 PAGE = "views/market.py"
 LISTINGS = 200
 HISTORY_DAYS = 400
 
 
-@pytest.fixture(scope="module")
-def history_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_catalogue(tmp_path_factory.mktemp("market-data"), LISTINGS, HISTORY_DAYS)
-
-
-@pytest.fixture(scope="module")
-def oracle(history_data: Path) -> Iterator[Client]:
-    with EmbeddedService(history_data, listings=LISTINGS) as service:
-        yield service.client
-
-
-@pytest.fixture
-def dashboard(history_data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    with embedded_over(history_data, LISTINGS, monkeypatch):
-        yield
+history_data, oracle, dashboard = history_fixtures("market-data", LISTINGS, HISTORY_DAYS)
 
 
 def today() -> date:
