@@ -423,6 +423,20 @@ def test_the_map_draws_an_offline_outline_of_canada_with_city_names(dashboard: D
     assert_no_exception(page)
 
 
+def click_until(page: Any, target: tuple[float, float], done: str, attempts: int = 3) -> None:
+    """Clicks the map until `done` holds. deck.gl counts a press as a click only when the button comes up within a
+    quarter of a second; on a machine this loaded the browser can take longer between the two, so the map hears a
+    long press and nothing is picked, as a person's slow press would. They would click again; so does this."""
+    for attempt in range(attempts):
+        page.mouse.click(*target)
+        try:
+            page.wait_for_function(done, timeout=20_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == attempts - 1:
+                raise
+
+
 def test_a_click_on_empty_map_moves_the_centre_there_and_names_it(dashboard: Dashboard, page: Any) -> None:
     page.set_viewport_size({"width": 1400, "height": 1300})
     page.goto(f"{dashboard.url}/map?center=43.65,-79.38&radius=10")
@@ -435,8 +449,7 @@ def test_a_click_on_empty_map_moves_the_centre_there_and_names_it(dashboard: Das
     target = (box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.3)  # up and left of the centre
     page.mouse.move(*target)
     expect(page.get_by_text("Click to centre here")).to_be_visible(timeout=10_000)  # the grid's tooltip
-    page.mouse.click(*target)
-    page.wait_for_function("() => !new URLSearchParams(location.search).get('center').startsWith('43.65,-79.38')")
+    click_until(page, target, "() => !new URLSearchParams(location.search).get('center').startsWith('43.65,-79.38')")
     settle(page, "listings within 10 km")
     lat, lng = (float(part) for part in page.evaluate("new URLSearchParams(location.search).get('center')").split(","))
     assert lat > 43.65 and lng < -79.38  # where the click was: north and west of the old centre
