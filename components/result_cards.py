@@ -18,6 +18,7 @@ import streamlit as st
 
 from components.formatting import MISSING, completion, listing_url, number_range, price_range, size_range
 from components.images import draw_image
+from precon.matched_words import matched_summary
 from precon.models import Listing
 
 Run = tuple[str, bool]
@@ -165,6 +166,9 @@ def card_html(
     amenities = matched_values(listing, "amenities")
     if amenities:
         lines.append(f'<div style="{SMALLER}">Amenities: ' + ", ".join(runs_html(r) for r in amenities) + "</div>")
+    found = matched_summary(listing.highlight)
+    if found:  # the street, the address, a summary's far end: not all of it is on the card
+        lines.append(f'<div style="{SMALLER}">Matched in: {safe_text(found)}</div>')
     return "\n".join(line for line in lines if line)
 
 

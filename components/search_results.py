@@ -25,6 +25,7 @@ from components.search_scope import SearchScope, scope_of
 from precon import labels, listing_search
 from precon.filter_state import FilterState, facets_in
 from precon.listing_search import SearchOutcome
+from precon.matched_words import matched_summary
 from precon.models import PROVINCES, Listing, MatchedFloorPlans
 from precon.ordering import NEWEST_LIMIT, sort_rows
 
@@ -220,6 +221,9 @@ def matched_text(matched: MatchedFloorPlans | None, *, compact: bool = False) ->
 TABLE_COLUMNS: dict[str, Any] = {
     "id": None,  # in the data (tests read it), not on the screen
     "name": st.column_config.TextColumn("Name", width=165, help="Click a name to open the listing"),
+    "matched": st.column_config.TextColumn(
+        "Matched in", width=190, help="Where the search words were found: the field, and the text found there"
+    ),
     "type": st.column_config.TextColumn("Type", width=80),
     "city": st.column_config.TextColumn("City", width=95),
     "status": st.column_config.TextColumn("Status", width=85),
@@ -231,8 +235,10 @@ TABLE_COLUMNS: dict[str, Any] = {
     "completion": st.column_config.TextColumn("Completion", width=95),
 }
 """Widths that fit a 1280-pixel screen beside the sidebar. With unit filters on, "Matching plans" (how many plans
-meet them, from what price) takes the place of the listing's price and rooms."""
+meet them, from what price) takes the place of the listing's price and rooms; with search words, "Matched in" (where
+each listing matched them, most of those fields being off the table) takes the place of its size."""
 UNIT_COLUMNS_REPLACE = ("price", "rooms")
+WORDS_COLUMNS_REPLACE = ("size",)
 TABLE_ROW_PX, TABLE_HEADER_PX = 35, 38
 
 
@@ -248,11 +254,14 @@ def _builders(listing: Listing, names: dict[str, str]) -> list[str]:
     return [names.get(b, b) if isinstance(b, str) else (b.name or "") for b in listing.builders]
 
 
-def results_frame(listings: Sequence[Listing], names: dict[str, str], with_units: bool) -> pd.DataFrame:
+def results_frame(
+    listings: Sequence[Listing], names: dict[str, str], with_units: bool, with_words: bool = False
+) -> pd.DataFrame:
     rows = [
         {
             "id": listing.id,
             "name": listing.name or listing.id,
+            "matched": matched_summary(listing.highlight, most=2) or "—",
             "type": first_and_more(listing.type),
             "city": listing.cityOrDistrict or "—",
             "status": listing.sellingStatus or "—",
@@ -267,14 +276,17 @@ def results_frame(listings: Sequence[Listing], names: dict[str, str], with_units
         for listing in listings
     ]
     hidden = UNIT_COLUMNS_REPLACE if with_units else ("units",)
+    hidden += WORDS_COLUMNS_REPLACE if with_words else ("matched",)
     columns = [c for c in TABLE_COLUMNS if c not in hidden]
     return pd.DataFrame(rows, columns=columns)
 
 
-def results_table(listings: Sequence[Listing], names: dict[str, str], with_units: bool) -> None:
+def results_table(
+    listings: Sequence[Listing], names: dict[str, str], with_units: bool, with_words: bool = False
+) -> None:
     """The page of results; a click on a name (or ticking its row) opens the listing in this tab, or, while picking
-    listings to compare, ticks it."""
-    frame = results_frame(listings, names, with_units)
+    listings to compare, ticks it. With search words, each row says where they were found."""
+    frame = results_frame(listings, names, with_units, with_words)
     comparing = st.toggle(
         "Pick listings to compare",
         key="search_compare_mode",

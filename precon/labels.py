@@ -65,6 +65,8 @@ FIELDS: dict[str, str] = {
     "floor": "Floor",
     "exposure": "Exposure",
     "amenities": "Amenities",
+    "streetName": "Street",
+    "fullAddress": "Address",
     "incentives": "Incentives",
     "paymentStructures": "Deposit structures",
 }

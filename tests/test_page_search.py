@@ -21,9 +21,11 @@ from components import filter_chips
 from components import filter_panel as panel
 from components.api import connection
 from components.result_cards import card_html, highlight_runs, runs_html
+from precon import labels
 from precon.filter_state import FACET_BY_PARAM, FACETS, PARAMS, FilterState
 from precon.listing_search import matched_plans
 from precon.models import Listing
+from precon.schema import SEARCHABLE_LISTING_FIELDS
 from tests.dashboard_support import (  # noqa: F401
     DASHBOARD_LISTINGS,
     assert_readable_failure,
@@ -294,6 +296,30 @@ def test_without_unit_filter_the_dashboard_checks_floor_plans_itself_and_says_so
     # the builder search falls back to finding profiles by name
     app.text_input(key="rf_find_builder").input("a").run()
     assert any(b.key.endswith("_found") for b in healthy(app).checkbox if b.key)
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_each_result_says_where_the_search_words_were_found() -> None:
+    """A word found in most listings ("park"): each row of the table names the fields it was found in and the text
+    found there, checked against the listing's own fields from the API; many were found off the table."""
+    app = healthy(open_page(SEARCH, {"q": "park"}))
+    frame = app.dataframe[0].value
+    assert "matched" in frame.columns and "size" not in frame.columns
+    fields = {labels.field_label(name): name for name in SEARCHABLE_LISTING_FIELDS}
+    off_the_name = 0
+    for listing_id, said in zip(frame["id"], frame["matched"], strict=True):
+        document, _ = client().call("GET", "listing", params={"id": listing_id})
+        places = [part for part in said.split(" · ") if not part.startswith("+")]
+        assert places, (listing_id, said)
+        for place in places:
+            label = place.partition(" “")[0]
+            value = document.get(fields[label])
+            text = " ".join(value) if isinstance(value, list) else str(value)
+            for word in re.findall(r"“([^”]*)”", place):
+                assert word.casefold().startswith("park") and word in text, (listing_id, label, word)
+        off_the_name += not said.startswith("Name")
+    assert off_the_name > 0, "every match was in a name: the column would say nothing the name does not"
+    assert "matched" not in healthy(open_page(SEARCH, {"type": "Condo"})).dataframe[0].value.columns
 
 
 @pytest.mark.usefixtures("embedded_dashboard")

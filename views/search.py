@@ -107,6 +107,8 @@ if view.view == "cards":
         matched=results.matched_text,
     )
 else:
-    results.results_table(outcome.listings, names, with_units=scope.unit_filter is not None)
+    results.results_table(
+        outcome.listings, names, with_units=scope.unit_filter is not None, with_words=bool(state.text.strip())
+    )
 results.pagination(outcome, view)
 results.csv_download(scope, view.sort, outcome.total)
