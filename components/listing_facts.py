@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components import maps
+from components import basemap, maps
 from components.formatting import (
     MISSING,
     completion_said,
@@ -49,7 +49,7 @@ GALLERY_COLUMNS = 4
 MAP_RADIUS_M = 1_000
 NEARBY_KM = 25
 LISTING_ZOOM = 12.0
-BASEMAP_HELP = "Without it the map draws offline: the points and the circle on a plain background."
+BASEMAP_HELP = "Without it the map draws offline: the points and the circle on the bundled outline of land and lakes."
 YES, NO = "✓", "✗"
 _WEB_ADDRESS = re.compile(r"^https?://[^\s<>\"'`]+$", re.IGNORECASE)
 _EMAIL = re.compile(r"^[^@\s<>()\[\]]+@[^@\s<>()\[\]]+\.[A-Za-z]{2,}$")
@@ -306,20 +306,23 @@ def render_location(listing: Listing, similar: Sequence[Listing] = ()) -> None:
         for other in similar
         if other.geoloc is not None and other.id != listing.id and distance_km(listing, other) <= NEARBY_KM
     ]
+    street = st.toggle(
+        "Street basemap (needs internet)", value=False, key=f"listing_basemap:{listing.id}", help=BASEMAP_HELP
+    )
+    # The Map page's bundled outline (land, lakes, the border) under the dots, so the map is never dots on white.
     layers = [
+        *basemap.shapes_layers(filled=not street),
         maps.circle_layer(lat, lng, MAP_RADIUS_M),
         maps.points_layer(nearby, layer_id="similar", radius_px=5),
         maps.centre_layer(lat, lng),
         maps.points_layer([listing], layer_id="listing", radius_px=9),
+        basemap.labels_layer([{"name": listing.name or listing.id or "", "lat": lat, "lng": lng, "count": 1}]),
     ]
     view = maps.view(lat, lng, LISTING_ZOOM)
     if nearby:
         view = maps.fitted_view([listing, *nearby])
         view.zoom = min(view.zoom - 0.6, LISTING_ZOOM)  # a margin, so no dot sits on the edge
-    basemap = st.toggle(
-        "Street basemap (needs internet)", value=False, key=f"listing_basemap:{listing.id}", help=BASEMAP_HELP
-    )
-    st.pydeck_chart(maps.deck(layers, view, basemap=basemap), height=320)
+    st.pydeck_chart(maps.deck(layers, view, basemap=street), height=320)
     legend = f"Large dot: this listing, in a circle of {MAP_RADIUS_M / 1000:g} km"
     if nearby:
         legend += f"; small dots: {len(nearby)} similar listing{'s' if len(nearby) != 1 else ''} within {NEARBY_KM} km"

@@ -249,6 +249,32 @@ def test_the_listings_videos_are_linked_as_the_urls_the_api_gives() -> None:
         assert f"]({url})" in text, url
 
 
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_the_location_map_draws_the_bundled_outline_under_the_listing_named_at_its_dot() -> None:
+    client = api.connection().client
+    listing = next(
+        lst
+        for lst in client.iter_listings(per_page=1000, retrieve_attributes=["listingId", "name", "_geoloc"])
+        if lst.geoloc is not None
+    )
+    app = open_page(LISTING, {"id": listing.id})
+    assert not app.exception, [e.value for e in app.exception]
+    charts = app.get("deck_gl_json_chart")
+    assert len(charts) == 1
+    spec = json.loads(charts[0].proto.json)
+    ids = [item["id"] for item in spec["layers"]]
+    assert ids[:3] == ["basemap-water", "basemap-shapes", "basemap-lakes"]  # under everything
+    shapes = next(item for item in spec["layers"] if item["id"] == "basemap-shapes")
+    assert shapes["filled"] is True and shapes["data"] == "app/static/basemap/land.json"
+    label = next(item for item in spec["layers"] if item["id"] == "basemap-cities")
+    assert label["data"] == [{"name": listing.name, "lat": listing.geoloc.lat, "lng": listing.geoloc.lng, "count": 1}]
+    assert "mapProvider" not in spec  # nothing from the network until the street basemap is asked for
+    app.toggle(key=f"listing_basemap:{listing.id}").set_value(True).run()
+    spec = json.loads(app.get("deck_gl_json_chart")[0].proto.json)
+    assert spec["mapProvider"] == "carto"
+    assert [item["filled"] for item in spec["layers"] if item["id"].startswith("basemap-s")] == [False]
+
+
 def a_listing_with_contradictions() -> tuple[Listing, list[Contradiction]]:
     """A listing whose incentives contradict both its fees and its deposits, with priced floor plans; scanned
     without counting views."""
