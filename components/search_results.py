@@ -261,7 +261,7 @@ def results_frame(
         {
             "id": listing.id,
             "name": listing.name or listing.id,
-            "matched": matched_summary(listing.highlight, most=2) or "—",
+            "matched": matched_summary(listing.highlight, most=2, shown=("name",)) or "—",
             "type": first_and_more(listing.type),
             "city": listing.cityOrDistrict or "—",
             "status": listing.sellingStatus or "—",

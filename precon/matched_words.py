@@ -72,11 +72,16 @@ def matched_fields(highlight: Mapping[str, Any] | None) -> list[MatchedField]:
     return matched
 
 
-def matched_summary(highlight: Mapping[str, Any] | None, most: int = 3) -> str:
+def matched_summary(highlight: Mapping[str, Any] | None, most: int = 3, shown: tuple[str, ...] = ()) -> str:
     """``Name “Parkhill” · Amenities “Park”`` (the first ``most`` fields, then how many more); blank when the
-    highlights say nothing matched."""
+    highlights say nothing matched. The fields ``shown`` beside it (a table's name column) come last and are named
+    without their text: ``Summary “park” · Name``."""
     fields = matched_fields(highlight)
-    parts = [f"{m.label} " + ", ".join(f"“{text}”" for text in m.found) for m in fields[:most]]
+    fields = [m for m in fields if m.field not in shown] + [m for m in fields if m.field in shown]
+    parts = [
+        m.label if m.field in shown else f"{m.label} " + ", ".join(f"“{text}”" for text in m.found)
+        for m in fields[:most]
+    ]
     if len(fields) > most:
         parts.append(f"+{len(fields) - most} more")
     return " · ".join(parts)

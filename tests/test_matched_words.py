@@ -42,3 +42,9 @@ def test_nothing_said_where_the_highlights_say_nothing_matched(highlight: Any) -
 
 def test_a_service_that_marks_nothing_but_names_the_words() -> None:
     assert matched_summary({"name": entry("Park House", "partial", ["park"])}) == "Name “park”"
+
+
+def test_a_field_shown_beside_comes_last_named_without_its_text() -> None:
+    highlight = {"name": entry("<em>Park</em> Towns"), "amenities": [entry("<em>Park</em>")]}
+    assert matched_summary(highlight, shown=("name",)) == "Amenities “Park” · Name"
+    assert matched_summary({"name": entry("<em>Park</em> Towns")}, shown=("name",)) == "Name"
