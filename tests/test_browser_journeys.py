@@ -81,7 +81,7 @@ def test_a_click_on_a_company_name_in_the_directory_opens_its_profile(
 ) -> None:
     screen.goto(f"{dashboard.url}/profiles?collection=Builders")
     settle(screen, "Page 1 of")
-    expect(screen.get_by_text("Click a name to open the company's profile")).to_be_visible()
+    expect(screen.get_by_text("click a name to open the company's profile")).to_be_visible()
     second = oracle.search_profiles(collection="Builders", sort_by_name="asc", per_page=25).results[1]
     click_cell(screen, screen.locator(".st-key-profiles_table"), 200, 40 + 44 + 22)  # the second row's name
     collection, _, profile_id = (second.path or "").partition("/")

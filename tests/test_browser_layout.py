@@ -1,6 +1,7 @@
 """The layout on a 1440×900 screen in chromium: every page's title sits near the top (Streamlit's own top padding
 left about 110 px empty above it), and the Facets page's filter pills are whole, wrapping instead of being cut off
-("Semi…", "Pre Constr…"). Screenshots in tests/screenshots/layout-*.png."""
+("Semi…", "Pre Constr…"), and the Profiles table's toolbar covers none of the controls above it. Screenshots in
+tests/screenshots/layout-*.png."""
 
 from __future__ import annotations
 
@@ -65,3 +66,29 @@ def test_the_facets_pills_are_whole(dashboard: Dashboard, screen: Any) -> None:
     assert {"Semi-Detached", "Pre Construction", "Selling Now"} <= set(labels), labels
     assert cut == [], f"pills cut off: {cut}"
     screenshot(screen, "layout-facets")
+
+
+def test_the_profiles_tables_toolbar_covers_none_of_the_controls_above_it(dashboard: Dashboard, screen: Any) -> None:
+    """The toolbar a table shows on hover opens above its top right corner: it covered "Most listings"."""
+    screen.goto(f"{dashboard.url}/profiles")
+    settle(screen, "Page 1 of")
+    assert_no_exception(screen)
+    screen.locator(".st-key-profiles_table").hover()
+    toolbar = screen.locator('.st-key-profiles_table [data-testid="stElementToolbar"]')
+    toolbar.wait_for(state="visible")
+    screen.wait_for_function(  # it slides into place
+        """() => document.querySelector('.st-key-profiles_table [data-testid="stElementToolbar"]')
+            .getAnimations({subtree: true}).length === 0"""
+    )
+    bar = toolbar.bounding_box()
+    covered = screen.evaluate(
+        """(bar) => [...document.querySelectorAll('label, [data-testid="stWidgetLabel"], [role="radiogroup"] p')]
+            .filter(element => {
+                const box = element.getBoundingClientRect();
+                return box.width > 0 && box.left < bar.x + bar.width && box.right > bar.x
+                    && box.top < bar.y + bar.height && box.bottom > bar.y;
+            }).map(element => element.innerText)""",
+        bar,
+    )
+    assert covered == [], f"the toolbar covers {covered}"
+    screenshot(screen, "layout-profiles-toolbar")

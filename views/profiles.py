@@ -166,6 +166,9 @@ def main() -> None:
     if not result.results:
         st.info("No company matches: try another name or collection.", icon="🔎")
     else:
+        # A line between the controls and the table: the table's toolbar opens above its top right corner, where it
+        # covered the last "Sort by" choice.
+        st.caption(f"{result.total:,} companies · click a name to open the company's profile.")
         event = st.dataframe(
             profile_frame(result.results),
             placeholder="—",
@@ -181,7 +184,6 @@ def main() -> None:
         row = picked_row(event, "name", len(result.results))
         if row is not None:
             open_profile(result.results[row])
-        st.caption("Click a name to open the company's profile.")
 
     # Below the table, clear of the toolbar that opens above its top right corner.
     back, number, where, size, forward = st.columns([1, 1, 3, 1, 1], vertical_alignment="bottom")
