@@ -100,7 +100,13 @@ def create_alert(search_id: int) -> None:
         sv.say(where, "error", sv.failure_text(error))
         return
     st.session_state[SECRETS] = {"search": search_id, "made": [(s.id, s.event, s.secret or "") for s in made]}
+    st.session_state[popover_key(search_id)] = False  # closed: open, it covered the secrets shown below it
     sv.say(where, "success", f"Alerts on: {len(made)} subscriptions send to {inline_code(target)}.")
+
+
+def popover_key(search_id: int) -> str:
+    """The key of a saved search's alert popover, which holds whether it is open."""
+    return f"alert_{search_id}_popover"
 
 
 def remove_alerts(search_id: int) -> None:
@@ -139,8 +145,9 @@ def _render_secrets(search_id: int) -> None:
               args=(SECRETS, None))  # fmt: skip
 
 
-def alert_control(saved: SavedSearch, alerts: list[Alert]) -> None:
-    """The "Alert me" popover of one saved search (or, with alerts on, where they go and "Stop alerts")."""
+def alert_control(saved: SavedSearch, alerts: list[Alert]) -> str | None:
+    """The "Alert me" popover of one saved search (or, with alerts on, where they go and "Stop alerts"), for a row
+    of buttons; what stops alerts from being offered, if anything, for :func:`alert_notes` below the row."""
     where = f"alert_{saved.id}"
     offered, why = capability()
     problem = None if offered else why
@@ -149,7 +156,7 @@ def alert_control(saved: SavedSearch, alerts: list[Alert]) -> None:
     problem = problem or store_module.alert_problem(saved)
     label = f"Alerts on ({len(alerts)})" if alerts else "Alert me"
     with st.popover(label, icon=":material/notifications:", disabled=problem is not None and not alerts,
-                    help=problem):  # fmt: skip
+                    help=problem, key=popover_key(saved.id), on_change="rerun"):  # fmt: skip
         if alerts:
             for alert in alerts:
                 fields = ", ".join(alert.fields) if alert.fields else "every field"
@@ -157,9 +164,15 @@ def alert_control(saved: SavedSearch, alerts: list[Alert]) -> None:
             st.button("Stop alerts", key=f"{where}_stop", on_click=stop_alerts, args=(saved.id,))
         elif problem is None:
             _alert_form(saved, where)
+    return problem
+
+
+def alert_notes(saved: SavedSearch, alerts: list[Alert], problem: str | None) -> None:
+    """Below the row of buttons, at full width: why alerts are off, the outcome of the last try, and the one-time
+    signing secrets of alerts just made."""
     if problem is not None and not alerts:
         st.caption(f"Alerts off: {problem}")
-    sv.show_outcome(where)
+    sv.show_outcome(f"alert_{saved.id}")
     _render_secrets(saved.id)
 
 

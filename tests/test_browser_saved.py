@@ -144,6 +144,15 @@ def test_save_simulate_see_what_changed_alert_and_receive(
     shown_secrets = page.locator('[data-testid="stCode"] code').filter(has_text="whsec_")
     expect(shown_secrets).to_have_count(2)  # drawn a moment after the run ends, on a loaded machine
     secrets = [t.strip() for t in shown_secrets.all_inner_texts()]
+    expect(page.locator('[data-testid="stPopoverBody"]')).to_have_count(0)  # the form closed: it covered them
+    for code in shown_secrets.all():  # each secret whole and uncovered: what is at its centre is inside it
+        code.scroll_into_view_if_needed()
+        assert code.evaluate(
+            """element => { const box = element.getBoundingClientRect();
+                const at = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
+                return element.contains(at) && element.scrollWidth <= element.clientWidth + 1; }"""
+        ), "a secret is covered or cut"
+    shot(page, "saved-alert-secrets")
     subscriptions = {s.id: s for s in oracle.list_webhooks()}
     assert {s.event for s in subscriptions.values()} == {"listing.matched", "listing.updated"} and len(secrets) == 2
     assert {a.subscription_id for a in store.alerts()} == set(subscriptions)

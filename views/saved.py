@@ -209,7 +209,8 @@ def render_actions(saved: SavedSearch, alerts: list[Alert]) -> None:
         with st.popover("Delete", icon=":material/delete:"):
             st.markdown(f"Delete **{markdown_text(saved.name)}**" + (" and its alerts?" if alerts else "?"))
             st.button("Delete it", key=f"saved_delete_{saved.id}", type="primary", on_click=delete, args=(saved.id,))
-        saved_alerts.alert_control(saved, alerts)
+        problem = saved_alerts.alert_control(saved, alerts)
+    saved_alerts.alert_notes(saved, alerts, problem)
 
 
 def render_card(saved: SavedSearch, alerts: list[Alert], here: str) -> None:
