@@ -368,6 +368,10 @@ def test_buildings_sold_by_the_unit_list_their_units_consistently(catalogue: Cat
             continue
         floors = int(listing["numberOfFloors"])
         assert int(listing["numberOfUnits"]) == sum(len(plan["units"]) for plan in plans)
+        highest = max(int(unit["floor"]) for plan in plans for unit in plan["units"])
+        if listing["type"][0] != "Townhouse":  # a tower as high as its highest unit ("Floors 60" beside floor 22)
+            assert floors == highest, (listing["listingId"], floors, highest)
+            assert f"across {floors} storeys" in listing["summary"] or "storeys" not in listing["summary"]
         numbers = [unit["unitNumber"] for plan in plans for unit in plan["units"]]
         assert len(numbers) == len(set(numbers)), listing["listingId"]
         for plan in plans:

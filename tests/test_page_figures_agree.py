@@ -116,3 +116,20 @@ def test_a_completion_behind_a_listing_reads_so_and_is_no_soonest_completion() -
     if (year_of(upcoming[0]) or 0) != (year_of(upcoming[1]) or 0):
         assert starred == [soonest.name]
     assert "(completed)" in str(row[done.name]) and "(completion date passed)" in str(row[passed.name])
+
+
+@pytest.mark.usefixtures("embedded_dashboard")
+def test_a_towers_floors_are_as_high_as_its_units_go() -> None:
+    """The key facts said "Floors 60" where the inventory's units stop at floor 22: a tower with a stack per floor
+    plan reached only so high. Its floors are now its highest unit's, for every tower, and the page says so."""
+    open_page(LISTING)  # starts the embedded service
+    towers = [
+        x for x in listings() if x.type and x.type[0] != "Townhouse" and any(p.units for p in x.floorPlans or [])
+    ]  # fmt: skip
+    assert towers
+    for tower in towers:
+        highest = max(int(float(u.floor)) for p in tower.floorPlans or [] for u in p.units if u.floor is not None)
+        assert tower.numberOfFloors == highest, (tower.id, tower.numberOfFloors, highest)
+    tallest = max(towers, key=lambda x: (len(x.floorPlans), x.numberOfUnits or 0))
+    app = healthy(open_page(LISTING, {"id": tallest.id}))
+    assert key_fact(app, "Floors") == f"{tallest.numberOfFloors:,}"

@@ -52,7 +52,7 @@ from precon.service.catalogue.prices import (
 )
 from precon.service.catalogue.shapes import Catalogue
 from precon.service.catalogue.text import slug
-from precon.service.catalogue.units import RESERVED_ODDS, SANDBOX_RESERVED_ODDS, draw_units
+from precon.service.catalogue.units import RESERVED_ODDS, SANDBOX_RESERVED_ODDS, building_floors, draw_units
 from precon.service.collector import collector_paused
 
 _ID_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -311,6 +311,8 @@ class ListingMaker:
         if draft.plans is not None:
             reserved = SANDBOX_RESERVED_ODDS if self.sandbox else RESERVED_ODDS
             draw_units(draft.lid, draft.plans, units, floors, primary, draft.statuses.selling, reserved)
+            floors = building_floors(units, floors, len(draft.plans), primary)  # no draw: as high as the units
+            draft.size = (units, floors)
             draft.price = PriceRange.of(priced_sizes(draft.plans), draft.price.contact)
         draft.amenities = draw_amenities(rand, primary in CONDO_LIKE)
         draft.name = self.names.draw(draft.table, draft.hood.name, draft.types, draft.province)

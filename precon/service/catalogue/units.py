@@ -52,6 +52,16 @@ def _positions(total: int, floors: int, plans: int, ground: bool) -> list[tuple[
     return [(first + k // stacks, k % stacks + 1) for k in range(total)]
 
 
+def building_floors(total: int, floors: int, plans: int, primary: str) -> int:
+    """The floors a building sold by the unit has, as its units fill them: a tower's units from its second floor up,
+    a stack per floor plan at least, reach only so high; a building said to be taller than its highest unit read
+    "Floors 60" beside an inventory that stops at floor 22. Houses and towns keep their storeys (their units are
+    side by side, on one floor each)."""
+    if primary not in SOLD_BY_THE_UNIT or plans == 0 or primary == "Townhouse":
+        return floors
+    return min(floors, _positions(max(total, plans), floors, plans, ground=False)[-1][0])
+
+
 def _unit_number(floor: int, stack: int, ground: bool) -> str:
     return str(stack) if ground else f"{floor}{stack:02d}"
 
