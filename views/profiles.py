@@ -130,11 +130,8 @@ def fetch(state: dict[str, Any]) -> Page[Profile]:
     return result
 
 
-def main() -> None:
-    st.title("Companies")
-    st.caption("Builders, architects, interior designers, marketers, sales companies and sales centres.")
-    start_from_url()
-
+def controls() -> dict[str, Any]:
+    """The name search, the collection and the order; what they hold."""
     search, collection, sort = st.columns([4, 3, 4], vertical_alignment="bottom")
     search.text_input("Name", key=KEYS["q"], placeholder="Search by name, address or website", on_change=first_page)
     collection.selectbox(
@@ -154,6 +151,36 @@ def main() -> None:
     )
     state = {name: st.session_state[key] for name, key in KEYS.items()}
     state["q"] = (state["q"] or "").strip()
+    return state
+
+
+def directory_table(result: Page[Profile]) -> None:
+    """The page of companies; a click on a name opens its profile."""
+    # A line between the controls and the table: the table's toolbar opens above its top right corner, where it
+    # covered the last "Sort by" choice.
+    st.caption(f"{result.total:,} companies · click a name to open the company's profile.")
+    event = st.dataframe(
+        profile_frame(result.results),
+        placeholder="—",
+        column_config=COLUMNS,
+        hide_index=True,
+        width="stretch",
+        row_height=ROW_HEIGHT,
+        height=min(len(result.results), MAX_VISIBLE_ROWS) * ROW_HEIGHT + HEADER_HEIGHT,
+        key="profiles_table",
+        on_select="rerun",
+        selection_mode=OPENING_MODES,
+    )
+    row = picked_row(event, "name", len(result.results))
+    if row is not None:
+        open_profile(result.results[row])
+
+
+def main() -> None:
+    st.title("Companies")
+    st.caption("Builders, architects, interior designers, marketers, sales companies and sales centres.")
+    start_from_url()
+    state = controls()
     with api.guarded():
         result = fetch(state)
         pages = max(result.pages, 1)
@@ -166,24 +193,7 @@ def main() -> None:
     if not result.results:
         st.info("No company matches: try another name or collection.", icon="🔎")
     else:
-        # A line between the controls and the table: the table's toolbar opens above its top right corner, where it
-        # covered the last "Sort by" choice.
-        st.caption(f"{result.total:,} companies · click a name to open the company's profile.")
-        event = st.dataframe(
-            profile_frame(result.results),
-            placeholder="—",
-            column_config=COLUMNS,
-            hide_index=True,
-            width="stretch",
-            row_height=ROW_HEIGHT,
-            height=min(len(result.results), MAX_VISIBLE_ROWS) * ROW_HEIGHT + HEADER_HEIGHT,
-            key="profiles_table",
-            on_select="rerun",
-            selection_mode=OPENING_MODES,
-        )
-        row = picked_row(event, "name", len(result.results))
-        if row is not None:
-            open_profile(result.results[row])
+        directory_table(result)
 
     # Below the table, clear of the toolbar that opens above its top right corner.
     back, number, where, size, forward = st.columns([1, 1, 3, 1, 1], vertical_alignment="bottom")
