@@ -19,7 +19,7 @@ import streamlit as st
 
 from precon import filters
 from precon.client import Client
-from precon.errors import (
+from precon.client.errors import (
     BadRequest,
     Forbidden,
     NoDataProduct,

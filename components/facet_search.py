@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from components import api
 from components.search_scope import scope_of
 from precon import filters, listing_search
-from precon.errors import BadRequest, NotFound
+from precon.client.errors import BadRequest, NotFound
 from precon.filter_state import FacetSpec, FilterState
 from precon.words import words
 

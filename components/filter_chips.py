@@ -19,7 +19,7 @@ import streamlit as st
 from components import api, shared_filters
 from components.formatting import cad, markdown_text
 from precon import filters
-from precon.errors import PreconError
+from precon.client.errors import PreconError
 from precon.filter_state import AVAILABLE_PARAM, FACETS, RANGES, TEXT_PARAM, FacetSpec, FilterState, RangeSpec
 
 NAME_LOOKUP_CHUNK = 40

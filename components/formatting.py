@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import date
 from urllib.parse import quote
 
+from precon.client.models import Listing, Profile
 from precon.completion import completion_note
-from precon.models import Listing, Profile
 
 MISSING = "—"
 

@@ -7,7 +7,7 @@ from datetime import datetime
 import streamlit as st
 
 from components import api
-from precon.errors import PreconError
+from precon.client.errors import PreconError
 from precon.history_freshness import freshness_of
 
 

@@ -18,8 +18,8 @@ import streamlit as st
 from components import api
 from components.formatting import MISSING, cad
 from precon import labels
-from precon.errors import BadRequest, NotFound, PreconError
-from precon.models import FloorPlan, HistoryEntry, HistoryPage, Listing
+from precon.client.errors import BadRequest, NotFound, PreconError
+from precon.client.models import FloorPlan, HistoryEntry, HistoryPage, Listing
 
 OPERATION = "listing_history"
 PRICE_FIELDS = ("startPrice", "sellingStatus")

@@ -13,8 +13,8 @@ import streamlit as st
 from components.filter_chips import describe
 from components.floor_plans import MATCH_LABEL, PRICE_STEP
 from components.formatting import plural
+from precon.client.models import FloorPlan
 from precon.filter_state import FilterState
-from precon.models import FloorPlan
 from precon.unit_marks import UNIT_PARAMS, Marks, marks, unit_params, unit_state
 
 PRESET_KEY = "listing_marks_preset"

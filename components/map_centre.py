@@ -29,7 +29,7 @@ from components.maps import (
 )
 from components.search_scope import SearchScope
 from precon import filters, listing_search
-from precon.models import Listing
+from precon.client.models import Listing
 
 # -- limits and what is asked of the API -----------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from components.formatting import cad, listing_url, plural
 from components.search_scope import SearchScope
 from precon import filters, labels
 from precon import market_changes as mc
-from precon.errors import NotFound
+from precon.client.errors import NotFound
 
 COLUMNS = ["at", "kind", "listingId", "plan", "unit", "field", "before", "after", "percent"]
 KIND_COLOURS = {

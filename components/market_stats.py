@@ -20,7 +20,7 @@ from components import api
 from components.search_scope import SearchScope
 from precon import filters, labels
 from precon import market_view as mv
-from precon.errors import BadRequest, NotFound
+from precon.client.errors import BadRequest, NotFound
 
 TOTAL = "All matching listings"
 CHART_GROUPS = 8

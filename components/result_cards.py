@@ -18,7 +18,7 @@ import streamlit as st
 
 from components.formatting import MISSING, completion, listing_url, number_range, price_range, size_range
 from components.images import draw_image
-from precon.models import Listing
+from precon.client.models import Listing
 
 Run = tuple[str, bool]
 """A piece of text and whether it matched the search."""

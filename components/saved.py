@@ -18,9 +18,9 @@ from components import api, auth
 from components.formatting import markdown_text
 from precon import listing_search
 from precon import saved_searches as store_module
-from precon.errors import NotFound, PreconError
+from precon.client.errors import NotFound, PreconError
+from precon.client.models import Listing
 from precon.filter_state import FilterState
-from precon.models import Listing
 from precon.saved_searches import DB_FILE_NAME, Answer, Match, Refused, SavedSearch, SavedSearches, Unavailable
 
 DB_SETTING = "PRECON_DASHBOARD_DB"

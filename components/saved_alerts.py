@@ -15,8 +15,8 @@ from components.formatting import markdown_text
 from components.webhook_log import inline_code
 from precon import filters
 from precon import saved_searches as store_module
-from precon.errors import BadRequest, PreconError
-from precon.models import WebhookSubscription
+from precon.client.errors import BadRequest, PreconError
+from precon.client.models import WebhookSubscription
 from precon.saved_searches import ALERT_EVENTS, Alert, SavedSearch, Unavailable
 
 OPENAPI_TIMEOUT_S = 15

@@ -23,9 +23,9 @@ from components.formatting import completion, markdown_text, number_range, plura
 from components.listing_table import OPENING_MODES, open_listing, picked_row
 from components.search_scope import SearchScope, scope_of
 from precon import labels, listing_search
+from precon.client.models import PROVINCES, Listing, MatchedFloorPlans
 from precon.filter_state import FilterState, facets_in
 from precon.listing_search import SearchOutcome
-from precon.models import PROVINCES, Listing, MatchedFloorPlans
 from precon.ordering import NEWEST_LIMIT, sort_rows
 
 SORTS: dict[str, str] = {

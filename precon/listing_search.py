@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from precon import filters
-from precon.errors import BadRequest
+from precon.client.errors import BadRequest
+from precon.client.models import FloorPlan, Listing, MatchedFloorPlans
 from precon.facet_keys import MAX_FACET_VALUES, facet_key, top
 from precon.filter_state import necessary_listing_filter
 from precon.filters import Expr
-from precon.models import FloorPlan, Listing, MatchedFloorPlans
 from precon.ordering import NUMERIC_SORTS, WINDOW, ListingBackend, ServiceOrdering, ids_of, sort_rows
 
 UnitMode = Literal["none", "service", "local"]

@@ -10,6 +10,7 @@ import pytest
 
 from precon import filters
 from precon.client import Client
+from precon.client.models import Listing
 from precon.filter_state import FilterState
 from precon.listing_search import (
     SearchRequest,
@@ -20,7 +21,6 @@ from precon.listing_search import (
     total_and_facets,
     unit_filter_supported,
 )
-from precon.models import Listing
 from precon.ordering import sort_rows
 from tests.production_like import client_for, plain_service, production_like_service
 

@@ -12,9 +12,9 @@ import pytest
 
 from precon import market_changes as mc
 from precon.client import Client
-from precon.errors import NotFound
+from precon.client.errors import NotFound
+from precon.client.models import HistoryEntry
 from precon.filter_state import FilterState
-from precon.models import HistoryEntry
 from tests.dashboard_support import history_fixtures, open_page, page_text
 
 PAGE = "views/changes.py"

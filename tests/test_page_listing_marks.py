@@ -14,8 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 from precon import filters, unit_marks
 from precon.client import Client
+from precon.client.models import Listing
 from precon.filter_state import FilterState
-from precon.models import Listing
 from precon.service.embedded import EmbeddedService
 from tests.dashboard_support import DASHBOARD_LISTINGS, dashboard_data, embedded_dashboard, open_page  # noqa: F401
 

@@ -16,9 +16,9 @@ from components import market_stats as ms
 from precon import labels as words
 from precon import market_view as mv
 from precon.client import Client
-from precon.errors import NotFound
+from precon.client.errors import NotFound
+from precon.client.market_models import MarketStats
 from precon.filter_state import FilterState
-from precon.market_models import MarketStats
 from tests.dashboard_support import history_fixtures, open_page, page_text
 
 PAGE = "views/market.py"

@@ -20,8 +20,8 @@ from components.formatting import markdown_text, plural
 from components.webhook_log import when
 from precon import labels
 from precon import saved_searches as store_module
-from precon.errors import BadRequest, NotFound, PreconError
-from precon.models import PROVINCES
+from precon.client.errors import BadRequest, NotFound, PreconError
+from precon.client.models import PROVINCES
 from precon.saved_searches import Alert, Answer, SavedSearch, Unavailable, WhatChanged
 
 HISTORY_ROWS = 200
