@@ -19,7 +19,7 @@ from components.deposits import dollar_steps, total_percent
 from components.formatting import MISSING, cad, completion_said, markdown_text, money, profile_name
 from precon import filters
 from precon.client.models import FloorPlan, Listing, Unit
-from precon.completion import completion_passed
+from precon.dashboard.completion import completion_passed
 from precon.filters import Expr
 
 MIN_COMPARE, MAX_COMPARE = 2, 4

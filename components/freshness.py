@@ -8,7 +8,7 @@ import streamlit as st
 
 from components import api
 from precon.client.errors import PreconError
-from precon.history_freshness import freshness_of
+from precon.dashboard.history_freshness import freshness_of
 
 
 @st.cache_data(ttl=api.DATA_TTL_S, show_spinner=False, max_entries=20)

@@ -29,7 +29,7 @@ from components.formatting import (
 )
 from components.images import safe_image_source
 from precon.client.models import Listing, Profile
-from precon.listing_checks import Contradiction, Section, incentive_plain_text
+from precon.dashboard.listing_checks import Contradiction, Section, incentive_plain_text
 
 REFERENCE_ROLES: tuple[tuple[str, str, str], ...] = (
     ("builders", "Builders", "Builder"),

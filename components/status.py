@@ -36,7 +36,7 @@ from precon.client.metrics_view import (
     window,
 )
 from precon.client.models import WebhookSubscription
-from precon.delivery_health import RECENT_DELIVERIES, SubscriptionHealth, failing_first, health_of
+from precon.dashboard.delivery_health import RECENT_DELIVERIES, SubscriptionHealth, failing_first, health_of
 
 SAMPLE_EVERY_S = 30
 WINDOW_S = 3600

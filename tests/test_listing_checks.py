@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from precon.client.models import Listing
-from precon.listing_checks import (
+from precon.dashboard.listing_checks import (
     Contradiction,
     DepositTerms,
     contradictions,

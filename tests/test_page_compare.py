@@ -199,7 +199,7 @@ def test_the_compare_list_is_in_the_address_and_the_owners_store_from_session_to
 ) -> None:
     from components import auth
     from components.saved import db_path
-    from precon.compare_lists import CompareLists
+    from precon.dashboard.compare_lists import CompareLists
 
     open_page(COMPARE)
     first, second, third = selling_listings(3)

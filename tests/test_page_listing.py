@@ -21,9 +21,9 @@ from components import api
 from components.deposits import dollar_steps, plan_label, priced_plans, total_percent
 from components.formatting import cad, markdown_text, size_text
 from components.listing_facts import company
-from precon import labels
 from precon.client.models import Listing
-from precon.listing_checks import Contradiction, contradictions
+from precon.dashboard import labels
+from precon.dashboard.listing_checks import Contradiction, contradictions
 from precon.service.config import ServiceSettings
 from tests.dashboard_support import (  # noqa: F401
     APP,

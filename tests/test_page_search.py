@@ -22,8 +22,8 @@ from components import filter_panel as panel
 from components.api import connection
 from components.result_cards import card_html, highlight_runs, runs_html
 from precon.client.models import Listing
-from precon.filter_state import FACET_BY_PARAM, FACETS, PARAMS, FilterState
-from precon.listing_search import matched_plans
+from precon.dashboard.filter_state import FACET_BY_PARAM, FACETS, PARAMS, FilterState
+from precon.dashboard.listing_search import matched_plans
 from tests.dashboard_support import (  # noqa: F401
     DASHBOARD_LISTINGS,
     assert_readable_failure,

@@ -17,7 +17,7 @@ from components.sidebar import PROVINCE_LABELS, VERSION_LABELS
 from precon import filters
 from precon.client.errors import PreconError
 from precon.client.models import PROVINCES, Listing
-from precon.filter_state import FilterState
+from precon.dashboard.filter_state import FilterState
 
 TABLE_ROWS = 10
 TABLE_HEIGHT = 48 * TABLE_ROWS + 40  # every row in view, no scrolling: the table's rows are 48 px

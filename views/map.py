@@ -16,7 +16,7 @@ from components import map_centre as mc
 from components import map_layers as ml
 from components.formatting import markdown_text, plural
 from precon.client.models import Listing
-from precon.filter_state import SEARCH_MAX_CHARS
+from precon.dashboard.filter_state import SEARCH_MAX_CHARS
 
 state = st.session_state
 chosen, problems = shared_filters.current("map")
