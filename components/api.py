@@ -19,7 +19,7 @@ import streamlit as st
 
 from precon import filters
 from precon.client import Client
-from precon.errors import (
+from precon.client.errors import (
     BadRequest,
     Forbidden,
     NoDataProduct,
@@ -193,7 +193,8 @@ def guarded() -> Iterator[None]:
 
 
 class CachedBackend:
-    """The listing calls of :mod:`precon.listing_search` and :mod:`precon.ordering`, answered through :func:`call`."""
+    """The listing calls of :mod:`precon.dashboard.listing_search` and :mod:`precon.dashboard.ordering`, answered
+    through :func:`call`."""
 
     def search_listings(self, search: str | None = None, **arguments: Any) -> Any:
         return call("search_listings", search=search, **arguments)
@@ -208,7 +209,7 @@ UNIT_SUPPORT_TTL_S = 600
 
 @st.cache_data(ttl=UNIT_SUPPORT_TTL_S, show_spinner=False)
 def _unit_filter_supported(identity: str, version: str, province: str) -> bool:
-    from precon.listing_search import unit_filter_supported
+    from precon.dashboard.listing_search import unit_filter_supported
 
     return unit_filter_supported(backend)
 

@@ -2,7 +2,7 @@
 
 With the standard ``[auth]`` section in ``.streamlit/secrets.toml`` (Streamlit's native OpenID Connect sign-in,
 through Authlib), every page asks for sign-in and shows nothing else before; whoever signs in is an admin or a
-viewer (:mod:`precon.access`: ``PRECON_DASHBOARD_ADMINS``, ``PRECON_DASHBOARD_USERS``). Without ``[auth]`` the
+viewer (:mod:`precon.dashboard.access`: ``PRECON_DASHBOARD_ADMINS``, ``PRECON_DASHBOARD_USERS``). Without ``[auth]`` the
 dashboard is open, as before, but only on loopback unless ``PRECON_DASHBOARD_ANONYMOUS=true``.
 
 Whatever cannot go on (a provider that does not answer, a refused or unfinished sign-in, an expired session, an
@@ -27,8 +27,8 @@ import streamlit as st
 
 from components.api import setting
 from components.formatting import markdown_text
-from precon import access
-from precon.access import BadSetting, Person, Policy
+from precon.dashboard import access
+from precon.dashboard.access import BadSetting, Person, Policy
 
 LOG = logging.getLogger("precon.dashboard.auth")
 PROVIDER_TIMEOUT_S = 5

@@ -18,7 +18,7 @@ import streamlit as st
 
 from components import api
 from precon.client import Filter
-from precon.models import Listing
+from precon.client.models import Listing
 
 BAR_COLOUR = "#2a7f62"
 """The theme's primary colour."""

@@ -25,9 +25,9 @@ from components.compare_table import (
 from components.filter_chips import range_text
 from components.formatting import markdown_text
 from components.search_scope import scope_of
-from precon.errors import NotFound, PreconError
-from precon.filter_state import UNIT_RANGES, FilterState
-from precon.models import PROVINCES, HistoryPage, Listing
+from precon.client.errors import NotFound, PreconError
+from precon.client.models import PROVINCES, HistoryPage, Listing
+from precon.dashboard.filter_state import UNIT_RANGES, FilterState
 
 COMPARE_LIST = compare_lists.COMPARE_LIST
 NOTICE = compare_lists.NOTICE

@@ -3,9 +3,9 @@ opened by its address.
 
 It is kept in three places: the session (the run's truth), the address (``compare=A,B,C``, written where the list
 changes, read on every page by :func:`sync`: a copied link carries it) and the dashboard's own store
-(:class:`precon.compare_lists.CompareLists`, beside the saved searches) for its owner: the signed-in person, or without
-sign-in this browser, known by a cookie the dashboard sets the first time the browser keeps a list. A new session
-takes the address's list if it names one, else the owner's stored one.
+(:class:`precon.dashboard.compare_lists.CompareLists`, beside the saved searches) for its owner: the signed-in person,
+or without sign-in this browser, known by a cookie the dashboard sets the first time the browser keeps a list. A new
+session takes the address's list if it names one, else the owner's stored one.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import streamlit as st
 from components import auth
 from components import saved as sv
 from components.compare_table import parse_ids
-from precon.compare_lists import CompareLists
-from precon.saved_searches import Unavailable
+from precon.dashboard.compare_lists import CompareLists
+from precon.dashboard.saved_searches import Unavailable
 
 COMPARE_LIST = "compare_ids"
 PARAM = "compare"

@@ -18,9 +18,9 @@ import pandas as pd
 from components.deposits import dollar_steps, total_percent
 from components.formatting import MISSING, cad, completion_said, markdown_text, money, profile_name
 from precon import filters
-from precon.completion import completion_passed
+from precon.client.models import FloorPlan, Listing, Unit
+from precon.dashboard.completion import completion_passed
 from precon.filters import Expr
-from precon.models import FloorPlan, Listing, Unit
 
 MIN_COMPARE, MAX_COMPARE = 2, 4
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

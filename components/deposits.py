@@ -17,8 +17,8 @@ import pandas as pd
 import streamlit as st
 
 from components.formatting import MISSING, MONEY_FORMAT, cad, markdown_text, percent, sqft
-from precon.listing_checks import is_percentage, milestone_days
-from precon.models import FloorPlan, Milestone, PaymentStructure
+from precon.client.models import FloorPlan, Milestone, PaymentStructure
+from precon.dashboard.listing_checks import is_percentage, milestone_days
 
 _DOLLARS = re.compile(r"^\$?\s*(\d[\d,]*(?:\.\d+)?)$")
 _BALANCE_DAYS = re.compile(r"balance\b.*?\b(\d+)\s*days?\b", re.IGNORECASE)

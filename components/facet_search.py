@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 
 from components import api
 from components.search_scope import scope_of
-from precon import filters, listing_search
-from precon.errors import BadRequest, NotFound
-from precon.filter_state import FacetSpec, FilterState
+from precon import filters
+from precon.client.errors import BadRequest, NotFound
+from precon.dashboard import listing_search
+from precon.dashboard.filter_state import FacetSpec, FilterState
 from precon.words import words
 
 MAX_HITS = 20

@@ -1,7 +1,7 @@
 """The shared filters in force, as the Map and Facets pages show them: removable chips, "Clear filters", and links
 that open the other pages on the same filters.
 
-A chip's label is drawn from the :class:`~precon.filter_state.FilterState` on every run and never read back: a
+A chip's label is drawn from the :class:`~precon.dashboard.filter_state.FilterState` on every run and never read back: a
 chip's button removes a value or a parameter by name (``state.with_value(param, value, False)`` or
 ``state.without(param)``), so the address only ever holds the values themselves, never a label or a count.
 """
@@ -19,8 +19,8 @@ import streamlit as st
 from components import api, shared_filters
 from components.formatting import cad, markdown_text
 from precon import filters
-from precon.errors import PreconError
-from precon.filter_state import AVAILABLE_PARAM, FACETS, RANGES, TEXT_PARAM, FacetSpec, FilterState, RangeSpec
+from precon.client.errors import PreconError
+from precon.dashboard.filter_state import AVAILABLE_PARAM, FACETS, RANGES, TEXT_PARAM, FacetSpec, FilterState, RangeSpec
 
 NAME_LOOKUP_CHUNK = 40
 """Paths per name lookup: 40 quoted paths keep the ``filterQuery`` well under its 4,096 characters."""

@@ -1,9 +1,9 @@
 """The search filters as refinement lists: facet values with current counts as checkboxes, a search over every value
 of a facet, range sliders bounded by the data, an "available units only" switch, and removable chips.
 
-Every widget shows the :class:`~precon.filter_state.FilterState` it is given and, when changed, writes a new state
-through :mod:`components.shared_filters`. A widget holds a yes/no or a number, never a label: labels and counts are
-drawn afresh on every run from the values and the service's counts, so nothing shown can flow back into the state.
+Every widget shows the :class:`~precon.dashboard.filter_state.FilterState` it is given and, when changed, writes a new
+state through :mod:`components.shared_filters`. A widget holds a yes/no or a number, never a label: labels and counts
+are drawn afresh on every run from the values and the service's counts, so nothing shown can flow back into the state.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from components.facet_search import find_values
 from components.filter_chips import bound_text, value_label
 from components.formatting import markdown_text
 from precon import filters
-from precon.filter_state import (
+from precon.dashboard.filter_state import (
     RANGES,
     FacetSpec,
     FilterState,

@@ -11,7 +11,7 @@ import streamlit as st
 
 from components.formatting import MONEY_FORMAT, SIZE_FORMAT
 from components.images import safe_image_source
-from precon.models import FloorPlan
+from precon.client.models import FloorPlan
 
 COLUMNS = {
     "image": st.column_config.ImageColumn("Plan", width="small"),

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import date
 from urllib.parse import quote
 
-from precon.completion import completion_note
-from precon.models import Listing, Profile
+from precon.client.models import Listing, Profile
+from precon.dashboard.completion import completion_note
 
 MISSING = "—"
 
@@ -111,7 +111,7 @@ def profile_name(reference: str | Profile) -> str:
 
 def completion_said(listing: Listing, today: date | None = None) -> str:
     """The completion date, with "completed" or "completion date passed" where it is behind the listing
-    (:mod:`precon.completion`): ``Fall 2024 (completed)``, never read as upcoming."""
+    (:mod:`precon.dashboard.completion`): ``Fall 2024 (completed)``, never read as upcoming."""
     stated = completion(listing)
     note = completion_note(listing, today or date.today())
     if note is None:

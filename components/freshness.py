@@ -7,8 +7,8 @@ from datetime import datetime
 import streamlit as st
 
 from components import api
-from precon.errors import PreconError
-from precon.history_freshness import freshness_of
+from precon.client.errors import PreconError
+from precon.dashboard.history_freshness import freshness_of
 
 
 @st.cache_data(ttl=api.DATA_TTL_S, show_spinner=False, max_entries=20)

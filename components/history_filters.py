@@ -12,8 +12,8 @@ from components import api, filter_chips
 from components import filter_panel as panel
 from components import search_results as results
 from components.search_scope import SearchScope, local_note, scope_of
-from precon import listing_search
-from precon.filter_state import SEARCH_MAX_CHARS, FilterState, facets_in
+from precon.dashboard import listing_search
+from precon.dashboard.filter_state import SEARCH_MAX_CHARS, FilterState, facets_in
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from components.formatting import (
     size_text,
 )
 from components.images import safe_image_source
-from precon.listing_checks import Contradiction, Section, incentive_plain_text
-from precon.models import Listing, Profile
+from precon.client.models import Listing, Profile
+from precon.dashboard.listing_checks import Contradiction, Section, incentive_plain_text
 
 REFERENCE_ROLES: tuple[tuple[str, str, str], ...] = (
     ("builders", "Builders", "Builder"),
@@ -93,7 +93,7 @@ def company(reference: str | Profile, collection: str) -> Company:
 
 def companies(listing: Listing) -> dict[str, list[Company]]:
     """The companies of each role that has any, by plural label, in :data:`REFERENCE_ROLES` order."""
-    from precon.models import REFERENCE_FIELDS
+    from precon.client.models import REFERENCE_FIELDS
 
     found: dict[str, list[Company]] = {}
     for field, label, _ in REFERENCE_ROLES:

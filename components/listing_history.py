@@ -17,9 +17,9 @@ import streamlit as st
 
 from components import api
 from components.formatting import MISSING, cad
-from precon import labels
-from precon.errors import BadRequest, NotFound, PreconError
-from precon.models import FloorPlan, HistoryEntry, HistoryPage, Listing
+from precon.client.errors import BadRequest, NotFound, PreconError
+from precon.client.models import FloorPlan, HistoryEntry, HistoryPage, Listing
+from precon.dashboard import labels
 
 OPERATION = "listing_history"
 PRICE_FIELDS = ("startPrice", "sellingStatus")

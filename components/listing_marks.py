@@ -1,7 +1,7 @@
 """A listing opened from a search with unit filters ("2 bedrooms under $800,000, available"): the filters, carried
 in the listing's address, said above the plans, pre-set on the floor plans' filters, the matching plans and units
 marked (in the plans table, the inventory grid and its tables), and a button to clear them. The matching itself is
-:mod:`precon.unit_marks`'."""
+:mod:`precon.dashboard.unit_marks`'."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import streamlit as st
 from components.filter_chips import describe
 from components.floor_plans import MATCH_LABEL, PRICE_STEP
 from components.formatting import plural
-from precon.filter_state import FilterState
-from precon.models import FloorPlan
-from precon.unit_marks import UNIT_PARAMS, Marks, marks, unit_params, unit_state
+from precon.client.models import FloorPlan
+from precon.dashboard.filter_state import FilterState
+from precon.dashboard.unit_marks import UNIT_PARAMS, Marks, marks, unit_params, unit_state
 
 PRESET_KEY = "listing_marks_preset"
 """The filters and listing the floor plans' filters were last pre-set for: set once, then the person's to change."""

@@ -12,7 +12,7 @@ import streamlit as st
 from components import listing_marks, shared_filters
 from components.formatting import completion, listing_link_value, number_range, price_text
 from components.images import safe_image_source
-from precon.models import Listing
+from precon.client.models import Listing
 
 COLUMNS = {
     "cover": st.column_config.ImageColumn("Cover", width="small"),

@@ -28,8 +28,9 @@ from components.maps import (
     STATUS_COLOURS,
 )
 from components.search_scope import SearchScope
-from precon import filters, listing_search
-from precon.models import Listing
+from precon import filters
+from precon.client.models import Listing
+from precon.dashboard import listing_search
 
 # -- limits and what is asked of the API -----------------------------------------------------------------------
 

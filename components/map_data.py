@@ -24,7 +24,8 @@ from components import api
 from components.formatting import cad
 from components.maps import OTHER_COLOUR, STATUS_COLOURS
 from components.search_scope import SearchScope
-from precon import filters, listing_search
+from precon import filters
+from precon.dashboard import listing_search
 
 ATTRIBUTES = ("listingId", "name", "cityOrDistrict", "state", "neighbourhood", "sellingStatus", "startPrice", "_geoloc")
 """What the map asks of every matching listing: its place, its status, and what its tooltip says."""

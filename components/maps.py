@@ -13,7 +13,7 @@ from typing import Any
 import pydeck as pdk
 
 from components.formatting import cad
-from precon.models import Listing
+from precon.client.models import Listing
 
 STATUS_COLOURS: dict[str, list[int]] = {
     "Selling Now": [42, 157, 143, 220],

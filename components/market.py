@@ -1,7 +1,7 @@
 """The Changes page's pieces: the window in the address, the market's changes fetched for it (only the entries
 each figure needs, cached), the counts, the weekly chart, the table of changes and their CSV.
 
-What the entries mean is :mod:`precon.market_changes`'s; this module asks, lays out and draws.
+What the entries mean is :mod:`precon.dashboard.market_changes`'s; this module asks, lays out and draws.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ import streamlit as st
 from components import api
 from components.formatting import cad, listing_url, plural
 from components.search_scope import SearchScope
-from precon import filters, labels
-from precon import market_changes as mc
-from precon.errors import NotFound
+from precon import filters
+from precon.client.errors import NotFound
+from precon.dashboard import labels
+from precon.dashboard import market_changes as mc
 
 COLUMNS = ["at", "kind", "listingId", "plan", "unit", "field", "before", "after", "percent"]
 KIND_COLOURS = {

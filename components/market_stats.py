@@ -2,7 +2,7 @@
 (the market whole and, when grouped, per group, cached), and each section's chart, table, CSV and the sentence
 saying how its figures are computed.
 
-What the address means is :mod:`precon.market_view`'s; the figures are the service's ``market_stats``.
+What the address means is :mod:`precon.dashboard.market_view`'s; the figures are the service's ``market_stats``.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import streamlit as st
 
 from components import api
 from components.search_scope import SearchScope
-from precon import filters, labels
-from precon import market_view as mv
-from precon.errors import BadRequest, NotFound
+from precon import filters
+from precon.client.errors import BadRequest, NotFound
+from precon.dashboard import labels
+from precon.dashboard import market_view as mv
 
 TOTAL = "All matching listings"
 CHART_GROUPS = 8

@@ -18,8 +18,8 @@ import streamlit as st
 
 from components.formatting import MISSING, completion, listing_url, number_range, price_range, size_range
 from components.images import draw_image
-from precon.matched_words import matched_summary
-from precon.models import Listing
+from precon.client.models import Listing
+from precon.dashboard.matched_words import matched_summary
 
 Run = tuple[str, bool]
 """A piece of text and whether it matched the search."""

@@ -1,7 +1,7 @@
 """Saved searches in the dashboard: where their file is, which deployment a search belongs to, what a saved
 search answers now, and the "Save this search" (Search, Map) and "Watch" (a listing) controls.
 
-The store is :mod:`precon.saved_searches`; this module adds Streamlit and the API. Every action runs in its
+The store is :mod:`precon.dashboard.saved_searches`; this module adds Streamlit and the API. Every action runs in its
 button's callback and leaves one outcome in the session, shown next to the control on the run that follows.
 """
 
@@ -16,12 +16,20 @@ import streamlit as st
 
 from components import api, auth
 from components.formatting import markdown_text
-from precon import listing_search
-from precon import saved_searches as store_module
-from precon.errors import NotFound, PreconError
-from precon.filter_state import FilterState
-from precon.models import Listing
-from precon.saved_searches import DB_FILE_NAME, Answer, Match, Refused, SavedSearch, SavedSearches, Unavailable
+from precon.client.errors import NotFound, PreconError
+from precon.client.models import Listing
+from precon.dashboard import listing_search
+from precon.dashboard import saved_searches as store_module
+from precon.dashboard.filter_state import FilterState
+from precon.dashboard.saved_searches import (
+    DB_FILE_NAME,
+    Answer,
+    Match,
+    Refused,
+    SavedSearch,
+    SavedSearches,
+    Unavailable,
+)
 
 DB_SETTING = "PRECON_DASHBOARD_DB"
 MAX_ANSWER = 5000
@@ -92,8 +100,8 @@ def deployment_label(identity: str) -> str:
 
 
 class ScopedBackend:
-    """The listing calls of :mod:`precon.listing_search` in a saved search's own version and province; ``fresh``
-    answers past every cache (for an answer that is recorded)."""
+    """The listing calls of :mod:`precon.dashboard.listing_search` in a saved search's own version and province;
+    ``fresh`` answers past every cache (for an answer that is recorded)."""
 
     def __init__(self, where: tuple[str, str], fresh: bool = False) -> None:
         self.where, self.fresh = where, fresh

@@ -14,10 +14,10 @@ from components import saved as sv
 from components.formatting import markdown_text
 from components.webhook_log import inline_code
 from precon import filters
-from precon import saved_searches as store_module
-from precon.errors import BadRequest, PreconError
-from precon.models import WebhookSubscription
-from precon.saved_searches import ALERT_EVENTS, Alert, SavedSearch, Unavailable
+from precon.client.errors import BadRequest, PreconError
+from precon.client.models import WebhookSubscription
+from precon.dashboard import saved_searches as store_module
+from precon.dashboard.saved_searches import ALERT_EVENTS, Alert, SavedSearch, Unavailable
 
 OPENAPI_TIMEOUT_S = 15
 """A deployment builds its OpenAPI document on the first request (0.6 s on a quiet machine, past 5 s on a loaded

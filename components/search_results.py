@@ -22,12 +22,12 @@ from components.facet_search import counts_among
 from components.formatting import completion, markdown_text, number_range, plural, price_text, size_range
 from components.listing_table import OPENING_MODES, open_listing, picked_row
 from components.search_scope import SearchScope, scope_of
-from precon import labels, listing_search
-from precon.filter_state import FilterState, facets_in
-from precon.listing_search import SearchOutcome
-from precon.matched_words import matched_summary
-from precon.models import PROVINCES, Listing, MatchedFloorPlans
-from precon.ordering import NEWEST_LIMIT, sort_rows
+from precon.client.models import PROVINCES, Listing, MatchedFloorPlans
+from precon.dashboard import labels, listing_search
+from precon.dashboard.filter_state import FilterState, facets_in
+from precon.dashboard.listing_search import SearchOutcome
+from precon.dashboard.matched_words import matched_summary
+from precon.dashboard.ordering import NEWEST_LIMIT, sort_rows
 
 SORTS: dict[str, str] = {
     "relevance": "Relevance",

@@ -1,12 +1,12 @@
 """What a filter state asks of the deployment in the sidebar's version: the listing filter, the unit-level filter
-and whether the deployment applies the latter itself (else :mod:`precon.listing_search` does, exactly)."""
+and whether the deployment applies the latter itself (else :mod:`precon.dashboard.listing_search` does, exactly)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from components import api
-from precon.filter_state import FilterState
+from precon.dashboard.filter_state import FilterState
 from precon.filters import Expr
 
 LITE_VERSION = "v1-lite"

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from components import api
-from precon.filter_state import FACETS, PARAMS, FilterState, facets_in
+from precon.dashboard.filter_state import FACETS, PARAMS, FilterState, facets_in
 
 RESET_ON_CHANGE = ("page",)
 """Parameters a change of filters removes: a paged view goes back to its first page."""

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from components.api import DATA_TTL_S, Connection, scope
-from precon.errors import PreconError
-from precon.models import PROVINCES, VERSIONS
+from precon.client.errors import PreconError
+from precon.client.models import PROVINCES, VERSIONS
 
 PROVINCE_LABELS = {"all": "All provinces", **PROVINCES}
 VERSION_LABELS = {"v1": "v1 (full)", "v1-lite": "v1-lite", "v1-sandbox": "v1-sandbox (sample data)"}

@@ -24,9 +24,8 @@ from components import api
 from components.formatting import MISSING, markdown_text
 from components.webhook_log import inline_code, relative, when
 from precon.client import Client
-from precon.delivery_health import RECENT_DELIVERIES, SubscriptionHealth, failing_first, health_of
-from precon.errors import NotFound, PreconError
-from precon.metrics_view import (
+from precon.client.errors import NotFound, PreconError
+from precon.client.metrics_view import (
     OUTBOX_OLDEST,
     OUTBOX_OVERDUE,
     OUTBOX_PENDING,
@@ -36,7 +35,8 @@ from precon.metrics_view import (
     oldest_within,
     window,
 )
-from precon.models import WebhookSubscription
+from precon.client.models import WebhookSubscription
+from precon.dashboard.delivery_health import RECENT_DELIVERIES, SubscriptionHealth, failing_first, health_of
 
 SAMPLE_EVERY_S = 30
 WINDOW_S = 3600

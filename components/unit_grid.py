@@ -13,7 +13,7 @@ import streamlit as st
 
 from components.deposits import render_structure
 from components.formatting import MISSING, cad, markdown_text
-from precon.models import FloorPlan, PaymentStructure
+from precon.client.models import FloorPlan, PaymentStructure
 
 STATUS_COLOURS = {"Available": "#2e9e5b", "Reserved": "#f0a630", "Sold": "#a9a9a9"}
 OTHER_COLOUR = "#d9d9d9"

@@ -11,7 +11,7 @@ import streamlit as st
 from components.floor_plans import MATCH_HELP, MATCH_LABEL
 from components.formatting import MISSING, MONEY_FORMAT, cad
 from components.unit_grid import render_grid
-from precon.models import FloorPlan, PaymentStructure
+from precon.client.models import FloorPlan, PaymentStructure
 
 COLUMNS = {
     "unit": st.column_config.TextColumn("Unit"),

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from components.formatting import MISSING
-from precon.models import DeliveryAttempt, WebhookDelivery, WebhookSubscription
+from precon.client.models import DeliveryAttempt, WebhookDelivery, WebhookSubscription
 
 STATUS_BADGES = {
     "delivered": "✅ delivered",

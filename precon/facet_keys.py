@@ -1,10 +1,10 @@
 """The key a facet counts a value under, and the order facet values come in: one copy for both sides of precon.
 
 The service counts facets over its index (:mod:`precon.service.search.facets`); the client counts them itself over
-the listings it holds when a deployment cannot filter floor plans (:func:`precon.listing_search.count_facets`), and
-counts profile documents the same way. A page's counts must not change with the way it was answered, so both name
-a value alike (``true``, ``450000`` rather than ``450000.0``) and rank alike, from here. Nothing here imports the
-service: the client side may not.
+the listings it holds when a deployment cannot filter floor plans
+(:func:`precon.dashboard.listing_search.count_facets`), and counts profile documents the same way. A page's counts must
+not change with the way it was answered, so both name a value alike (``true``, ``450000`` rather than ``450000.0``) and
+rank alike, from here. Nothing here imports the service: the client side may not.
 """
 
 from __future__ import annotations

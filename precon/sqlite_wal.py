@@ -1,4 +1,9 @@
-"""SQLite files in WAL mode, switched safely when several connections open a new file at once."""
+"""SQLite files in WAL mode, switched safely when several connections open a new file at once.
+
+At the top of precon, beside neither room, because both use it: the service's files
+(:mod:`precon.service.sqlite_files`) and the dashboard's stores (:mod:`precon.dashboard.saved_searches`,
+:mod:`precon.dashboard.compare_lists`).
+"""
 
 from __future__ import annotations
 

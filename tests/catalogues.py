@@ -30,7 +30,7 @@ CACHE = ROOT / ".test-cache" / "catalogues"
 GENERATOR_SOURCES = (
     "precon/service/catalogue",
     "precon/service/collector.py",
-    "precon/models.py",
+    "precon/client/models.py",
     "precon/schema.py",
     "static/basemap",
 )

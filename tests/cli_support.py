@@ -12,7 +12,7 @@ from typing import Any
 from click.testing import CliRunner, Result
 
 from precon.cli import main
-from precon.models import PROVINCES
+from precon.client.models import PROVINCES
 
 PRECON = Path(sys.executable).with_name("precon")
 EVERY_PROVINCE = frozenset([*PROVINCES, "all"])

@@ -1,5 +1,5 @@
-"""precon.access: the ADMINS and USERS lists, roles, who owns a saved search, sessions, and where the dashboard may
-listen without sign-in."""
+"""precon.dashboard.access: the ADMINS and USERS lists, roles, who owns a saved search, sessions, and where the
+dashboard may listen without sign-in."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from precon.access import (
+from precon.dashboard.access import (
     BadSetting,
     Person,
     Policy,

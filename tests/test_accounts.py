@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from precon.models import PROVINCES, VERSIONS
+from precon.client.models import PROVINCES, VERSIONS
 from precon.service.accounts.model import ALL_PROVINCES, KEY_PREFIX, ApiKey, Grant, digest
 from precon.service.accounts.sqlite import AccountStore
 

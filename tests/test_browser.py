@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from precon.filter_state import PARAMS, FilterState
+from precon.dashboard.filter_state import PARAMS, FilterState
 from tests.browser_support import READY, Dashboard, assert_no_exception, screenshot, settle
 
 PAGES = [
@@ -465,7 +465,7 @@ def test_a_click_on_empty_map_moves_the_centre_there_and_names_it(dashboard: Das
 def test_a_listings_deposits_in_dollars_for_a_chosen_plan(dashboard: Dashboard, page: Any, oracle: Any) -> None:
     from components.deposits import plan_label, priced_plans, total_percent
     from components.formatting import cad
-    from precon.listing_checks import contradictions
+    from precon.dashboard.listing_checks import contradictions
 
     listing = next(
         lst

@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, urlparse
 import pytest
 
 from precon.client import Client
-from precon.filter_state import PARAMS, FilterState
+from precon.dashboard.filter_state import PARAMS, FilterState
 from precon.service.embedded import EmbeddedService
 from tests.browser_support import (
     READY,

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from components.formatting import cad
 from precon.client import Client
-from precon.models import Listing
+from precon.client.models import Listing
 from precon.service.embedded import EmbeddedService
 from tests.browser_support import (
     READY,

@@ -15,10 +15,10 @@ from urllib.parse import parse_qsl, urlparse
 
 import pytest
 
-from precon import labels as words
-from precon import market_view as mv
 from precon.client import Client
-from precon.filter_state import PARAMS, FilterState
+from precon.dashboard import labels as words
+from precon.dashboard import market_view as mv
+from precon.dashboard.filter_state import PARAMS, FilterState
 from precon.service.embedded import EmbeddedService
 from tests.browser_support import (
     READY,

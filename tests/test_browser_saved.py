@@ -16,8 +16,8 @@ import pytest
 from playwright.sync_api import expect
 
 from precon.client import Client
-from precon.listing_search import all_matching
-from precon.saved_searches import Answer, Match, SavedSearches, compare, iso, now
+from precon.dashboard.listing_search import all_matching
+from precon.dashboard.saved_searches import Answer, Match, SavedSearches, compare, iso, now
 from precon.service.embedded import EmbeddedService
 from tests.browser_support import (
     PAGE_TIMEOUT_MS,

@@ -16,8 +16,8 @@ from playwright.sync_api import expect
 from components.status import failure_text, rate_text
 from components.webhook_log import subscription_label
 from precon.client import Client
-from precon.delivery_health import RECENT_DELIVERIES, health_of
-from precon.models import WebhookSubscription
+from precon.client.models import WebhookSubscription
+from precon.dashboard.delivery_health import RECENT_DELIVERIES, health_of
 from precon.service.embedded import EmbeddedService
 from tests.browser_support import (
     PAGE_TIMEOUT_MS,

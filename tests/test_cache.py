@@ -15,7 +15,7 @@ import pytest
 import redis
 from fastapi import FastAPI, Request, Response
 
-from precon.cache import DEFAULT_FILE_NAME, REDIS_PREFIX, ResponseCache
+from precon.client.cache import DEFAULT_FILE_NAME, REDIS_PREFIX, ResponseCache
 from precon.service.server import ServerThread
 from tests import redis_support
 from tests.ports import free_port

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from precon.models import VERSIONS
+from precon.client.models import VERSIONS
 from precon.service.accounts.model import Grant, digest
 from precon.service.accounts.sqlite import AccountStore
 from precon.service.search.text import TextQuery

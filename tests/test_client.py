@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from precon import errors, filters
-from precon.cache import ResponseCache
-from precon.client import PRODUCTION_URL, Client, ClientSettings
-from precon.models import FacetHit, FacetValueHits, Listing, MatchedFloorPlans, Page, Profile
+from precon import filters
+from precon.client import PRODUCTION_URL, Client, ClientSettings, errors
+from precon.client.cache import ResponseCache
+from precon.client.models import FacetHit, FacetValueHits, Listing, MatchedFloorPlans, Page, Profile
 from precon.service.app import create_app
 from precon.service.server import ServerThread
 from tests.conftest import KEY_ALL, KEY_ONTARIO, KEY_PEI, Api

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from precon import filters
-from precon.models import FloorPlan, Listing
+from precon.client.models import FloorPlan, Listing
 from precon.service.stores.derived import plan_id, selling_status_timestamp, with_plan_ids
 from precon.service.stores.importer import read_file
 from precon.service.stores.sqlite.store import SQLiteStore

@@ -110,7 +110,7 @@ EXPRS: st.SearchStrategy[Expr] = st.recursive(
 )
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(EXPRS)
 def test_round_trip(expr: Expr) -> None:
     text = to_query(expr)
@@ -118,7 +118,7 @@ def test_round_trip(expr: Expr) -> None:
     assert to_query(parse(text)) == text
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(
     st.dictionaries(st.text(min_size=1, max_size=6), st.lists(VALUES, max_size=3), max_size=4),
     st.dictionaries(st.text(min_size=1, max_size=6), st.tuples(st.none() | NUMBERS, st.none() | NUMBERS)),
@@ -141,7 +141,7 @@ FILTER_ALPHABET = st.one_of(
 )
 
 
-@settings(max_examples=1000)
+@settings(max_examples=1000, deadline=None)
 @given(st.lists(FILTER_ALPHABET, max_size=30).map("".join))
 def test_random_text_only_raises_filter_syntax_error(text: str) -> None:
     try:
@@ -154,7 +154,7 @@ def test_random_text_only_raises_filter_syntax_error(text: str) -> None:
         assert parse(to_query(expr)) == expr
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(EXPRS, st.integers(min_value=0, max_value=200), st.text(max_size=3))
 def test_mutated_queries_only_raise_filter_syntax_error(expr: Expr, cut: int, insert: str) -> None:
     text = to_query(expr)
@@ -207,7 +207,7 @@ SMALL_EXPRS: st.SearchStrategy[Expr] = st.recursive(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(SMALL_EXPRS, RECORDS)
 def test_evaluation_laws(expr: Expr, record: dict[str, Any]) -> None:
     result = evaluate(expr, record)

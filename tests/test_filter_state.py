@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from precon import filters
-from precon.filter_state import (
+from precon.dashboard.filter_state import (
     FACETS,
     RANGES,
     FilterState,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from precon.client import Client
-from precon.history_freshness import ago, freshness_of
+from precon.dashboard.history_freshness import ago, freshness_of
 from tests.dashboard_support import history_fixtures, open_page, page_text
 
 LISTINGS = 120

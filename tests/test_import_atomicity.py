@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from precon.cli import main
-from precon.models import PROVINCES, REFERENCE_FIELDS
+from precon.client.models import PROVINCES, REFERENCE_FIELDS
 from precon.service import catalogue
 from precon.service.stores.loading import BATCH
 from precon.service.stores.records import decode_document, province_of

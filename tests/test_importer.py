@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from precon.cli import main
-from precon.models import COLLECTIONS
+from precon.client.models import COLLECTIONS
 from precon.service.media_links import MediaPaths
 from precon.service.runtime import load
 from precon.service.stores.importer import PROFILE_COLLECTIONS, ImportReport, classify, read_file

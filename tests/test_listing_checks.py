@@ -8,7 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precon.listing_checks import (
+from precon.client.models import Listing
+from precon.dashboard.listing_checks import (
     Contradiction,
     DepositTerms,
     contradictions,
@@ -17,7 +18,6 @@ from precon.listing_checks import (
     promises,
     structure_terms,
 )
-from precon.models import Listing
 
 FREE_LOCKER = {"title": "Free locker", "description": "A storage locker included with every suite."}
 EXTENDED_DEPOSIT = {"title": "Extended deposit structure", "description": "Only 15% down spread over 540 days."}

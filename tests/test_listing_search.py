@@ -1,5 +1,5 @@
-"""precon.listing_search against both kinds of deployment: our service (which filters floor plans itself) and a
-stand-in without ``unitFilter`` (as the production service), each checked against an oracle computed here from
+"""precon.dashboard.listing_search against both kinds of deployment: our service (which filters floor plans itself) and
+a stand-in without ``unitFilter`` (as the production service), each checked against an oracle computed here from
 every listing's floor plans."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import pytest
 
 from precon import filters
 from precon.client import Client
-from precon.filter_state import FilterState
-from precon.listing_search import (
+from precon.client.models import Listing
+from precon.dashboard.filter_state import FilterState
+from precon.dashboard.listing_search import (
     SearchRequest,
     all_matching,
     count_facets,
@@ -20,8 +21,7 @@ from precon.listing_search import (
     total_and_facets,
     unit_filter_supported,
 )
-from precon.models import Listing
-from precon.ordering import sort_rows
+from precon.dashboard.ordering import sort_rows
 from tests.production_like import client_for, plain_service, production_like_service
 
 LISTINGS = 300

@@ -1,5 +1,5 @@
-"""The Market page's request read from its address and written back (precon.market_view): defaults, the values it
-cannot use said and replaced, and a round trip through the address for every request it can make."""
+"""The Market page's request read from its address and written back (precon.dashboard.market_view): defaults, the values
+it cannot use said and replaced, and a round trip through the address for every request it can make."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from precon import market_view as mv
+from precon.dashboard import market_view as mv
 
 TODAY = date(2026, 11, 27)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from precon.matched_words import MatchedField, matched_fields, matched_summary
+from precon.dashboard.matched_words import MatchedField, matched_fields, matched_summary
 
 
 def entry(value: str, level: str = "full", words: list[str] | None = None) -> dict[str, Any]:

@@ -10,8 +10,7 @@ import httpx
 import orjson
 import pytest
 
-from precon import errors
-from precon.client import Client
+from precon.client import Client, errors
 from precon.service import embedded
 from precon.service.config import ServiceSettings
 from precon.service.runtime import DataDirectory

@@ -1,4 +1,4 @@
-"""precon.models: records as the production service sends them, loose fields and all."""
+"""precon.client.models: records as the production service sends them, loose fields and all."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precon import schema
-from precon.models import (
+from precon.client.models import (
     ErrorBody,
     FacetCountsResponse,
     FacetHit,

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from precon.models import COLLECTIONS, PROVINCES, VERSIONS, WEBHOOK_EVENTS
+from precon.client.models import COLLECTIONS, PROVINCES, VERSIONS, WEBHOOK_EVENTS
 from tests.conftest import KEY_ALL, Api
 
 API = "/{version}/{province}/"

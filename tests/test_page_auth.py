@@ -16,8 +16,8 @@ from streamlit.testing.v1 import AppTest
 
 from components import api
 from precon.client import Client
-from precon.filter_state import FilterState
-from precon.saved_searches import SavedSearches
+from precon.dashboard.filter_state import FilterState
+from precon.dashboard.saved_searches import SavedSearches
 from precon.service.config import DEV_API_KEY
 from precon.service.server import ServerThread
 from tests.dashboard_support import (  # noqa: F401

@@ -10,11 +10,11 @@ from urllib.parse import unquote
 
 import pytest
 
-from precon import market_changes as mc
 from precon.client import Client
-from precon.errors import NotFound
-from precon.filter_state import FilterState
-from precon.models import HistoryEntry
+from precon.client.errors import NotFound
+from precon.client.models import HistoryEntry
+from precon.dashboard import market_changes as mc
+from precon.dashboard.filter_state import FilterState
 from tests.dashboard_support import history_fixtures, open_page, page_text
 
 PAGE = "views/changes.py"

@@ -11,9 +11,9 @@ import pandas as pd
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
-from precon import market_changes as mc
 from precon.client import Client
-from precon.filter_state import FilterState
+from precon.dashboard import market_changes as mc
+from precon.dashboard.filter_state import FilterState
 from tests.dashboard_support import history_fixtures, open_page
 from tests.test_page_changes import expected_counts, oracle_changes, since_of
 

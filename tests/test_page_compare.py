@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from components import api
 from components.compare_table import BEST, CompareRow, date_key, haversine_km, parse_ids
 from components.formatting import cad
-from precon.models import Listing
+from precon.client.models import Listing
 from tests.dashboard_support import APP, TIMEOUT_S, open_page, page_text
 from tests.history_support import HistoryCatalogue, history_catalogue, history_dashboard  # noqa: F401
 
@@ -199,7 +199,7 @@ def test_the_compare_list_is_in_the_address_and_the_owners_store_from_session_to
 ) -> None:
     from components import auth
     from components.saved import db_path
-    from precon.compare_lists import CompareLists
+    from precon.dashboard.compare_lists import CompareLists
 
     open_page(COMPARE)
     first, second, third = selling_listings(3)

@@ -12,8 +12,8 @@ from streamlit.testing.v1 import AppTest
 from components import api
 from components.compare_table import BEST
 from components.formatting import cad, completion
-from precon.completion import last_day
-from precon.models import Listing
+from precon.client.models import Listing
+from precon.dashboard.completion import last_day
 from tests.dashboard_support import dashboard_data, embedded_dashboard, open_page  # noqa: F401
 
 LISTING = "views/listing.py"

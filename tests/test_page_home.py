@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
 
 from components.api import connection
-from precon.models import PROVINCES
+from precon.client.models import PROVINCES
 from tests.dashboard_support import (  # noqa: F401
     APP,
     TIMEOUT_S,

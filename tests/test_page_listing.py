@@ -21,9 +21,9 @@ from components import api
 from components.deposits import dollar_steps, plan_label, priced_plans, total_percent
 from components.formatting import cad, markdown_text, size_text
 from components.listing_facts import company
-from precon import labels
-from precon.listing_checks import Contradiction, contradictions
-from precon.models import Listing
+from precon.client.models import Listing
+from precon.dashboard import labels
+from precon.dashboard.listing_checks import Contradiction, contradictions
 from precon.service.config import ServiceSettings
 from tests.dashboard_support import (  # noqa: F401
     APP,
@@ -43,8 +43,8 @@ LISTING = "views/listing.py"
 @pytest.fixture
 def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """The client's back-off shortened: these tests are about what the page shows, not how long it waits."""
-    monkeypatch.setattr("precon.client_retries.RETRY_INITIAL_WAIT_S", 0.01)
-    monkeypatch.setattr("precon.client_retries.RETRY_MAX_WAIT_S", 0.02)
+    monkeypatch.setattr("precon.client.retries.RETRY_INITIAL_WAIT_S", 0.01)
+    monkeypatch.setattr("precon.client.retries.RETRY_MAX_WAIT_S", 0.02)
 
 
 def views(data_dir: Path, listing_id: str) -> int:
@@ -500,7 +500,7 @@ def test_the_history_table_and_price_chart_are_the_listings_history() -> None:
 @pytest.mark.usefixtures("embedded_dashboard")
 def test_history_against_a_deployment_without_it_says_what_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
     from precon.client import Client
-    from precon.errors import NotFound
+    from precon.client.errors import NotFound
 
     def missing(self: Client, *args: Any, **kwargs: Any) -> Any:
         raise NotFound("Not Found", status=404)

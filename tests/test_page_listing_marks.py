@@ -12,10 +12,11 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from precon import filters, unit_marks
+from precon import filters
 from precon.client import Client
-from precon.filter_state import FilterState
-from precon.models import Listing
+from precon.client.models import Listing
+from precon.dashboard import unit_marks
+from precon.dashboard.filter_state import FilterState
 from precon.service.embedded import EmbeddedService
 from tests.dashboard_support import DASHBOARD_LISTINGS, dashboard_data, embedded_dashboard, open_page  # noqa: F401
 

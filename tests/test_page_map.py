@@ -112,7 +112,7 @@ def test_a_pick_opens_a_card_or_moves_the_centre() -> None:
 
 
 def test_listings_are_ordered_by_distance_with_unplaced_ones_last() -> None:
-    from precon.models import Listing
+    from precon.client.models import Listing
 
     far = Listing(listingId="FAR001", _geoloc={"lat": 45.0, "lng": -79.0})
     near = Listing(listingId="NEAR01", _geoloc={"lat": 43.651, "lng": -79.381})
@@ -126,7 +126,7 @@ def test_every_matching_listing_is_fetched_a_thousand_at_a_time_and_kept_as_colu
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from components import map_data
-    from precon.models import Listing, Page
+    from precon.client.models import Listing, Page
     from tests.dashboard_support import reset_caches
 
     asked: list[dict[str, Any]] = []

@@ -169,7 +169,7 @@ def test_a_point_is_named_by_the_nearest_neighbourhood_within_a_kilometre_else_b
 
 def test_fifty_thousand_listings_are_counted_into_a_few_hundred_clusters() -> None:
     from components import map_data
-    from precon.models import Listing
+    from precon.client.models import Listing
 
     statuses = ["Selling Now", "Pending", "Sold Out", None]
     listings = [
@@ -196,7 +196,7 @@ def test_fifty_thousand_listings_are_counted_into_a_few_hundred_clusters() -> No
 
 def test_clusters_far_from_the_centre_are_counted_in_wider_cells() -> None:
     from components import map_data
-    from precon.models import Listing
+    from precon.client.models import Listing
 
     listings = [  # a degree by a degree and a half around Toronto
         Listing(listingId=f"L{i}", _geoloc={"lat": 43.2 + i * 7919 % 1000 / 1000, "lng": -80 + i * 104729 % 1000 / 700})

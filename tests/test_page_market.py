@@ -13,12 +13,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components import market_stats as ms
-from precon import labels as words
-from precon import market_view as mv
 from precon.client import Client
-from precon.errors import NotFound
-from precon.filter_state import FilterState
-from precon.market_models import MarketStats
+from precon.client.errors import NotFound
+from precon.client.market_models import MarketStats
+from precon.dashboard import labels as words
+from precon.dashboard import market_view as mv
+from precon.dashboard.filter_state import FilterState
 from tests.dashboard_support import history_fixtures, open_page, page_text
 
 PAGE = "views/market.py"

@@ -14,8 +14,8 @@ import pandas as pd
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
-from precon import market_view as mv
 from precon.client import Client
+from precon.dashboard import market_view as mv
 from tests.dashboard_support import history_fixtures, open_page, page_text
 
 PAGE = "views/market.py"

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from components import api
 from components.formatting import markdown_text
-from precon.models import Profile
+from precon.client.models import Profile
 from tests.dashboard_support import (  # noqa: F401
     assert_readable_failure,
     dashboard_data,
@@ -25,8 +25,8 @@ PER_PAGE = 10
 
 @pytest.fixture
 def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("precon.client_retries.RETRY_INITIAL_WAIT_S", 0.01)
-    monkeypatch.setattr("precon.client_retries.RETRY_MAX_WAIT_S", 0.02)
+    monkeypatch.setattr("precon.client.retries.RETRY_INITIAL_WAIT_S", 0.01)
+    monkeypatch.setattr("precon.client.retries.RETRY_MAX_WAIT_S", 0.02)
 
 
 def names(app: AppTest) -> list[str]:

@@ -13,8 +13,8 @@ from streamlit.testing.v1 import AppTest
 
 from components import api, saved_alerts
 from precon.client import Client
-from precon.filter_state import FilterState
-from precon.saved_searches import Answer, Match, SavedSearch, SavedSearches
+from precon.dashboard.filter_state import FilterState
+from precon.dashboard.saved_searches import Answer, Match, SavedSearch, SavedSearches
 from precon.service.config import DEV_API_KEY
 from tests.dashboard_support import (  # noqa: F401
     dashboard_data,
@@ -154,7 +154,7 @@ def test_a_watched_listing_that_is_deleted_shows_as_gone(oracle: Client, store: 
 
 
 def api_now() -> Any:
-    from precon.saved_searches import now
+    from precon.dashboard.saved_searches import now
 
     return now()
 

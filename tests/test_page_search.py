@@ -21,10 +21,10 @@ from components import filter_chips
 from components import filter_panel as panel
 from components.api import connection
 from components.result_cards import card_html, highlight_runs, runs_html
-from precon import labels
-from precon.filter_state import FACET_BY_PARAM, FACETS, PARAMS, FilterState
-from precon.listing_search import matched_plans
-from precon.models import Listing
+from precon.client.models import Listing
+from precon.dashboard import labels
+from precon.dashboard.filter_state import FACET_BY_PARAM, FACETS, PARAMS, FilterState
+from precon.dashboard.listing_search import matched_plans
 from precon.schema import SEARCHABLE_LISTING_FIELDS
 from tests.dashboard_support import (  # noqa: F401
     DASHBOARD_LISTINGS,

@@ -14,8 +14,8 @@ from streamlit.testing.v1 import AppTest
 from components import api
 from components.status import ScrapeRing, duration
 from precon.client import Client
-from precon.delivery_health import RECENT_DELIVERIES, failing_first, health_of
-from precon.metrics_view import NoMetrics, Scrape, quantile, window
+from precon.client.metrics_view import NoMetrics, Scrape, quantile, window
+from precon.dashboard.delivery_health import RECENT_DELIVERIES, failing_first, health_of
 from precon.service.config import DEV_API_KEY
 from tests.dashboard_support import (  # noqa: F401
     dashboard_data,

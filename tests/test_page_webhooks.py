@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from components import api
 from components.formatting import markdown_text
 from precon.client import Client
-from precon.models import WebhookDelivery, WebhookSubscription
+from precon.client.models import WebhookDelivery, WebhookSubscription
 from precon.service.config import DEV_API_KEY
 from precon.service.server import ServerThread
 from tests.dashboard_support import (  # noqa: F401
@@ -65,8 +65,8 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture
 def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("precon.client_retries.RETRY_INITIAL_WAIT_S", 0.01)
-    monkeypatch.setattr("precon.client_retries.RETRY_MAX_WAIT_S", 0.02)
+    monkeypatch.setattr("precon.client.retries.RETRY_INITIAL_WAIT_S", 0.01)
+    monkeypatch.setattr("precon.client.retries.RETRY_MAX_WAIT_S", 0.02)
 
 
 def ok(app: AppTest) -> AppTest:

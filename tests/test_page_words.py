@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 import streamlit as st
 
-from precon import labels
 from precon.client import Client
-from precon.filter_state import FilterState
-from precon.saved_searches import SavedSearches
+from precon.dashboard import labels
+from precon.dashboard.filter_state import FilterState
+from precon.dashboard.saved_searches import SavedSearches
 from precon.service.embedded import EmbeddedService
 from tests.dashboard_support import embedded_over, make_catalogue, open_page, page_text
 

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from precon.models import PROVINCES, VERSIONS
+from precon.client.models import PROVINCES, VERSIONS
 from precon.service.accounts.model import Accounts, ApiKey, Grant, digest
 from precon.service.accounts.postgres import PostgresAccountStore
 from precon.service.accounts.sqlite import AccountStore

@@ -382,7 +382,7 @@ def test_a_mirror_into_postgresql_replaces_the_catalogue_in_one_transaction(
 def test_a_mirror_into_postgresql_cut_short_changes_nothing_and_resumes(
     source: str, database: str, tmp_path: Path
 ) -> None:
-    from precon import errors
+    from precon.client import errors
     from tests.test_mirror import FailAfter
 
     store = PostgresCatalogueStore(database)

@@ -1,4 +1,4 @@
-"""precon/saved_searches.py: the dashboard's saved searches in their SQLite file, without Streamlit."""
+"""precon/dashboard/saved_searches.py: the dashboard's saved searches in their SQLite file, without Streamlit."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from precon import filters
-from precon.filter_state import FilterState
-from precon.saved_searches import (
+from precon.dashboard.filter_state import FilterState
+from precon.dashboard.saved_searches import (
     Answer,
     Match,
     Refused,

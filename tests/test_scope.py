@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precon import filters
+from precon.client.models import PROVINCES
 from precon.filters import Compare, Expr, Match, Range
-from precon.models import PROVINCES
 from precon.schema import LISTING_ATTRIBUTES, LITE_FIELDS, LITE_LEFT_OUT, SEARCHABLE_LISTING_FIELDS
 from precon.service.search.text import within_one_typo
 from precon.service.stores.records import province_of

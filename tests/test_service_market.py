@@ -18,7 +18,7 @@ import pytest
 
 from precon import filters
 from precon.client import Client
-from precon.market_models import MarketStats
+from precon.client.market_models import MarketStats
 from precon.service.config import ServiceSettings
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread

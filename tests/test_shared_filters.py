@@ -18,7 +18,7 @@ from components import api, filter_chips
 from components import map_centre as mc
 from components import map_layers as ml
 from precon.client import Client
-from precon.filter_state import PARAMS, FilterState
+from precon.dashboard.filter_state import PARAMS, FilterState
 from tests.dashboard_support import (  # noqa: F401
     dashboard_data,
     embedded_dashboard,

@@ -50,3 +50,16 @@ def test_the_data_modules_are_data() -> None:
     for path in DATA_MODULES:
         functions = [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef)]
         assert all((f.end_lineno or f.lineno) - f.lineno < 20 for f in functions), _name(path)
+
+
+def test_the_library_holds_no_streamlit() -> None:
+    """precon/ (the client, the dashboard's logic, the service) runs without Streamlit: the pages and components
+    draw what it computes (README.md's layout, docs/architecture.md)."""
+    found: list[str] = []
+    for path in sorted((ROOT / "precon").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            found += [f"{_name(path)}:{node.lineno}" for n in names if n.split(".")[0] == "streamlit"]
+    assert not found, found

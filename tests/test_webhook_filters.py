@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from precon.models import WebhookSubscription
+from precon.client.models import WebhookSubscription
 from precon.service.stores.history import listing_changes
 from precon.service.webhooks.selection import relevant, reverted
 from tests.waiting import wait_until

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precon.models import PROVINCES
+from precon.client.models import PROVINCES
 from precon.service.accounts.sqlite import AccountStore
 from precon.service.stores.types import CatalogueChange
 from precon.service.webhooks.model import (

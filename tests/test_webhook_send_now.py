@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from precon import errors
+from precon.client import errors
 from precon.service.webhooks.model import (
     Event,
     RetrySchedule,

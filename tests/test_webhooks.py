@@ -16,8 +16,7 @@ import httpx
 import orjson
 import pytest
 
-from precon import errors
-from precon.client import Client
+from precon.client import Client, errors
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID
 from precon.service.webhooks import targets as webhook_targets
 from precon.service.webhooks.delivery import DeliveryWorker

@@ -3,7 +3,8 @@ sold) among the listings the shared filters match (the Search, Map and Facets pa
 theirs are); counted, charted per week, listed with a link to each listing, and downloadable.
 
 The page's own address parameters: ``window`` (7, 30, 90 or 365 days; 30 is left out) or ``from`` and ``to``
-(dates), ``show`` (the kinds the chart and the table show) and ``page``. The work is :mod:`precon.market_changes` and
+(dates), ``show`` (the kinds the chart and the table show) and ``page``. The work is
+:mod:`precon.dashboard.market_changes` and
 :mod:`components.market`.
 """
 

@@ -29,10 +29,11 @@ from components import api, charts, filter_chips, search_scope, shared_filters
 from components.formatting import cad
 from components.search_scope import SearchScope
 from components.sidebar import PROVINCE_LABELS
-from precon import filters, listing_search
-from precon.errors import PreconError
-from precon.filter_state import FACET_BY_PARAM, LITE_VERSION, FilterState
-from precon.models import REFERENCE_FIELDS, Listing
+from precon import filters
+from precon.client.errors import PreconError
+from precon.client.models import REFERENCE_FIELDS, Listing
+from precon.dashboard import listing_search
+from precon.dashboard.filter_state import FACET_BY_PARAM, LITE_VERSION, FilterState
 from precon.schema import LITE_LEFT_OUT
 
 FACETS: dict[str, str] = {

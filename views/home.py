@@ -15,9 +15,9 @@ from components.formatting import MISSING, cad
 from components.listing_table import listing_table
 from components.sidebar import PROVINCE_LABELS, VERSION_LABELS
 from precon import filters
-from precon.errors import PreconError
-from precon.filter_state import FilterState
-from precon.models import PROVINCES, Listing
+from precon.client.errors import PreconError
+from precon.client.models import PROVINCES, Listing
+from precon.dashboard.filter_state import FilterState
 
 TABLE_ROWS = 10
 TABLE_HEIGHT = 48 * TABLE_ROWS + 40  # every row in view, no scrolling: the table's rows are 48 px

@@ -35,9 +35,9 @@ from components.listing_facts import (
 from components.listing_history import render_history
 from components.listing_table import listing_table
 from components.units import render_units
-from precon.errors import NotFound, PreconError
-from precon.listing_checks import contradictions
-from precon.models import PROVINCES, Listing, Page
+from precon.client.errors import NotFound, PreconError
+from precon.client.models import PROVINCES, Listing, Page
+from precon.dashboard.listing_checks import contradictions
 
 # The Refresh button's key: present in the session only while the page stays open (see the module doc).
 VISIT_MARKER = "listing_refresh"

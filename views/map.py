@@ -15,8 +15,8 @@ from components import api, basemap, filter_chips, map_data, saved, search_scope
 from components import map_centre as mc
 from components import map_layers as ml
 from components.formatting import markdown_text, plural
-from precon.filter_state import SEARCH_MAX_CHARS
-from precon.models import Listing
+from precon.client.models import Listing
+from precon.dashboard.filter_state import SEARCH_MAX_CHARS
 
 state = st.session_state
 chosen, problems = shared_filters.current("map")

@@ -5,7 +5,7 @@ moves, month by month or quarter by quarter, for the market whole and per city, 
 Under the shared filters of Search, Map and Facets (in the address as theirs are); the page's own address
 parameters are ``interval`` (``quarter``; months are left out), ``since`` and ``until`` (months, ``2025-03``) and
 ``groupBy`` (``city``, ``builder``, ``type``, ``bedrooms``). The figures are the service's ``market_stats``; the work
-is :mod:`precon.market_view` and :mod:`components.market_stats`.
+is :mod:`precon.dashboard.market_view` and :mod:`components.market_stats`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import streamlit as st
 from components import api, freshness, history_filters, shared_filters
 from components import market_stats as ms
 from components.formatting import plural
-from precon import market_view as mv
+from precon.dashboard import market_view as mv
 
 st.title("Market")
 state, problems = shared_filters.current("market")

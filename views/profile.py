@@ -12,8 +12,8 @@ from components.formatting import markdown_text
 from components.images import safe_image_source
 from components.listing_facts import email_address, link, web_address
 from components.listing_table import listing_table
-from precon.errors import NotFound, PreconError
-from precon.models import PROFILE_COLLECTIONS, PROVINCES, Listing, Profile
+from precon.client.errors import NotFound, PreconError
+from precon.client.models import PROFILE_COLLECTIONS, PROVINCES, Listing, Profile
 
 PICKER_MATCHES = 20  # the companies the picker offers for the words typed
 IDS_PER_CALL = 100  # the most ids multiple_listings takes in one call

@@ -17,7 +17,7 @@ from components import api
 from components.images import safe_image_source
 from components.listing_facts import web_address
 from components.listing_table import OPENING_MODES, picked_row
-from precon.models import Page, Profile
+from precon.client.models import Page, Profile
 
 PAGE_SIZES = (10, 25, 50, 100)
 ROW_HEIGHT, HEADER_HEIGHT, MAX_VISIBLE_ROWS = 44, 40, 15

@@ -18,11 +18,11 @@ from components import api, auth, filter_chips, saved_alerts
 from components import saved as sv
 from components.formatting import markdown_text, plural
 from components.webhook_log import when
-from precon import labels
-from precon import saved_searches as store_module
-from precon.errors import BadRequest, NotFound, PreconError
-from precon.models import PROVINCES
-from precon.saved_searches import Alert, Answer, SavedSearch, Unavailable, WhatChanged
+from precon.client.errors import BadRequest, NotFound, PreconError
+from precon.client.models import PROVINCES
+from precon.dashboard import labels
+from precon.dashboard import saved_searches as store_module
+from precon.dashboard.saved_searches import Alert, Answer, SavedSearch, Unavailable, WhatChanged
 
 HISTORY_ROWS = 200
 FRESH_TTL_S = 10
@@ -31,7 +31,7 @@ moved a minute ago shows it)."""
 OPENING = "saved_opening"
 SEARCH_PAGE = "views/search.py"
 CHANGE_COLUMNS = ["When", "Listing id", "About", "Plan", "Unit", "Field", "Change", "From", "To"]
-"""The history table's columns, in people's words (scope, field and change named by :mod:`precon.labels`)."""
+"""The history table's columns, in people's words (scope, field and change named by :mod:`precon.dashboard.labels`)."""
 DIFF_COLUMNS = ["What", "Listing id", "Name", "Before", "Now"]
 
 

@@ -1,9 +1,10 @@
 """Search: words, refinement lists, unit filters and ranges over the listings, as a table or cards, sorted, paged,
 and downloadable.
 
-The filters are the shared state of :mod:`precon.filter_state` (the same on the Map and Facets pages); the page adds
-``sort``, ``page`` (from 1), ``per`` (page size) and ``view`` to the address. Defaults are left out of the address,
-and what in it cannot be used is said at the top of the page. The work is :func:`precon.listing_search.run`.
+The filters are the shared state of :mod:`precon.dashboard.filter_state` (the same on the Map and Facets pages); the
+page adds ``sort``, ``page`` (from 1), ``per`` (page size) and ``view`` to the address. Defaults are left out of the
+address, and what in it cannot be used is said at the top of the page. The work is
+:func:`precon.dashboard.listing_search.run`.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from components.formatting import plural
 from components.listing_table import open_listing
 from components.result_cards import result_cards
 from components.search_scope import local_note, scope_of
-from precon import listing_search
-from precon.filter_state import SEARCH_MAX_CHARS, facets_in
-from precon.ordering import NUMERIC_SORTS
+from precon.dashboard import listing_search
+from precon.dashboard.filter_state import SEARCH_MAX_CHARS, facets_in
+from precon.dashboard.ordering import NUMERIC_SORTS
 
 st.title("Search listings")
 state, problems = shared_filters.current("search")

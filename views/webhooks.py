@@ -34,8 +34,8 @@ from components.webhook_log import (
     subscriptions_frame,
     when,
 )
-from precon.errors import BadRequest, NotFound, PreconError, Timeout
-from precon.models import COLLECTIONS, WEBHOOK_EVENTS, Page, Profile, WebhookDelivery, WebhookSubscription
+from precon.client.errors import BadRequest, NotFound, PreconError, Timeout
+from precon.client.models import COLLECTIONS, WEBHOOK_EVENTS, Page, Profile, WebhookDelivery, WebhookSubscription
 
 ENVS = ("live", "sandbox")
 ENV_LABELS = {"live": "live (v1 and v1-lite catalogue)", "sandbox": "sandbox (v1-sandbox sample data)"}

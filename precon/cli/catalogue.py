@@ -276,7 +276,7 @@ def mirror_catalogue(
     copy; rerun to resume. The pages are fetched into the data directory, then what differs is written in one
     transaction (into PostgreSQL with --database)."""
     from precon.client import Client
-    from precon.errors import PreconError
+    from precon.client.errors import PreconError
     from precon.service.stores.exclusive import CatalogueBusy, exclusive
     from precon.service.stores.mirror import mirror
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import TracebackType
 
-from precon.cache import ResponseCache
 from precon.client import Client
+from precon.client.cache import ResponseCache
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread

@@ -17,7 +17,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Protocol
 
-from precon.models import PROVINCES, VERSIONS
+from precon.client.models import PROVINCES, VERSIONS
 
 ALL_PROVINCES = frozenset([*PROVINCES, "all"])
 KEY_PREFIX = "pk_"

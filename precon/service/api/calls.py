@@ -10,7 +10,7 @@ from typing import Generic, TypeVar
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from precon.models import PROVINCES
+from precon.client.models import PROVINCES
 from precon.service import metrics
 from precon.service.accounts.model import ApiKey, digest
 from precon.service.accounts.rate_limits import Limiter, RateLimiter, RedisRateLimiter, SharedRateLimiter, redis_client

@@ -16,7 +16,7 @@ from fastapi import Path, Query
 from pydantic import AliasChoices, BeforeValidator, Field
 
 from precon import filters
-from precon.models import PROFILE_COLLECTIONS, PROVINCES, VERSIONS
+from precon.client.models import PROFILE_COLLECTIONS, PROVINCES, VERSIONS
 from precon.schema import LISTING_REFERENCE_FIELDS
 from precon.service.search.facet_values import MAX_FACET_HITS, MAX_FACET_QUERY_LENGTH
 

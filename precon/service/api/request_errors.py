@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from precon.models import PROVINCES, VERSIONS
+from precon.client.models import PROVINCES, VERSIONS
 from precon.service.errors import ApiError, bad_request, blank_profile_id
 
 PATTERN_HELP = {

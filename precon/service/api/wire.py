@@ -1,6 +1,6 @@
 """The answers of every operation as they go over the wire: the response schemas of the OpenAPI document.
 
-These describe what the service sends, not what a client makes of it (that is :mod:`precon.models`, which also
+These describe what the service sends, not what a client makes of it (that is :mod:`precon.client.models`, which also
 reads the production service's looser records). Every field may be left out by ``retrieveAttributes`` or by
 ``v1-lite``, so none is required but the envelopes'; unknown fields of imported records pass through.
 """

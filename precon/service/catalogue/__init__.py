@@ -25,7 +25,7 @@ the order of the draws), :mod:`.sandbox_variety`; :mod:`.draws` and :mod:`.text`
 
 from __future__ import annotations
 
-from precon.models import PROFILE_COLLECTIONS, REFERENCE_FIELDS
+from precon.client.models import PROFILE_COLLECTIONS, REFERENCE_FIELDS
 from precon.service.catalogue.developments import AMENITIES, BUILDING_TYPES
 from precon.service.catalogue.floor_plans import COMPASS
 from precon.service.catalogue.listings import ListingMaker

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from precon.models import PROVINCES
+from precon.client.models import PROVINCES
 
 CityKind = Literal["core", "urban", "suburb", "town"]
 """How dense the new-build market is: ``core`` is almost all condos, ``town`` mostly ground-oriented homes."""

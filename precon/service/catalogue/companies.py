@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
-from precon.models import PROFILE_COLLECTIONS, REFERENCE_FIELDS
+from precon.client.models import PROFILE_COLLECTIONS, REFERENCE_FIELDS
 from precon.service.catalogue.canada import PROVINCE_CODES, PROVINCE_SHARES
 from precon.service.catalogue.dates import SPAN_MS, iso
 from precon.service.catalogue.developments import DEVELOPMENT_WORDS

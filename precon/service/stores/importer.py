@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from precon.models import PROFILE_COLLECTIONS, Listing, Profile
+from precon.client.models import PROFILE_COLLECTIONS, Listing, Profile
 from precon.service.stores.derived import with_plan_ids
 from precon.service.stores.records import nul_in
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import orjson
 
 from precon.client import Client
-from precon.errors import BadRequest
+from precon.client.errors import BadRequest
 from precon.service.media_links import MediaPaths
 from precon.service.stores.derived import complete_listing
 from precon.service.stores.importer import ParsedFile, check_plan_ids, classify

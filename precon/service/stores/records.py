@@ -17,9 +17,9 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from precon.client.models import PROVINCES
 from precon.facet_keys import facet_key, top
 from precon.filters import fold_text
-from precon.models import PROVINCES
 from precon.schema import (
     LISTING_REFERENCE_FIELDS,
     MULTI_ATTRIBUTES,

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from precon.models import PROVINCES
+from precon.client.models import PROVINCES
 from precon.service.accounts.model import Accounts
 from precon.service.stores.records import province_of
 from precon.service.stores.sqlite.store import SQLiteStore

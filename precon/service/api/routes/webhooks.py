@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Header, Request
 from pydantic import AfterValidator, BaseModel, Field
 from starlette.responses import Response
 
-from precon.models import WEBHOOK_EVENTS
+from precon.client.models import WEBHOOK_EVENTS
 from precon.service.api import wire
 from precon.service.api.calls import Call
 from precon.service.api.operations import NOT_FOUND, operation

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from precon.labels import field_label
+from precon.dashboard.labels import field_label
 from precon.schema import SEARCHABLE_LISTING_FIELDS
 
 MARKED = re.compile(r"<em>(.*?)</em>", re.DOTALL)

@@ -1,4 +1,4 @@
-"""(ours) The answer of ``market_stats``, as the typed client reads it (beside :mod:`precon.models`): the market's
+"""(ours) The answer of ``market_stats``, as the typed client reads it (beside :mod:`.models`): the market's
 figures per month or quarter, one series per value of the attribute grouped by (docs/api.md, "Market
 statistics")."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from precon.models import Record
+from precon.client.models import Record
 
 
 class MarketPoint(Record):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from precon.models import Listing, Milestone, PaymentStructure
+from precon.client.models import Listing, Milestone, PaymentStructure
 
 Topic = Literal["locker", "parking", "assignment", "development levies", "maintenance", "deposit"]
 Section = Literal["pricing", "deposits"]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import httpx
 from tenacity import RetryCallState
 
-from precon.errors import APIStatusError, RateLimited, ServerError, TransportError
+from precon.client.errors import APIStatusError, RateLimited, ServerError, TransportError
 
 # Retry policy: 0.5 s doubling to 8 s, with full jitter; Retry-After honoured up to a cap.
 RETRY_ATTEMPTS = 4

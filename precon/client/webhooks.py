@@ -9,8 +9,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from precon.client_retries import IDEMPOTENCY_HEADER
-from precon.models import (
+from precon.client.models import (
     DeliveryPage,
     ResponseMeta,
     WebhookDeletion,
@@ -18,6 +17,7 @@ from precon.models import (
     WebhookSubscription,
     WebhookTrigger,
 )
+from precon.client.retries import IDEMPOTENCY_HEADER
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

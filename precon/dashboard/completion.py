@@ -11,7 +11,7 @@ import calendar
 import re
 from datetime import date
 
-from precon.models import Listing
+from precon.client.models import Listing
 
 COMPLETE = "Complete"
 """The construction status of a finished building."""

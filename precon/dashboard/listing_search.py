@@ -3,7 +3,7 @@
 :func:`run` answers a :class:`SearchRequest` in one of two ways:
 
 * **service**: the deployment filters floor plans itself (``unitFilter``, which this project's service offers): one
-  search for the relevance order, or the exact orders of :mod:`precon.ordering`.
+  search for the relevance order, or the exact orders of :mod:`precon.dashboard.ordering`.
 * **local**: the deployment has no ``unitFilter`` (the production service). Every listing that could match is read
   with its floor plans (the unit conditions, each lifted to ``floorPlans.*``, narrow the candidates first), the
   floor plans are checked here with the reference evaluator, and counts, facets, order and the page are computed
@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from precon import filters
-from precon.errors import BadRequest
+from precon.client.errors import BadRequest
+from precon.client.models import FloorPlan, Listing, MatchedFloorPlans
+from precon.dashboard.filter_state import necessary_listing_filter
+from precon.dashboard.ordering import NUMERIC_SORTS, WINDOW, ListingBackend, ServiceOrdering, ids_of, sort_rows
 from precon.facet_keys import MAX_FACET_VALUES, facet_key, top
-from precon.filter_state import necessary_listing_filter
 from precon.filters import Expr
-from precon.models import FloorPlan, Listing, MatchedFloorPlans
-from precon.ordering import NUMERIC_SORTS, WINDOW, ListingBackend, ServiceOrdering, ids_of, sort_rows
 
 UnitMode = Literal["none", "service", "local"]
 SORTS = ("relevance", "newest", "price_asc", "price_desc", "completion")
@@ -61,7 +61,7 @@ class SearchOutcome:
     """The page shown: the one asked for, or the last page when that was past the end."""
     unit_mode: UnitMode = "none"
     limited: bool = False
-    """"Newest" ordered only the most relevant matches (see :data:`precon.ordering.NEWEST_LIMIT`)."""
+    """"Newest" ordered only the most relevant matches (see :data:`precon.dashboard.ordering.NEWEST_LIMIT`)."""
     service_ms: float | None = None
     ordering_ms: float | None = None
     candidates: int | None = None

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-from precon.models import HistoryEntry
+from precon.client.models import HistoryEntry
 
 LAUNCH, SELL_OUT, INCREASE, CUT, UNIT_SOLD = "launch", "sellout", "increase", "cut", "unitsold"
 KINDS = (LAUNCH, SELL_OUT, INCREASE, CUT, UNIT_SOLD)

@@ -2,8 +2,8 @@
 dashboard's own SQLite file (shared by everyone using that dashboard) with the webhook subscriptions that alert on
 each. No Streamlit here: the dashboard's pages (``components/saved.py``) and the tests use it alike.
 
-A saved search holds the filter state in its address form (:meth:`precon.filter_state.FilterState.to_params`), so
-reopening it restores the same state exactly, with the API version and province it was saved in and the
+A saved search holds the filter state in its address form (:meth:`precon.dashboard.filter_state.FilterState.to_params`),
+so reopening it restores the same state exactly, with the API version and province it was saved in and the
 deployment it was saved against. What it last answered (:class:`Answer`: each matching listing's start price and
 selling status) is what "what changed since" compares the deployment's answer now with (:func:`compare`), which
 works against any deployment, the production service included.
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from precon import filters
-from precon.filter_state import PARAMS, FilterState
+from precon.dashboard.filter_state import PARAMS, FilterState
 from precon.filters import Expr
 from precon.sqlite_wal import use_wal
 

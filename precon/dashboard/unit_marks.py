@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from precon import filters
-from precon.filter_state import AVAILABLE_PARAM, AVAILABLE_STATUS, UNIT_RANGES, FilterState
+from precon.dashboard.filter_state import AVAILABLE_PARAM, AVAILABLE_STATUS, UNIT_RANGES, FilterState
 from precon.filters import Expr
 
 UNIT_PARAMS: tuple[str, ...] = (*(spec.param for spec in UNIT_RANGES), AVAILABLE_PARAM)

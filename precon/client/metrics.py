@@ -1,5 +1,5 @@
 """The service's own pages beside the API, for whoever watches it: its health check (``/healthz``) and its metrics
-(``/metrics``, read into :class:`precon.metrics_view.Scrape`). Both live at the service's root, not under
+(``/metrics``, read into :class:`precon.client.metrics_view.Scrape`). Both live at the service's root, not under
 ``/{version}/{province}/``, and neither is retried: a status page wants to know how the service is now."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from precon.metrics_view import NoMetrics, Scrape
+from precon.client.metrics_view import NoMetrics, Scrape
 
 HEALTH_PATH = "/healthz"
 METRICS_PATH = "/metrics"

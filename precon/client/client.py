@@ -22,18 +22,15 @@ import httpx
 from pydantic import BaseModel
 from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
-from precon.cache import ResponseCache
-from precon.client_metrics import ServiceOperations
-from precon.client_retries import IDEMPOTENCY_HEADER, RETRY_ATTEMPTS, may_retry, wait_before_retry
-from precon.client_settings import PRODUCTION_URL, ClientSettings
-from precon.client_webhooks import WebhookOperations
-from precon.errors import (
+from precon.client.cache import ResponseCache
+from precon.client.errors import (
     PreconError,
     error_for_response,
     error_for_transport,
 )
-from precon.market_models import MarketStats
-from precon.models import (
+from precon.client.market_models import MarketStats
+from precon.client.metrics import ServiceOperations
+from precon.client.models import (
     FacetCounts,
     FacetCountsResponse,
     FacetValueHits,
@@ -47,7 +44,10 @@ from precon.models import (
     ProfilesOfListing,
     ResponseMeta,
 )
-from precon.query_values import Filter, csv_value, filter_value, flag_value, nearby_value
+from precon.client.query_values import Filter, csv_value, filter_value, flag_value, nearby_value
+from precon.client.retries import IDEMPOTENCY_HEADER, RETRY_ATTEMPTS, may_retry, wait_before_retry
+from precon.client.settings import PRODUCTION_URL, ClientSettings
+from precon.client.webhooks import WebhookOperations
 
 USER_AGENT = "precon-explorer/0.1"
 

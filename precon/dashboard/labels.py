@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from precon.filter_state import FACETS, RANGES, FilterState, RangeSpec
+from precon.dashboard.filter_state import FACETS, RANGES, FilterState, RangeSpec
 
 SCOPES: dict[str, str] = {"listing": "Listing", "floorPlan": "Floor plan", "unit": "Unit"}
 """What a history entry is about."""

@@ -19,8 +19,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from precon import filters
+from precon.client.models import Listing, ListingPage
 from precon.filters import Expr
-from precon.models import Listing, ListingPage
 
 WINDOW = 1000
 """Keys read at once when ordering: the service's largest page."""

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
 
-from precon.saved_searches import BUSY_TIMEOUT_S, Unavailable, iso, now
+from precon.dashboard.saved_searches import BUSY_TIMEOUT_S, Unavailable, iso, now
 from precon.sqlite_wal import use_wal
 
 SCHEMA = (
@@ -27,7 +27,7 @@ class CompareLists:
     def get(self, owner: str) -> list[str]:
         """The owner's list, oldest first; empty when there is none (or no file yet).
 
-        Raises :class:`~precon.saved_searches.Unavailable` when the file cannot be read."""
+        Raises :class:`~precon.dashboard.saved_searches.Unavailable` when the file cannot be read."""
         if not self.path.exists():
             return []
         try:
@@ -44,7 +44,7 @@ class CompareLists:
     def put(self, owner: str, ids: Sequence[str]) -> None:
         """Keeps ``ids`` as the owner's list (none: forgets it).
 
-        Raises :class:`~precon.saved_searches.Unavailable` when the file cannot be written."""
+        Raises :class:`~precon.dashboard.saved_searches.Unavailable` when the file cannot be written."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with closing(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)) as db:

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from precon.models import DeliveryAttempt, WebhookDelivery, WebhookSubscription
+from precon.client.models import DeliveryAttempt, WebhookDelivery, WebhookSubscription
 
 RECENT_DELIVERIES = 100
 """The newest deliveries of each subscription the figures are read from (one page of the log)."""
