@@ -334,6 +334,34 @@ def test_a_listing_repeating_a_plan_id_is_refused_and_the_others_import(tmp_path
     assert stored_plan_ids(store, "AAA111", "BBB222") == {"BBB222": ["q1", "q2"]}
 
 
+def test_a_listing_repeating_a_unit_number_within_a_plan_is_refused_saying_where(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    """A unit is known by its plan and number: two units of one plan under one number are refused, with the line
+    and the positions; the same number in two plans is fine, as is a plan's unit without a number."""
+
+    def unit(number: Any) -> dict[str, Any]:
+        return {"unitNumber": number, "floor": "3", "status": "Available", "price": 500000}
+
+    repeating = listing_with_plans("AAA111", "p1", "p2")
+    repeating["floorPlans"][0]["units"] = [unit("301"), unit("302")]
+    repeating["floorPlans"][1].update(name="Two Bed", units=[unit("303"), unit(304), unit(" 304 "), unit(None)])
+    fine = listing_with_plans("BBB222", "q1", "q2")
+    fine["floorPlans"][0]["units"] = [unit("101"), {"floor": "1"}, {"floor": "1"}]
+    fine["floorPlans"][1]["units"] = [unit("101")]
+    path = ndjson(tmp_path, "records.ndjson", fine, repeating)
+    report = import_into(store, path)
+    assert report.problems == [
+        (
+            2,
+            "listing AAA111: floor plan 'Two Bed' (floorPlans position 2) repeats unit number '304' (units positions "
+            "2, 3); a unit is known by its plan and number, which must be unique within the plan",
+        )
+    ]
+    assert [record["listingId"] for record in report.listings] == ["BBB222"]
+    assert store.counts()["listings"] == 1
+
+
 def test_ids_given_as_number_and_text_are_the_same_id(tmp_path: Path, store: SQLiteStore) -> None:
     record = listing_with_plans("AAA111", "7")
     record["floorPlans"].append({"id": 7, "name": "Plan 7 again"})

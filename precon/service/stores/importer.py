@@ -4,7 +4,8 @@ Each record is classified as a listing or a profile and checked; a bad one is re
 skipped, and the rest still load.
 
 Floor-plan ids are unique across the catalogue (clients name files after them): a listing whose plans repeat an
-id, or that carries an id another listing holds (in the store, or earlier in the same file), is refused.
+id, or that carries an id another listing holds (in the store, or earlier in the same file), is refused. So is one
+whose units repeat a unit number within a plan (a unit is known by its plan and number).
 
 :func:`import_file` writes a file's records into a store. Into PostgreSQL the whole import is one transaction,
 under the store's write lock (imports from several replicas run one after the other, none losing the other's
@@ -67,6 +68,27 @@ def _refuse_repeated_plan_ids(listing: dict[str, Any]) -> None:
                 f"listing {listing['listingId']}: floor plan id {plan_id!r} is repeated "
                 f"(floorPlans positions {', '.join(map(str, where))}); plan ids must be unique"
             )
+
+
+def _refuse_repeated_unit_numbers(listing: dict[str, Any]) -> None:
+    """Raises ValueError naming the first unit number two units of one floor plan share: a unit is known by its plan
+    and its number (its history, its alerts), so two of them under one number could not be told apart."""
+    plans = listing.get("floorPlans")
+    for plan_position, plan in enumerate(plans if isinstance(plans, list) else [], start=1):
+        units = plan.get("units") if isinstance(plan, dict) else None
+        positions: dict[str, list[int]] = {}
+        for unit_position, unit in enumerate(units if isinstance(units, list) else [], start=1):
+            number = unit.get("unitNumber") if isinstance(unit, dict) else None
+            if isinstance(number, str | int) and not isinstance(number, bool) and str(number).strip():
+                positions.setdefault(str(number).strip(), []).append(unit_position)
+        for number, where in positions.items():
+            if len(where) > 1:
+                name = plan.get("name") or plan.get("id") or ""
+                raise ValueError(
+                    f"listing {listing['listingId']}: floor plan {name!r} (floorPlans position {plan_position}) "
+                    f"repeats unit number {number!r} (units positions {', '.join(map(str, where))}); a unit is "
+                    "known by its plan and number, which must be unique within the plan"
+                )
 
 
 def classify(record: Any) -> tuple[str, dict[str, Any]]:
@@ -255,6 +277,8 @@ def parse_file(path: str | Path) -> ParsedFile:
             continue
         try:
             kind, checked = classify(record)
+            if kind == "listing":
+                _refuse_repeated_unit_numbers(checked)
         except ValueError as error:
             parsed.problems.append((line, str(error)))
             continue
