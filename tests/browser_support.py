@@ -24,7 +24,7 @@ from precon.client import Client
 from precon.service.embedded import EmbeddedService
 from tests.dashboard_support import make_catalogue
 from tests.ports import free_port
-from tests.waiting import START_TIMEOUT_S
+from tests.waiting import START_TIMEOUT_S, stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "tests" / "screenshots"
@@ -134,11 +134,7 @@ def running_dashboard(
             time.sleep(0.2)
         yield Dashboard(url, data_dir)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop_process(process)
         log.close()
 
 

@@ -19,7 +19,7 @@ from precon.service.stores.postgres.store import PostgresCatalogueStore
 from tests import pg_support
 from tests.cli_support import PRECON, clean_env, listing, run_precon, write_ndjson
 from tests.ports import free_port
-from tests.waiting import START_TIMEOUT_S
+from tests.waiting import START_TIMEOUT_S, stop_process
 
 pg_cluster = pg_support.pg_cluster
 
@@ -69,12 +69,7 @@ def test_serve_dev_answers_with_the_development_key(tmp_path: Path) -> None:
             refused = http.get(base + "/v1/all/search_listings", params=params, headers={"x-api-key": "wrong"})
             assert refused.status_code != 200
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
         log.close()
     assert (tmp_path / "data" / "catalogue.sqlite3").exists()
 
@@ -169,12 +164,7 @@ def test_serve_database_answers_from_its_copy_and_follows_writes(
                 time.sleep(0.05)
             assert (data / "copies" / "copy-public.sqlite3").exists()
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process)
     output = log_path.read_text()
     assert PASSWORD not in output
     assert f"precon:***@/{name}" in output  # where it opened, said without the password

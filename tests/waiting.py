@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,3 +25,13 @@ START_TIMEOUT_S = 180
 """How long a server a test starts (``precon serve``, ``streamlit run``) may take to answer: seconds alone, but with
 the suite in four processes on two cores, beside other work, a start that generates its catalogue has taken more
 than a minute. Waits on it end as soon as the server answers."""
+
+
+def stop_process(process: subprocess.Popen[Any], grace_s: float = 15) -> None:
+    """A server the test started, asked to end (SIGTERM) and given ``grace_s`` to; killed if it does not."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
