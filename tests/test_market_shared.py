@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from precon import filters
 from precon.service.stores.loading import batched
 from precon.service.stores.market_stats import MarketGroup
 from precon.service.stores.simulation import day_time, simulate
-from precon.service.stores.sqlite import market_columns
+from precon.service.stores.sqlite import market_columns, market_units
 from precon.service.stores.sqlite.store import SQLiteStore
 from tests.catalogues import generated_catalogue
 
@@ -63,6 +64,34 @@ def test_one_process_builds_them_and_the_others_map_them(
         assert len(built) == 4, "the new generation: built once for both, once alone"
         markets = [p for p in path.with_name("c.sqlite3.index").iterdir() if p.name.startswith("market-")]
         assert len(markets) == 1, "the generation before is removed"
+    finally:
+        for store in (first, second, alone):
+            store.close()
+
+
+def test_the_unit_ledger_of_a_unit_filter_is_built_once_and_mapped_by_the_others(
+    original: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``unitFilter`` is answered from the unit ledger: built by the first process that is asked one, mapped by the
+    others, the same figures as a store alone; the market columns' files are left where they are."""
+    path = tmp_path / "c.sqlite3"
+    shutil.copy(original, path)
+    built = []
+    build = market_units.build_unit_ledger
+    monkeypatch.setattr(market_units, "build_unit_ledger", lambda db: built.append(1) or build(db))
+    first, second = SQLiteStore(path, shared_indexes=True), SQLiteStore(path, shared_indexes=True)
+    alone = SQLiteStore(path)
+    chosen = filters.parse("numberOfBedrooms = 2 AND units.price < 900000")
+    try:
+        ids = tuple(alone.listing_ids())
+        asked = (EDGES, [MarketGroup(None, ids)], True, None, chosen)
+        found = first.market_stats(*asked)
+        assert second.market_stats(*asked) == found == alone.market_stats(*asked) and len(built) == 2
+        held = second._ledger_held
+        assert held is not None and not held[1].unit_price.flags.writeable
+        assert first.market_stats(EDGES, [MarketGroup(None, ids)]) != found
+        kinds = sorted(p.name.split("-")[0] for p in path.with_name("c.sqlite3.index").iterdir() if p.is_dir())
+        assert kinds == ["ledger", "market"]
     finally:
         for store in (first, second, alone):
             store.close()

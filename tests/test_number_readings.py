@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from precon.filters import fold_text
 from precon.filters.plans import number_of
-from precon.service.search.plans import _status_reading
+from precon.service.search.plans import status_reading
 from precon.service.search.sql_filter import as_number
 from tests.test_service_unit_filter import float_reading
 
@@ -32,8 +32,8 @@ def test_text_and_numbers_read_as_float_reads_them(value: Any) -> None:
 
 @given(st.one_of(st.text(max_size=80), st.sampled_from(TRICKY)))
 def test_a_status_is_read_as_folded_text_and_its_number_whatever_its_length(status: str) -> None:
-    assert _status_reading(status) == (fold_text(status), as_number(status))
-    assert _status_reading(status) == (fold_text(status), as_number(status))  # the second time from the cache
+    assert status_reading(status) == (fold_text(status), as_number(status))
+    assert status_reading(status) == (fold_text(status), as_number(status))  # the second time from the cache
 
 
 def test_booleans_and_containers_are_not_numbers() -> None:

@@ -135,7 +135,8 @@ class Oracle:
                         {
                             "key": (listing_id, plan_key, unit_key),
                             "status": unit.get("status"),
-                            "price": price_of(unit.get("price")),
+                            "price": unit.get("price"),
+                            "floor": unit.get("floor"),
                             "sqft": sqft,
                             "born": max((born[k] for k in keys if k in born), default=-(10**18)),
                             "gone": gone.get(listing_id, 10**18) if doc.get("_deleted") else 10**18,
@@ -145,13 +146,14 @@ class Oracle:
 
     def unit_entries(self) -> dict[tuple[str, ...], list[dict[str, Any]]]:
         found: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
-        for e in self.entries:
+        for position, e in enumerate(self.entries):
             if e["scope"] == "unit" and e["change"] == "updated":
-                found[(e["listingId"], e["plan"], e["unit"])].append(e)
+                found[(e["listingId"], e["plan"], e["unit"])].append({**e, "_position": position})
         return found
 
     def __post_init__(self) -> None:
         self.held = (self.units(), self.unit_entries())
+        self.by_key = {unit["key"]: unit for unit in self.held[0]}
 
     def in_plan(self, listing_id: str, plan_key: str, plan: tuple[str, str] | None) -> bool:
         """Whether a plan of a listing (by its key, as history names it) holds ``plan``'s (attribute, value)."""
@@ -160,15 +162,46 @@ class Oracle:
         found = keyed(self.documents[listing_id].get("floorPlans"), "id").get(plan_key)
         return found is not None and plan_holds(found, *plan)
 
-    def point(self, listings: set[str], start: int, end: int, plan: tuple[str, str] | None = None) -> dict[str, Any]:
+    def meets(self, chosen: filters.Expr | None, key: tuple[str, ...], status: Any, price: Any, floor: Any) -> bool:
+        """Whether a unit (of a listing's plan, by key) in this state meets a unit filter, as the reference has it: the
+        plan with that one unit. A unit of a plan no longer in its listing meets none."""
+        if chosen is None:
+            return True
+        found = keyed(self.documents[key[0]].get("floorPlans"), "id").get(key[1])
+        unit = {"status": status, "price": price, "floor": floor}
+        return found is not None and filters.plan_matches(chosen, {**found, "units": [unit]})
+
+    def before(self, position: int) -> tuple[Any, Any]:
+        """A unit's status and price just before its entry at ``position``: the ``from`` of its next entry of each
+        field, else its value now (None: a unit no longer in its listing)."""
+        entry = self.entries[position]
+        key = (entry["listingId"], entry["plan"], entry["unit"])
+        now = self.by_key.get(key, {})
+        state = {"status": now.get("status"), "price": now.get("price")}
+        for name in state:
+            if entry["field"] == name:
+                state[name] = entry["from"]
+                continue
+            later = [e for e in self.held[1].get(key, []) if e["field"] == name and e["_position"] > position]
+            if later:
+                state[name] = later[0]["from"]
+        return state["status"], state["price"]
+
+    def point(self, listings: set[str], start: int, end: int, plan: tuple[str, str] | None = None,
+              chosen: filters.Expr | None = None) -> dict[str, Any]:  # fmt: skip
         """Every figure of one interval, over the listings given (the units of their plans holding ``plan``'s value
-        alone, when given)."""
+        alone, when given; those that meet the unit filter ``chosen`` in their state at the moment counted)."""
         every_unit, changes = self.held
-        inside = [e for e in self.entries if e["listingId"] in listings and start <= ms(e["at"]) < end]
+        inside = [
+            (i, e) for i, e in enumerate(self.entries) if e["listingId"] in listings and start <= ms(e["at"]) < end
+        ]
         unit_updates = [
             e
-            for e in inside
-            if e["scope"] == "unit" and e["change"] == "updated" and self.in_plan(e["listingId"], e["plan"], plan)
+            for i, e in inside
+            if e["scope"] == "unit"
+            and e["change"] == "updated"
+            and self.in_plan(e["listingId"], e["plan"], plan)
+            and (chosen is None or self.meets(chosen, self.key_of(e), *self.before(i), self.floor_of(e)))
         ]
         prices = [(price_of(e["from"]), price_of(e["to"])) for e in unit_updates if e["field"] == "price"]
         available, ppsf, existing, sold = [], [], 0, 0
@@ -181,7 +214,10 @@ class Oracle:
             for name in state:
                 later = [e for e in changes.get(unit["key"], []) if e["field"] == name and ms(e["at"]) >= end]
                 if later:
-                    state[name] = later[0]["from"] if name == "status" else price_of(later[0]["from"])
+                    state[name] = later[0]["from"]
+            if not self.meets(chosen, unit["key"], state["status"], state["price"], unit["floor"]):
+                continue
+            state["price"] = price_of(state["price"])
             existing += 1
             sold += state["status"] == "Sold"
             if state["status"] == "Available" and state["price"] is not None:
@@ -195,12 +231,30 @@ class Oracle:
             "unitsSold": sum(1 for e in unit_updates if e["field"] == "status" and e["to"] == "Sold"),
             "unitsAvailable": len(available),
             "sellThrough": sold / existing if existing else None,
-            "launches": self.launches(listings, start, end),
+            "launches": self.launches({i for i in listings if self.launching(i, plan, chosen)}, start, end),
             "medianPrice": statistics.median(priced) if priced else None,
             "medianPricePerSqFt": statistics.median(ppsf) if ppsf else None,
             "priceIncreases": sum(1 for a, b in prices if a is not None and b is not None and b > a),
             "priceCuts": sum(1 for a, b in prices if a is not None and b is not None and b < a),
         }
+
+    def floor_of(self, entry: dict[str, Any]) -> Any:
+        return self.by_key.get(self.key_of(entry), {}).get("floor")
+
+    @staticmethod
+    def key_of(entry: dict[str, Any]) -> tuple[str, ...]:
+        return entry["listingId"], entry["plan"], entry["unit"]
+
+    def launching(self, listing_id: str, plan: tuple[str, str] | None, chosen: filters.Expr | None) -> bool:
+        """Whether a listing's launches count: it has a plan holding the group's value that meets the unit filter's
+        plan conditions (the tests' filters are conjunctions: their conditions on the plan itself)."""
+        if chosen is None and plan is None:
+            return True
+        conditions = [c for c in (chosen.items if isinstance(chosen, filters.And) else [chosen]) if c is not None]
+        on_plans = [c for c in conditions if not any(n.startswith("units.") for n in filters.attributes(c))]
+        test = filters.And(tuple(on_plans)) if len(on_plans) > 1 else on_plans[0] if on_plans else None
+        plans = keyed(self.documents[listing_id].get("floorPlans"), "id")
+        return any((plan is None or plan_holds(p, *plan)) and filters.evaluate(test, p) for p in plans.values())
 
     def launches(self, listings: set[str], start: int, end: int) -> int:
         count = 0
@@ -272,11 +326,13 @@ def member(doc: dict[str, Any], attribute: str, value: str) -> bool:
 def assert_matches_oracle(api: Api, window: Window, version: str = "v1", province: str = "all", key: str = KEY_ALL,
                           **asked: Any) -> dict[str, Any]:  # fmt: skip
     interval = asked.pop("interval", "month")
+    unit_filter = asked.pop("unitFilter", None)  # it chooses units, not listings
+    chosen = filters.parse(unit_filter) if unit_filter else None
     group_by, limit = asked.pop("groupBy", None), asked.pop("groupLimit", 10)
     since, until = window
     grouped = {"groupBy": group_by, "groupLimit": limit} if group_by else {}
     answer = api.ok(f"/{version}/{province}/market_stats", key, interval=interval, since=since, until=until,
-                    **grouped, **asked)  # fmt: skip
+                    **grouped, **asked, **({"unitFilter": unit_filter} if unit_filter else {}))  # fmt: skip
     oracle = oracle_for(api, version, province, key, **asked)
     assert answer["interval"] == interval and answer["groupBy"] == group_by
     edges = intervals(interval, since, until)
@@ -293,7 +349,7 @@ def assert_matches_oracle(api: Api, window: Window, version: str = "v1", provinc
             datetime.fromtimestamp(e / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z") for e in edges[:-1]
         ]
         for point, start, end in zip(series["points"], edges, edges[1:], strict=False):
-            expected = oracle.point(listings, start, end, plan)
+            expected = oracle.point(listings, start, end, plan, chosen)
             for name, value in expected.items():
                 assert point[name] == (pytest.approx(value, rel=1e-9) if isinstance(value, float) else value), (
                     series["group"], point["start"], name
@@ -321,10 +377,40 @@ def test_filtered_and_grouped_by_an_array_attribute_matches_the_oracle(api: Api,
     assert_matches_oracle(api, window, groupBy="type", filterQuery='sellingStatus:"Selling Now" OR minBeds >= 2')
 
 
-def test_a_unit_filter_and_words_narrow_the_listings_as_changes_does(api: Api, window: Window) -> None:
-    assert_matches_oracle(api, window, interval="quarter", unitFilter="numberOfBedrooms >= 2 AND units.price < 900000")
+def test_words_narrow_the_listings_as_changes_does(api: Api, window: Window) -> None:
     word = api.all_listings()[0]["cityOrDistrict"].split()[0]
     assert_matches_oracle(api, window, search=word, groupBy="sellingStatus")
+
+
+def test_a_unit_filter_chooses_units_each_in_its_state_at_the_moment_counted(api: Api, window: Window) -> None:
+    """The plan conditions on the unit's plan, ``units.*`` on its state at the interval's end (the units left) or
+    just before the entry (sales, price moves): a unit sold at $850,000 after a rise from $800,000 counts under
+    ``units.price < 900000`` whatever it costs now."""
+    answer = assert_matches_oracle(api, window, unitFilter="numberOfBedrooms >= 2 AND units.price < 900000")
+    whole = api.ok(MARKET, since=window[0], until=window[1])["series"][0]["points"]
+    points = answer["series"][0]["points"]
+    assert 0 < sum(p["unitsSold"] for p in points) < sum(p["unitsSold"] for p in whole)
+    assert all(p["unitsAvailable"] <= w["unitsAvailable"] for p, w in zip(points, whole, strict=True))
+
+
+def test_a_unit_filter_of_any_shape_matches_the_oracle(api: Api, window: Window) -> None:
+    assert_matches_oracle(api, window, interval="quarter", groupBy="cityOrDistrict",
+                          unitFilter="NOT units.status:Sold OR squareFeet >= 900")  # fmt: skip
+    assert_matches_oracle(api, window, interval="quarter", unitFilter="units.floor >= 10 AND units.status:Available")
+    assert_matches_oracle(api, window, interval="quarter", groupBy="floorPlans.numberOfBedrooms",
+                          unitFilter="units.price < 800000", filterQuery='sellingStatus:"Selling Now"')  # fmt: skip
+
+
+def test_a_unit_filter_on_bedrooms_is_the_bedrooms_group(api: Api, window: Window) -> None:
+    """contract.md: ``unitFilter=numberOfBedrooms = 2`` is the same figure as the ``2`` group of
+    ``groupBy=floorPlans.numberOfBedrooms``, in every interval, every figure."""
+    for interval in ("month", "quarter"):
+        asked = {"since": window[0], "until": window[1], "interval": interval}
+        grouped = api.ok(MARKET, groupBy="floorPlans.numberOfBedrooms", **asked)["series"]
+        (filtered,) = api.ok(MARKET, unitFilter="numberOfBedrooms = 2", **asked)["series"]
+        assert filtered["points"] == next(s for s in grouped if s["group"] == "2")["points"]
+        whole = api.ok(MARKET, **asked)["series"][0]["points"]
+        assert sum(p["unitsSold"] for p in filtered["points"]) < sum(p["unitsSold"] for p in whole)
 
 
 def test_the_province_scopes_the_listings(api: Api, window: Window) -> None:

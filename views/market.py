@@ -46,9 +46,13 @@ if stats.group_problem:
 
 grouped = f", {plural(stats.group_count(), 'group')}" if stats.grouped else ""
 drawn = f"the first {ms.CHART_GROUPS} groups" if stats.group_count() > ms.CHART_GROUPS else "each group"
+over = (
+    "over the units that meet the floor plan and unit filters, each in its state when counted (a sale by its state "
+    f"just before it), in the listings matching the other filters now{grouped}" if scope.unit_filter is not None else
+    f"over the units of the {plural(total, 'listing')} matching the filters now{grouped}"
+)  # fmt: skip
 st.caption(
-    f"{request.describe()} (UTC), over the units of the {plural(total, 'listing')} matching the filters "
-    f"now{grouped}."
+    f"{request.describe()} (UTC), {over}."
     + (f" Charts draw {drawn} on a scale of its own; the market whole (and every group) is in the tables." if
        stats.grouped else "")
 )  # fmt: skip

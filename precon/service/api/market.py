@@ -167,13 +167,16 @@ def _listing_ids(call: Call[Any], query: ListingQuery) -> tuple[str, ...]:
     return (*call.store.matching_listing_ids(query), *call.store.deleted_matching(query))
 
 
-def market_groups(call: Call[MarketRequest]) -> tuple[str | None, list[MarketGroup]]:
-    """The attribute grouped by, and each group with the listings it holds (one group, ``None``, without one)."""
+def market_groups(call: Call[MarketRequest]) -> tuple[str | None, list[MarketGroup], Expr | None]:
+    """The attribute grouped by, each group with the listings it holds (one group, ``None``, without one), and the
+    ``unitFilter``: ``filterQuery`` and ``search`` choose listings, a ``unitFilter`` their units (so it does not
+    narrow the listings to those with a plan that meets it now)."""
     asked = call.params
     name = group_attribute(call.version, asked.groupBy)
-    query = listing_query(cast("Call[ListingRequest]", call), facets=(), limit=0)
+    checked = listing_query(cast("Call[ListingRequest]", call), facets=(), limit=0)
+    unit_filter, query = checked.unit_filter, replace(checked, unit_filter=None)
     if name is None:
-        return None, [MarketGroup(None, _listing_ids(call, query))]
+        return None, [MarketGroup(None, _listing_ids(call, query))], unit_filter
     limit = DEFAULT_GROUPS if asked.groupLimit is None else asked.groupLimit
     counted = call.store.search_listings(replace(query, facets=(name,), max_facet_values=limit))
     groups = []
@@ -182,4 +185,4 @@ def market_groups(call: Call[MarketRequest]) -> tuple[str | None, list[MarketGro
         narrowed = replace(query, filter=test if query.filter is None else And((query.filter, test)))
         plan = (name, value) if name in PLAN_GROUPS else None
         groups.append(MarketGroup(value, _listing_ids(call, narrowed), plan))
-    return name, groups
+    return name, groups, unit_filter

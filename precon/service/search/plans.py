@@ -117,13 +117,13 @@ def one_plan_rows(plan: dict[str, Any], rowid: int, index: int, values: list[Val
     for unit in listed if isinstance(listed, list) else ():
         if isinstance(unit, dict):
             status = unit.get("status")
-            folded, status_number = _status_reading(status) if isinstance(status, str) else (None, None)
+            folded, status_number = status_reading(status) if isinstance(status, str) else (None, None)
             units.append(
                 (rowid, index, folded, status_number, number_of(unit.get("price")), number_of(unit.get("floor")))
             )
 
 
-def _status_reading(status: str) -> tuple[str, float | None]:
+def status_reading(status: str) -> tuple[str, float | None]:
     """A unit status as ``listing_plan_units`` stores it: folded, and its numeric reading. A plan's hundreds of
     units share a few statuses, so the short ones are read once (:func:`_short_status_reading`)."""
     if len(status) <= _CACHED_STATUS_LENGTH:

@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from precon.facet_keys import number_key
-from precon.filters import fold_text
+from precon.filters import Expr, fold_text
 from precon.service.search.arrays import ranges
 from precon.service.search.sql_filter import as_number
 from precon.service.stores.market_grid import MarketGrid, medians
@@ -153,7 +153,10 @@ class MarketStore(Protocol):
         groups: list[MarketGroup],
         units: bool = True,
         provinces: frozenset[str] | None = None,
-    ) -> list[dict[str, Any]]: ...
+        unit_filter: Expr | None = None,
+    ) -> list[dict[str, Any]]:
+        """With ``unit_filter``, the unit figures count the units it chooses (:mod:`.market_units`)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -201,7 +204,7 @@ def market_series(
     states = _states(columns, parts, whole, edges[1:]) if units else []
     series = []
     for g, (group, listings) in enumerate(zip(groups, chosen, strict=True)):
-        launches = _counted(columns.launch_first, columns.launch_at, None, listings, edges, 1)[0]
+        launches = counted_rows(columns.launch_first, columns.launch_at, None, listings, edges, 1)[0]
         points = [{"start": int(edges[k]), "launches": int(launches[k])} for k in range(len(edges) - 1)]
         if units:
             events = _events(columns, parts[g], edges)
@@ -236,7 +239,7 @@ def _events(columns: MarketColumns, parts: IntArray, edges: IntArray) -> IntArra
     interval: a look-up per entry (:attr:`MarketColumns.event_months`) rather than a search."""
     months = _months(edges)
     if months is None:
-        return _counted(columns.event_first, columns.event_at, columns.event_kind, parts, edges, 3)
+        return counted_rows(columns.event_first, columns.event_at, columns.event_kind, parts, edges, 3)
     code, first, span = columns.event_months.code, columns.event_months.first, columns.event_months.span
     intervals = len(edges) - 1
     slot = np.searchsorted(months, np.arange(first, first + span), side="right") - 1
@@ -255,7 +258,7 @@ def _months(edges: IntArray) -> IntArray | None:
     return months.astype(np.int64)
 
 
-def _counted(
+def counted_rows(
     first: IntArray, at: IntArray, kind: IntArray | None, listings: IntArray, edges: IntArray, kinds: int
 ) -> IntArray:
     """Per kind, per interval: how many of the listings' rows (``first``-delimited per listing) fall in it."""
@@ -275,7 +278,7 @@ def _states(
     summed where it holds their every part)."""
     grid = columns.grid
     if grid is None:
-        return [[_state_figures(0, 0, 0, math.nan, math.nan) for _ in ends] for _ in parts]
+        return [[state_figures(0, 0, 0, math.nan, math.nan) for _ in ends] for _ in parts]
     at = grid.columns(ends)
     part_count = int(columns.part_first[-1])
     prices = medians(grid.prices, parts, part_count, at)
@@ -291,14 +294,14 @@ def _states(
         counts = (held if every else held[chosen]).sum(axis=0, dtype=np.int64)[:, at]
         found.append(
             [
-                _state_figures(int(counts[0, k]), int(counts[1, k]), int(counts[2, k]), prices[g, k], per_sqft[g, k])
+                state_figures(int(counts[0, k]), int(counts[1, k]), int(counts[2, k]), prices[g, k], per_sqft[g, k])
                 for k in range(len(at))
             ]
         )
     return found
 
 
-def _state_figures(existing: int, sold: int, available: int, price: float, per_sqft: float) -> dict[str, Any]:
+def state_figures(existing: int, sold: int, available: int, price: float, per_sqft: float) -> dict[str, Any]:
     return {
         "unitsAvailable": available,
         "sellThrough": sold / existing if existing else None,
@@ -325,8 +328,8 @@ class RowsReplay:
     def __init__(self, rows: IntArray, status: IntArray, price: FloatArray, entries: tuple[Any, ...]) -> None:
         status_first, status_at, status_from, price_first, price_at, price_from = entries
         self.rows = rows
-        self.status = _Field(status_first, status_at, status_from.astype(np.float64), rows)
-        self.price = _Field(price_first, price_at, price_from, rows)
+        self.status = FieldReplay(status_first, status_at, status_from.astype(np.float64), rows)
+        self.price = FieldReplay(price_first, price_at, price_from, rows)
         self.current_status = status[rows].astype(np.float64)
         self.current_price = price[rows]
 
@@ -336,7 +339,7 @@ class RowsReplay:
         return status, self.price.value_at(end, self.current_price)
 
 
-class _Field:
+class FieldReplay:
     """One field's entries of some units (ordered by unit, then time): its value at a time, replayed."""
 
     def __init__(self, first: IntArray, at: IntArray, before: FloatArray, rows: IntArray) -> None:

@@ -64,9 +64,9 @@ def market_stats(call: MarketCall) -> Response:
     asked = call.params
     interval = asked.interval.value if asked.interval is not None else "month"
     edges = boundaries(interval, asked.since, asked.until)
-    group_by, groups = market_groups(call)
+    group_by, groups, unit_filter = market_groups(call)
     units = is_visible(call.version, "floorPlans")  # under v1-lite, nothing its units tell
-    series = cast("MarketStore", call.store).market_stats(edges, groups, units, call.provinces)
+    series = cast("MarketStore", call.store).market_stats(edges, groups, units, call.provinces, unit_filter)
     for one in series:
         for point in one["points"]:
             point["start"] = iso_time(point["start"] / 1000)

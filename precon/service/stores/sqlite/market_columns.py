@@ -59,27 +59,27 @@ MARKET_VERSION = hashlib.blake2b(
 ).hexdigest()
 """Names market columns written to be shared by this code: those other code wrote are built again."""
 
-_ENTRIES = (
+ENTRIES = (
     "SELECT at, listing_id, scope, plan, unit, field, change, from_value, to_value FROM listing_history "
     "WHERE (scope = 'unit' AND (change = 'created' OR (change = 'updated' AND field IN ('status', 'price')))) "
     "OR (scope = 'floorPlan' AND change = 'created') "
     "OR (scope = 'listing' AND (change IN ('created', 'deleted') OR field = 'sellingStatus')) ORDER BY listing_id, seq"
 )
-_DOCUMENTS = (
+DOCUMENTS = (
     "SELECT l.listing_id, l.province, d.doc, 0 FROM listings l JOIN listing_docs d ON d.id = l.id UNION ALL "
     "SELECT listing_id, province, doc, 1 FROM deleted_listings "
     "WHERE listing_id NOT IN (SELECT listing_id FROM listings) ORDER BY 1"
 )
 
 
-def _milliseconds(times: list[str]) -> IntArray:
+def milliseconds(times: list[str]) -> IntArray:
     """Unix milliseconds of times as entries write them (``2026-11-27T14:00:00.000Z``), all at once."""
     if not times:
         return np.empty(0, np.int64)
     return np.array([time.rstrip("Z") for time in times], dtype="datetime64[ms]").astype(np.int64)
 
 
-def _number(value: Any) -> float:
+def loose_number(value: Any) -> float:
     """A number (or numeric text) as a float; NaN for anything else."""
     if isinstance(value, bool):
         return math.nan
@@ -93,7 +93,7 @@ def _number(value: Any) -> float:
     return math.nan
 
 
-def _json(blob: bytes | None) -> Any:
+def json_value(blob: bytes | None) -> Any:
     return None if blob is None else orjson.loads(blob)
 
 
@@ -124,13 +124,13 @@ class _History:
         return self
 
     def _read(self, rows: list[tuple[Any, ...]]) -> None:
-        moments = _milliseconds([row[0] for row in rows]).tolist()
+        moments = milliseconds([row[0] for row in rows]).tolist()
         for moment, (_, listing, scope, plan, unit, name, change, before, after) in zip(moments, rows, strict=True):
             if scope == "unit":
                 if change == "created":
                     self.unit_created[(listing, plan)][unit] = moment
                 else:
-                    self.units[listing][plan][unit].append(_entry(moment, name, _json(before), _json(after)))
+                    self.units[listing][plan][unit].append(_entry(moment, name, json_value(before), json_value(after)))
             elif scope == "floorPlan":
                 self.plan_created[(listing, plan)] = moment
             elif change == "created":
@@ -139,7 +139,7 @@ class _History:
             elif change == "deleted":
                 self.deleted[listing] = moment
             else:
-                self.selling[listing].append((moment, _json(before), _json(after)))
+                self.selling[listing].append((moment, json_value(before), json_value(after)))
 
 
 def _entry(moment: int, name: str, before: Any, after: Any) -> Entry:
@@ -148,7 +148,7 @@ def _entry(moment: int, name: str, before: Any, after: Any) -> Entry:
     kind = _kind(name, before, after)
     if name == "status":
         return moment, False, float(_status(before)), -1 if kind is None else kind
-    return moment, True, _price(before), -1 if kind is None else kind
+    return moment, True, typed_price(before), -1 if kind is None else kind
 
 
 _CREATED = object()
@@ -236,7 +236,7 @@ class _Builder:
                 continue
             self.unit_part.extend([self._part(keys)] * len(units))
             plan_born = max(listing_born, history.plan_created.get((listing, plan_key), ALWAYS))
-            sqft = _number(plan.get("squareFeet"))
+            sqft = loose_number(plan.get("squareFeet"))
             sqft = sqft if sqft > 0 else math.nan
             status, price, size, born, ended, changed = self.unit_rows
             first = len(status)
@@ -360,7 +360,7 @@ def _status(value: Any) -> int:
     return STATUS_CODES.get(value, OTHER) if isinstance(value, str) else OTHER
 
 
-def _price(value: Any) -> float:
+def typed_price(value: Any) -> float:
     """A unit's price: a number (not numeric text, not a boolean), else NaN."""
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
 
@@ -369,7 +369,7 @@ def _kind(name: str, before: Any, after: Any) -> int | None:
     """What a unit entry counts as: a sale, a price increase or a cut (None: nothing)."""
     if name == "status":
         return SOLD_EVENT if after == "Sold" and _status(before) != SOLD else None
-    low, high = _price(before), _price(after)
+    low, high = typed_price(before), typed_price(after)
     if math.isnan(low) or math.isnan(high) or low == high:
         return None
     return INCREASE if high > low else CUT
@@ -396,7 +396,7 @@ def _ordered(rows: _Rows, owners: int) -> tuple[list[np.ndarray[Any, Any]], IntA
     return [owner[order], moment[order], value[order]], first
 
 
-def _by_listing(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+def by_listing(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
     """Entry rows ordered by listing, listing by listing."""
     for listing, held in itertools.groupby(rows, key=operator.itemgetter(1)):
         yield str(listing), list(held)
@@ -406,9 +406,9 @@ def build_market_columns(db: sqlite3.Connection) -> MarketColumns:
     """The catalogue's market columns, read in the caller's read transaction: the documents and the entries both in
     the order of their listings, so that one listing's entries are held at a time."""
     builder = _Builder(_History())
-    entries = _by_listing(db.execute(_ENTRIES))
+    entries = by_listing(db.execute(ENTRIES))
     pending = next(entries, None)
-    documents = db.execute(_DOCUMENTS)
+    documents = db.execute(DOCUMENTS)
     while rows := documents.fetchmany(1024):
         with collector_paused():  # each document decoded, walked and dropped: the collector walked them again
             for listing, province, blob, deleted in rows:

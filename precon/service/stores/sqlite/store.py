@@ -40,7 +40,7 @@ from precon.service.stores.sqlite.catalogue import (
     _schema,
 )
 from precon.service.stores.sqlite.changes import SQLiteChanges
-from precon.service.stores.sqlite.market_columns import SQLiteMarket
+from precon.service.stores.sqlite.market_units import SQLiteMarketUnits
 from precon.service.stores.sqlite.writes import SQLiteWrites
 from precon.service.stores.types import (
     MAX_FACET_VALUES,
@@ -69,7 +69,7 @@ __all__ = [
 log = logging.getLogger("precon.store")
 
 
-class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
+class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarketUnits):
     """A catalogue in one SQLite file (WAL): one connection per thread, writes serialised by SQLite.
 
     Listing searches run on the in-memory column index (``engine="columns"``, the default) or on SQL alone
@@ -108,6 +108,9 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
         self._market_lock = threading.Lock()
         self._market_held = None
         """The market columns and the generation they are of (see :mod:`.market_columns`)."""
+        self._ledger_lock = threading.Lock()
+        self._ledger_held = None
+        """The unit ledger and the generation it is of, once a request named a unitFilter (see :mod:`.market_units`)."""
         self._atomic = threading.local()
         """``pending``: the changes of this thread's :meth:`atomic` block, heard of after its commit."""
         self._recording = True

@@ -1,0 +1,312 @@
+"""(ours) ``market_stats`` under a ``unitFilter``: the filter chooses units, not listings (contract.md, "Market
+statistics"). Its plan conditions are tested on the unit's floor plan (as it is now), its ``units.*`` conditions on the
+unit's state at the moment counted: at the interval's end for ``unitsAvailable``, ``sellThrough`` and the medians,
+just before the entry for ``unitsSold``, ``priceIncreases`` and ``priceCuts``. ``launches`` counts the listings with a
+plan that meets the plan conditions (whatever a unit's state: a ``units.*`` test is unknown for a plan).
+
+The market columns (:mod:`.market_stats`) keep units by part and cannot tell one unit from another; this module works
+on :class:`UnitLedger`, every unit a row, kept per generation beside them and built only when a request names a
+``unitFilter``. Plan conditions are answered by the reference evaluator (:mod:`precon.filters`) on each plan's own
+fields, ``units.*`` tests by the unit columns the search's plan index tests (:class:`~precon.service.search.plans.
+UnitColumns`), so that a unit meets the filter here exactly when a search would find it in that state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from precon.filters import UNIT_PREFIX, And, Compare, Expr, Not, Or, compile_predicate
+from precon.service.search.arrays import ranges
+from precon.service.search.plans import UnitColumns, status_reading
+from precon.service.stores.market_stats import (
+    AVAILABLE,
+    CUT,
+    INCREASE,
+    SOLD,
+    SOLD_EVENT,
+    STATUS_CODES,
+    FieldReplay,
+    MarketColumns,
+    MarketGroup,
+    counted_rows,
+    group_key,
+    plan_keys,
+    state_figures,
+)
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+Mask = npt.NDArray[np.bool_]
+
+
+def _empty_int() -> IntArray:
+    return np.zeros(1, np.int64)
+
+
+@dataclass
+class UnitLedger:
+    """Every unit of the market's listings (now, and deleted ones' as they last were) as a row, with its plan, and its
+    entries: what a ``unitFilter`` is tested on at any moment. Listings are codes, in the order of ``listing_ids``;
+    each listing's plans, units and counted entries are a range."""
+
+    listing_ids: list[str] = field(default_factory=list)
+    listing_provinces: list[str | None] = field(default_factory=list)
+    plan_first: IntArray = field(default_factory=_empty_int)
+    unit_first: IntArray = field(default_factory=_empty_int)
+    event_first: IntArray = field(default_factory=_empty_int)
+    plan_blob: npt.NDArray[np.uint8] = field(default_factory=lambda: np.zeros(0, np.uint8))
+    """Each plan's fields that a unit filter or a group tests, as JSON, one after the other (``plan_end``)."""
+    plan_end: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
+    plan_sqft: FloatArray = field(default_factory=lambda: np.zeros(0))
+    """Per plan, its ``squareFeet`` as a number above 0 (NaN: none)."""
+    statuses: list[str] = field(default_factory=list)
+    """The unit statuses met, by code (-1: no status)."""
+    unit_plan: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    unit_floor: FloatArray = field(default_factory=lambda: np.zeros(0))
+    unit_status: npt.NDArray[np.int16] = field(default_factory=lambda: np.zeros(0, np.int16))
+    unit_price: FloatArray = field(default_factory=lambda: np.zeros(0))
+    """Its price as a filter reads it (a number, or numeric text); NaN: none."""
+    unit_typed: FloatArray = field(default_factory=lambda: np.zeros(0))
+    """Its price where it is a number (what the medians take); NaN elsewhere."""
+    unit_born: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
+    unit_gone: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
+    status_first: IntArray = field(default_factory=_empty_int)
+    """Per unit, its first status entry's row (entries ordered by unit, then time), one more."""
+    status_at: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
+    status_from: FloatArray = field(default_factory=lambda: np.zeros(0))
+    price_first: IntArray = field(default_factory=_empty_int)
+    price_at: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
+    price_from: FloatArray = field(default_factory=lambda: np.zeros(0))
+    typed_from: FloatArray = field(default_factory=lambda: np.zeros(0))
+    event_at: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
+    event_kind: npt.NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, np.int8))
+    event_plan: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    """The plan of the entry's unit (-1: a plan no longer in the listing: it meets no unit filter)."""
+    event_floor: FloatArray = field(default_factory=lambda: np.zeros(0))
+    event_status: npt.NDArray[np.int16] = field(default_factory=lambda: np.zeros(0, np.int16))
+    """The unit's status just before the entry (a code of :attr:`statuses`, -1: none or not known)."""
+    event_price: FloatArray = field(default_factory=lambda: np.zeros(0))
+    """Its price just before the entry, as a filter reads it."""
+
+    def codes(self, listing_ids: Sequence[str], provinces: frozenset[str] | None) -> IntArray:
+        known = {listing: code for code, listing in enumerate(self.listing_ids)}
+        codes = [code for code in map(known.get, listing_ids) if code is not None]
+        if provinces is not None:
+            codes = [code for code in codes if self.listing_provinces[code] in provinces]
+        return np.unique(np.array(codes, dtype=np.int64))
+
+    def plan(self, row: int) -> dict[str, Any]:
+        start = int(self.plan_end[row - 1]) if row else 0
+        found: dict[str, Any] = orjson.loads(self.plan_blob[start : int(self.plan_end[row])].tobytes())
+        return found
+
+
+class _Statuses:
+    """The ledger's status codes read three ways: as ``market_stats`` counts them, folded as a filter matches them
+    (codes of ``terms``), and as numbers."""
+
+    def __init__(self, statuses: list[str]) -> None:
+        readings = [status_reading(status) for status in statuses]
+        self.terms: dict[str, int] = {}
+        folded = [self.terms.setdefault(text, len(self.terms)) for text, _ in readings]
+        # Code -1 (no status) is the last element of each table.
+        self.market = np.array([STATUS_CODES.get(s, 0) for s in statuses] + [0], np.int8)
+        self.folded = np.array([*folded, -1], np.int32)
+        self.number = np.array([math.nan if n is None else n for _, n in readings] + [math.nan])
+
+
+class UnitChooser:
+    """One request's ``unitFilter`` over a ledger: which plans meet its plan conditions, and which units in a state
+    meet it whole. A plan's fields are read once per request, for the plans asked about."""
+
+    def __init__(self, ledger: UnitLedger, expr: Expr) -> None:
+        self.ledger = ledger
+        self.expr = expr
+        self.statuses = _Statuses(ledger.statuses)
+        self._plans: dict[int, dict[str, Any]] = {}
+        self._masks: dict[str, tuple[Mask, Mask]] = {}
+
+    def _plan_mask(self, key: str, plans: IntArray, test: Callable[[dict[str, Any]], bool]) -> Mask:
+        """Per plan of the ledger, ``test`` of its fields, answered for ``plans`` (and those asked before), kept under
+        ``key``."""
+        size = len(self.ledger.plan_end)
+        answered, mask = self._masks.setdefault(key, (np.zeros(size, np.bool_), np.zeros(size, np.bool_)))
+        asked = np.unique(plans[plans >= 0])
+        fields = self._plans
+        for row in asked[~answered[asked]].tolist():
+            held = fields.get(row)
+            if held is None:
+                held = fields[row] = self.ledger.plan(row)
+            mask[row] = test(held)
+        answered[asked] = True
+        return mask
+
+    def leaf(self, expr: Expr, plans: IntArray) -> Mask:
+        """Per plan in ``plans``, whether its fields meet one plan condition."""
+        return self._plan_mask(repr(expr), plans, compile_predicate(expr))[plans]
+
+    def group(self, plan: tuple[str, str] | None, plans: IntArray) -> Mask:
+        """Per plan in ``plans``, whether it holds a group's (attribute, value) (True without one)."""
+        if plan is None:
+            return plans >= 0
+        attribute, value = plan
+        position = list(PLAN_GROUP_NAMES).index(attribute)
+        key = group_key(attribute, value)
+        held = self._plan_mask(f"group {attribute} {key}", plans, lambda p: key in plan_keys(p)[position])
+        return held[plans] & (plans >= 0)
+
+    def holds(self, plans: IntArray, units: UnitColumns) -> Mask:
+        """Per row (a unit of a plan, in a state), whether the filter holds: the plan conditions on its plan, the
+        ``units.*`` tests on its state. A unit of no plan meets nothing."""
+        return self._holds(self.expr, plans, units) & (plans >= 0)
+
+    def _holds(self, expr: Expr, plans: IntArray, units: UnitColumns) -> Mask:
+        if isinstance(expr, And | Or):
+            combine = np.logical_and if isinstance(expr, And) else np.logical_or
+            result = self._holds(expr.items[0], plans, units)
+            for item in expr.items[1:]:
+                result = combine(result, self._holds(item, plans, units))
+            return result
+        if isinstance(expr, Not):
+            return ~self._holds(expr.expr, plans, units)
+        if isinstance(expr, Compare) and expr.op == "!=":
+            return ~self._holds(Compare(expr.attr, "=", expr.value), plans, units)
+        if expr.attr.startswith(UNIT_PREFIX):
+            return units.matching(expr)
+        return self.leaf(expr, plans)
+
+    def plans_may_meet(self, plans: IntArray) -> Mask:
+        """Per plan, whether it meets the plan conditions for some state of a unit (a ``units.*`` test unknown):
+        Kleene's three values, unknown counted as meeting."""
+        return self._three(self.expr, plans)[0]
+
+    def _three(self, expr: Expr, plans: IntArray) -> tuple[Mask, Mask]:
+        """(may hold, surely holds) per plan."""
+        if isinstance(expr, And | Or):
+            parts = [self._three(item, plans) for item in expr.items]
+            reduce = np.logical_and.reduce if isinstance(expr, And) else np.logical_or.reduce
+            return reduce([p[0] for p in parts]), reduce([p[1] for p in parts])
+        if isinstance(expr, Not):
+            may, sure = self._three(expr.expr, plans)
+            return ~sure, ~may
+        if isinstance(expr, Compare) and expr.op == "!=":
+            return self._three(Not(Compare(expr.attr, "=", expr.value)), plans)
+        if expr.attr.startswith(UNIT_PREFIX):
+            return np.ones(len(plans), np.bool_), np.zeros(len(plans), np.bool_)
+        held = self.leaf(expr, plans)
+        return held, held
+
+    def units(self, plans: IntArray, status: IntArray, price: FloatArray, floor: FloatArray) -> UnitColumns:
+        """Rows of units in these states, as the plan index's unit columns hold them."""
+        statuses = self.statuses
+        return UnitColumns(
+            plans, statuses.folded[status], statuses.number[status], price, floor, statuses.terms, np.zeros(0, bool)
+        )
+
+
+PLAN_GROUP_NAMES = ("floorPlans.numberOfBedrooms", "floorPlans.numberOfBathrooms", "floorPlans.floorPlanType",
+                    "floorPlans.planCategory")  # fmt: skip
+"""The order of :func:`plan_keys`' keys (:data:`~.market_stats.PLAN_GROUPS`)."""
+
+
+def unit_filtered_series(
+    columns: MarketColumns,
+    ledger: UnitLedger,
+    boundaries: Sequence[int],
+    groups: Sequence[MarketGroup],
+    unit_filter: Expr,
+    provinces: frozenset[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Each group's series, its unit figures over the units ``unit_filter`` chooses (see the module's docstring)."""
+    edges = np.asarray(boundaries, dtype=np.int64)
+    chooser = UnitChooser(ledger, unit_filter)
+    series = []
+    for group in groups:
+        codes = ledger.codes(group.listing_ids, provinces)
+        launching = _launching(chooser, codes, group.plan)
+        launch_codes = columns.codes([ledger.listing_ids[code] for code in launching.tolist()], provinces)
+        launches = counted_rows(columns.launch_first, columns.launch_at, None, launch_codes, edges, 1)[0]
+        events = _events(chooser, codes, group.plan, edges)
+        states = _states(chooser, codes, group.plan, edges[1:])
+        points = []
+        for k in range(len(edges) - 1):
+            points.append(
+                {
+                    "start": int(edges[k]),
+                    "launches": int(launches[k]),
+                    "unitsSold": int(events[SOLD_EVENT][k]),
+                    "priceIncreases": int(events[INCREASE][k]),
+                    "priceCuts": int(events[CUT][k]),
+                    **states[k],
+                }
+            )
+        series.append({"group": group.value, "points": points})
+    return series
+
+
+def _launching(chooser: UnitChooser, codes: IntArray, plan: tuple[str, str] | None) -> IntArray:
+    """The listings (codes) with a plan that may meet the filter's plan conditions (and holds the group's value)."""
+    ledger = chooser.ledger
+    plans = ranges(ledger.plan_first[codes], ledger.plan_first[codes + 1])
+    meets = chooser.plans_may_meet(plans) & chooser.group(plan, plans)
+    owner = np.repeat(codes, ledger.plan_first[codes + 1] - ledger.plan_first[codes])
+    return np.unique(owner[meets])
+
+
+def _events(chooser: UnitChooser, codes: IntArray, plan: tuple[str, str] | None, edges: IntArray) -> IntArray:
+    """Per kind of counted entry, per interval: the entries whose unit met the filter just before them."""
+    ledger = chooser.ledger
+    rows = ranges(ledger.event_first[codes], ledger.event_first[codes + 1])
+    plans = ledger.event_plan[rows].astype(np.int64)
+    units = chooser.units(plans, ledger.event_status[rows].astype(np.int64), ledger.event_price[rows],
+                          ledger.event_floor[rows])  # fmt: skip
+    kept = rows[chooser.holds(plans, units) & chooser.group(plan, plans)]
+    intervals = len(edges) - 1
+    slot = np.searchsorted(edges, ledger.event_at[kept], side="right") - 1
+    inside = (slot >= 0) & (slot < intervals)
+    flat = ledger.event_kind[kept][inside].astype(np.int64) * intervals + slot[inside]
+    return np.bincount(flat, minlength=3 * intervals).reshape(3, intervals)
+
+
+def _states(
+    chooser: UnitChooser, codes: IntArray, plan: tuple[str, str] | None, ends: IntArray
+) -> list[dict[str, Any]]:
+    """Per interval's end, the figures of the units that exist then and meet the filter in their state then."""
+    ledger = chooser.ledger
+    rows = ranges(ledger.unit_first[codes], ledger.unit_first[codes + 1])
+    plans = ledger.unit_plan[rows].astype(np.int64)
+    in_group = chooser.group(plan, plans)
+    status_now = ledger.unit_status[rows].astype(np.float64)
+    status = FieldReplay(ledger.status_first, ledger.status_at, ledger.status_from, rows)
+    price = FieldReplay(ledger.price_first, ledger.price_at, ledger.price_from, rows)
+    typed = FieldReplay(ledger.price_first, ledger.price_at, ledger.typed_from, rows)
+    floor, born, gone = ledger.unit_floor[rows], ledger.unit_born[rows], ledger.unit_gone[rows]
+    sqft = ledger.plan_sqft[np.maximum(plans, 0)]
+    found = []
+    for end in ends.tolist():
+        codes_then = status.value_at(end, status_now).astype(np.int64)
+        price_then = price.value_at(end, ledger.unit_price[rows])
+        units = chooser.units(plans, codes_then, price_then, floor)
+        chosen = (born < end) & (gone >= end) & in_group & chooser.holds(plans, units)
+        market = chooser.statuses.market[codes_then]
+        available = chosen & (market == AVAILABLE)
+        priced = typed.value_at(end, ledger.unit_typed[rows])[available]
+        ratios = priced / sqft[available]
+        priced, ratios = priced[~np.isnan(priced)], ratios[~np.isnan(ratios)]
+        found.append(
+            state_figures(
+                int(chosen.sum()),
+                int((chosen & (market == SOLD)).sum()),
+                int(available.sum()),
+                float(np.median(priced)) if len(priced) else math.nan,
+                float(np.median(ratios)) if len(ratios) else math.nan,
+            )
+        )
+    return found

@@ -1,0 +1,268 @@
+"""(ours) The SQLite store's :class:`~precon.service.stores.market_units.UnitLedger`: every unit of its listings (and
+of its deleted listings as they last were) as a row, with its plan's fields and its entries, read in one pass over
+the documents and ``listing_history`` (the market columns' pass, :mod:`.market_columns`), when a ``market_stats``
+request first names a ``unitFilter`` in a generation.
+
+Units and plans are known as history knows them (:func:`precon.service.stores.history._keyed`), so that an entry finds
+its unit; a unit's entries that no unit of the document holds any more (a unit removed) still count, with its plan
+where the plan is still there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import sqlite3
+import threading
+from array import array
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from precon.filters import Expr
+from precon.filters.plans import number_of
+from precon.service.collector import collector_paused
+from precon.service.search.plans import PLAN_FIELDS
+from precon.service.stores import market_units
+from precon.service.stores.history import _keyed
+from precon.service.stores.market_stats import ALWAYS, CUT, INCREASE, NEVER, SOLD_EVENT, MarketGroup
+from precon.service.stores.market_units import UnitLedger, unit_filtered_series
+from precon.service.stores.records import decode_document
+from precon.service.stores.sqlite.market_columns import (
+    DOCUMENTS,
+    ENTRIES,
+    SQLiteMarket,
+    by_listing,
+    json_value,
+    loose_number,
+    milliseconds,
+    typed_price,
+)
+
+PLAN_KEPT = (*PLAN_FIELDS, "planCategory")
+"""A plan's fields a unit filter or a group tests: what the ledger keeps of it."""
+SOLD = "Sold"
+LEDGER_VERSION = hashlib.blake2b(
+    Path(market_units.__file__ or "").read_bytes() + Path(__file__).read_bytes(), digest_size=6
+).hexdigest()
+"""Names ledgers written to be shared by this code: those other code wrote are built again."""
+
+UnitEntry = tuple[int, bool, Any, Any]
+"""A unit's status or price entry: its time, whether of the price, its ``from`` and ``to`` (as written)."""
+
+
+class _Listing:
+    """What one listing's entries say: when it, its plans and units were created, when it was deleted, and each
+    unit's status and price entries, by (plan, unit)."""
+
+    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+        self.created: list[int] = []
+        self.deleted: int | None = None
+        self.plan_created: dict[str, int] = {}
+        self.unit_created: dict[tuple[str, str], int] = {}
+        self.moves: dict[tuple[str, str], list[UnitEntry]] = defaultdict(list)
+        moments = milliseconds([row[0] for row in rows]).tolist() if rows else []
+        for moment, (_, _, scope, plan, unit, name, change, before, after) in zip(moments, rows, strict=True):
+            if scope == "unit":
+                if change == "created":
+                    self.unit_created[(plan, unit)] = moment
+                else:
+                    self.moves[(plan, unit)].append((moment, name == "price", json_value(before), json_value(after)))
+            elif scope == "floorPlan":
+                self.plan_created[plan] = moment
+            elif change == "created":
+                self.created.append(moment)
+            elif change == "deleted":
+                self.deleted = moment
+
+
+class _Columns:
+    """Machine numbers gathered row by row (a Python object each would be many times the size)."""
+
+    def __init__(self, kinds: str) -> None:
+        self.columns = [array(kind) for kind in kinds]
+
+    def add(self, *values: Any) -> None:
+        for column, value in zip(self.columns, values, strict=True):
+            column.append(value)
+
+    def __len__(self) -> int:
+        return len(self.columns[0])
+
+    def arrays(self, *dtypes: Any) -> list[np.ndarray[Any, Any]]:
+        return [np.frombuffer(column, dtype).copy() for column, dtype in zip(self.columns, dtypes, strict=True)]
+
+
+class _LedgerBuilder:
+    def __init__(self) -> None:
+        self.ledger = UnitLedger()
+        self.statuses: dict[str, int] = {}
+        self.plan_blobs: list[bytes] = []
+        self.plan_sqft = array("d")
+        self.firsts: list[list[int]] = [[0], [0], [0]]  # plans, units, events
+        # plan, floor, status, price, typed, born, gone
+        self.units = _Columns("iddddqq")
+        self.status_rows = _Columns("qqd")  # unit, at, from
+        self.price_rows = _Columns("qqdd")  # unit, at, from (a filter's reading), from (a number)
+        self.events = _Columns("qbidhd")  # at, kind, plan, floor, status before, price before
+
+    def status_code(self, value: Any) -> int:
+        if not isinstance(value, str):
+            return -1
+        return self.statuses.setdefault(value, len(self.statuses))
+
+    def add(self, listing: str, province: str | None, doc: dict[str, Any], deleted: bool, told: _Listing) -> None:
+        self.ledger.listing_ids.append(listing)
+        self.ledger.listing_provinces.append(province)
+        listing_born = max(told.created, default=ALWAYS)
+        gone = told.deleted if deleted and told.deleted is not None else NEVER
+        plan_rows: dict[str, int] = {}
+        for plan_key, plan in _keyed(doc.get("floorPlans"), "id").items():
+            row = plan_rows[plan_key] = len(self.plan_blobs)
+            self.plan_blobs.append(orjson.dumps({name: plan[name] for name in PLAN_KEPT if name in plan}))
+            sqft = loose_number(plan.get("squareFeet"))
+            self.plan_sqft.append(sqft if sqft > 0 else math.nan)
+            plan_born = max(listing_born, told.plan_created.get(plan_key, ALWAYS))
+            for unit_key, unit in _keyed(plan.get("units"), "unitNumber").items():
+                created = told.unit_created.get((plan_key, unit_key), ALWAYS)
+                self._unit(row, unit, max(plan_born, created), gone, told.moves.pop((plan_key, unit_key), []))
+        for (plan_key, _), entries in told.moves.items():  # units no longer in the listing
+            self._events(plan_rows.get(plan_key, -1), math.nan, -1, math.nan, entries)
+        for first, size in zip(self.firsts, (len(self.plan_blobs), len(self.units), len(self.events)), strict=True):
+            first.append(size)
+
+    def _unit(self, plan: int, unit: dict[str, Any], born: int, gone: int, entries: list[UnitEntry]) -> None:
+        row = len(self.units)
+        status, price, floor = self.status_code(unit.get("status")), unit.get("price"), number_of(unit.get("floor"))
+        filter_price = number_of(price)
+        filter_price = math.nan if filter_price is None else filter_price
+        floor = math.nan if floor is None else floor
+        self.units.add(plan, floor, status, filter_price, typed_price(price), born, gone)
+        for moment, of_price, before, _ in entries:
+            if of_price:
+                reading = number_of(before)
+                self.price_rows.add(row, moment, math.nan if reading is None else reading, typed_price(before))
+            else:
+                self.status_rows.add(row, moment, self.status_code(before))
+        self._events(plan, floor, status, filter_price, entries)
+
+    def _events(self, plan: int, floor: float, status: int, price: float, entries: list[UnitEntry]) -> None:
+        """The unit's entries that count (sales, price increases and cuts), each with the unit's state just before
+        it: replayed backwards from its state now (``status``, ``price``; -1 and NaN where not known)."""
+        found = []
+        for moment, of_price, before, after in reversed(entries):
+            if of_price:
+                low, high = typed_price(before), typed_price(after)
+                reading = number_of(before)
+                if not (math.isnan(low) or math.isnan(high) or low == high):
+                    found.append((moment, INCREASE if high > low else CUT, status, reading))
+                price = math.nan if reading is None else reading
+            else:
+                if after == SOLD and before != SOLD:
+                    found.append((moment, SOLD_EVENT, self.status_code(before), price))
+                status = self.status_code(before)
+        for moment, kind, status_before, price_before in reversed(found):
+            before_price = math.nan if price_before is None else price_before
+            self.events.add(moment, kind, plan, floor, status_before, before_price)
+
+    def built(self) -> UnitLedger:
+        ledger = self.ledger
+        ledger.plan_first, ledger.unit_first, ledger.event_first = (np.array(f, np.int64) for f in self.firsts)
+        ledger.plan_end = np.cumsum([len(blob) for blob in self.plan_blobs], dtype=np.int64)
+        ledger.plan_blob = np.frombuffer(b"".join(self.plan_blobs), np.uint8).copy()
+        ledger.plan_sqft = np.frombuffer(self.plan_sqft, np.float64).copy()
+        ledger.statuses = list(self.statuses)
+        (ledger.unit_plan, ledger.unit_floor, status, ledger.unit_price, ledger.unit_typed, ledger.unit_born,
+         ledger.unit_gone) = self.units.arrays(np.int32, np.float64, np.float64, np.float64, np.float64, np.int64,
+                                               np.int64)  # fmt: skip
+        ledger.unit_status = status.astype(np.int16)
+        units = len(ledger.unit_plan)
+        owner, at, before = self.status_rows.arrays(np.int64, np.int64, np.float64)
+        order = np.lexsort((at, owner))
+        ledger.status_first = np.searchsorted(owner[order], np.arange(units + 1)).astype(np.int64)
+        ledger.status_at, ledger.status_from = at[order], before[order]
+        owner, at, before, typed = self.price_rows.arrays(np.int64, np.int64, np.float64, np.float64)
+        order = np.lexsort((at, owner))
+        ledger.price_first = np.searchsorted(owner[order], np.arange(units + 1)).astype(np.int64)
+        ledger.price_at, ledger.price_from, ledger.typed_from = at[order], before[order], typed[order]
+        event_types = (np.int64, np.int8, np.int32, np.float64, np.int16, np.float64)
+        (ledger.event_at, ledger.event_kind, ledger.event_plan, ledger.event_floor, ledger.event_status,
+         ledger.event_price) = self.events.arrays(*event_types)  # fmt: skip
+        return ledger
+
+
+def _entries_by_listing(db: sqlite3.Connection) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+    return by_listing(db.execute(ENTRIES))
+
+
+def build_unit_ledger(db: sqlite3.Connection) -> UnitLedger:
+    """The catalogue's unit ledger, read in the caller's read transaction: documents and entries both in the order of
+    their listings, one listing's entries held at a time."""
+    builder = _LedgerBuilder()
+    entries = _entries_by_listing(db)
+    pending = next(entries, None)
+    documents = db.execute(DOCUMENTS)
+    while rows := documents.fetchmany(1024):
+        with collector_paused():
+            for listing, province, blob, deleted in rows:
+                listing_id = str(listing)
+                while pending is not None and pending[0] < listing_id:  # entries of a listing with no document
+                    pending = next(entries, None)
+                held = pending[1] if pending is not None and pending[0] == listing_id else []
+                builder.add(listing_id, province, decode_document(blob), bool(deleted), _Listing(held))
+    return builder.built()
+
+
+class SQLiteMarketUnits(SQLiteMarket):
+    """``market_stats`` of the SQLite store, with its unit ledger for a ``unitFilter``, kept per generation (built by
+    one thread; where indexes are shared between processes, by one process, the others mapping what it wrote)."""
+
+    _ledger_lock: threading.Lock
+    _ledger_held: tuple[int, UnitLedger] | None
+
+    def unit_ledger(self) -> UnitLedger:
+        generation = self.generation()
+        with self._ledger_lock:
+            held = self._ledger_held
+            if held is not None and held[0] == generation:
+                return held[1]
+            self._ledger_held = None  # the generation before is let go before the next is built
+            ledger = self._built_ledger()[1] if self._shared is None else self._shared_ledger()
+            self._ledger_held = (generation, ledger)
+            return ledger
+
+    def _built_ledger(self) -> tuple[int, UnitLedger]:
+        with self._reading() as db:
+            return self._read_generation(), build_unit_ledger(db)
+
+    def _shared_ledger(self) -> UnitLedger:
+        assert self._shared is not None
+
+        def key(generation: int) -> str:
+            return f"{LEDGER_VERSION}-{self._index_key(generation)}"
+
+        def build() -> tuple[str, UnitLedger]:
+            generation, ledger = self._built_ledger()
+            return key(generation), ledger
+
+        ledger: UnitLedger = self._shared.get("ledger", lambda: key(self.generation()), build)
+        return ledger
+
+    def market_stats(
+        self,
+        boundaries: list[int],
+        groups: list[MarketGroup],
+        units: bool = True,
+        provinces: frozenset[str] | None = None,
+        unit_filter: Expr | None = None,
+    ) -> list[dict[str, Any]]:
+        """Each group's points over the intervals between ``boundaries``; with ``unit_filter``, its unit figures over
+        the units it chooses (:mod:`..market_units`)."""
+        if unit_filter is None or not units:
+            return super().market_stats(boundaries, groups, units, provinces)
+        columns = self.market_columns()
+        return unit_filtered_series(columns, self.unit_ledger(), boundaries, groups, unit_filter, provinces)
