@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import orjson
 
 from precon.filters import UNIT_PREFIX, And, Compare, Expr, Not, Or, compile_predicate
 from precon.service.search.arrays import ranges
@@ -29,6 +28,7 @@ from precon.service.stores.market_stats import (
     AVAILABLE,
     CUT,
     INCREASE,
+    PLAN_GROUPS,
     SOLD,
     SOLD_EVENT,
     STATUS_CODES,
@@ -61,9 +61,10 @@ class UnitLedger:
     plan_first: IntArray = field(default_factory=_empty_int)
     unit_first: IntArray = field(default_factory=_empty_int)
     event_first: IntArray = field(default_factory=_empty_int)
-    plan_blob: npt.NDArray[np.uint8] = field(default_factory=lambda: np.zeros(0, np.uint8))
-    """Each plan's fields that a unit filter or a group tests, as JSON, one after the other (``plan_end``)."""
-    plan_end: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
+    plan_codes: dict[str, npt.NDArray[np.int32]] = field(default_factory=dict)
+    """Per field of a plan that a unit filter or a group tests, per plan, the code of its value in
+    :attr:`field_values` (-1: the plan lacks it): a test of one field is answered once per distinct value."""
+    field_values: dict[str, list[Any]] = field(default_factory=dict)
     plan_sqft: FloatArray = field(default_factory=lambda: np.zeros(0))
     """Per plan, its ``squareFeet`` as a number above 0 (NaN: none)."""
     statuses: list[str] = field(default_factory=list)
@@ -73,10 +74,11 @@ class UnitLedger:
     unit_status: npt.NDArray[np.int16] = field(default_factory=lambda: np.zeros(0, np.int16))
     unit_price: FloatArray = field(default_factory=lambda: np.zeros(0))
     """Its price as a filter reads it (a number, or numeric text); NaN: none."""
-    unit_typed: FloatArray = field(default_factory=lambda: np.zeros(0))
-    """Its price where it is a number (what the medians take); NaN elsewhere."""
+    unit_text_price: Mask = field(default_factory=lambda: np.zeros(0, np.bool_))
+    """Whether its price is numeric text (a filter reads it, the medians do not)."""
     unit_born: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
-    unit_gone: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
+    listing_gone: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Per listing, when it was deleted (:data:`~.market_stats.NEVER`: stored now)."""
     status_first: IntArray = field(default_factory=_empty_int)
     """Per unit, its first status entry's row (entries ordered by unit, then time), one more."""
     status_at: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -102,10 +104,9 @@ class UnitLedger:
             codes = [code for code in codes if self.listing_provinces[code] in provinces]
         return np.unique(np.array(codes, dtype=np.int64))
 
-    def plan(self, row: int) -> dict[str, Any]:
-        start = int(self.plan_end[row - 1]) if row else 0
-        found: dict[str, Any] = orjson.loads(self.plan_blob[start : int(self.plan_end[row])].tobytes())
-        return found
+    @property
+    def plans(self) -> int:
+        return int(self.plan_first[-1])
 
 
 class _Statuses:
@@ -124,43 +125,40 @@ class _Statuses:
 
 class UnitChooser:
     """One request's ``unitFilter`` over a ledger: which plans meet its plan conditions, and which units in a state
-    meet it whole. A plan's fields are read once per request, for the plans asked about."""
+    meet it whole. A plan condition names one field: the reference evaluator answers it once per distinct value of
+    that field, and each plan takes its value's answer."""
 
     def __init__(self, ledger: UnitLedger, expr: Expr) -> None:
         self.ledger = ledger
         self.expr = expr
         self.statuses = _Statuses(ledger.statuses)
-        self._plans: dict[int, dict[str, Any]] = {}
-        self._masks: dict[str, tuple[Mask, Mask]] = {}
+        self._masks: dict[str, Mask] = {}
 
-    def _plan_mask(self, key: str, plans: IntArray, test: Callable[[dict[str, Any]], bool]) -> Mask:
-        """Per plan of the ledger, ``test`` of its fields, answered for ``plans`` (and those asked before), kept under
-        ``key``."""
-        size = len(self.ledger.plan_end)
-        answered, mask = self._masks.setdefault(key, (np.zeros(size, np.bool_), np.zeros(size, np.bool_)))
-        asked = np.unique(plans[plans >= 0])
-        fields = self._plans
-        for row in asked[~answered[asked]].tolist():
-            held = fields.get(row)
-            if held is None:
-                held = fields[row] = self.ledger.plan(row)
-            mask[row] = test(held)
-        answered[asked] = True
+    def _by_value(self, key: str, name: str, test: Callable[[dict[str, Any]], bool]) -> Mask:
+        """Per plan of the ledger (and one more, for no plan: False), ``test`` of its field ``name`` alone."""
+        mask = self._masks.get(key)
+        if mask is None:
+            codes = self.ledger.plan_codes.get(name)
+            if codes is None:  # no field a unit filter names: no plan holds a value of it
+                codes = np.full(self.ledger.plans, -1, np.int32)
+            values = self.ledger.field_values.get(name, [])
+            answers = np.array([test({name: value}) for value in values] + [test({})], np.bool_)
+            mask = self._masks[key] = np.concatenate([answers[codes], [False]])
         return mask
 
     def leaf(self, expr: Expr, plans: IntArray) -> Mask:
-        """Per plan in ``plans``, whether its fields meet one plan condition."""
-        return self._plan_mask(repr(expr), plans, compile_predicate(expr))[plans]
+        """Per plan in ``plans`` (-1: none), whether its fields meet one plan condition."""
+        return self._by_value(repr(expr), expr.attr, compile_predicate(expr))[plans]
 
     def group(self, plan: tuple[str, str] | None, plans: IntArray) -> Mask:
         """Per plan in ``plans``, whether it holds a group's (attribute, value) (True without one)."""
         if plan is None:
             return plans >= 0
         attribute, value = plan
-        position = list(PLAN_GROUP_NAMES).index(attribute)
+        position = list(PLAN_GROUPS).index(attribute)
         key = group_key(attribute, value)
-        held = self._plan_mask(f"group {attribute} {key}", plans, lambda p: key in plan_keys(p)[position])
-        return held[plans] & (plans >= 0)
+        name = attribute.split(".", 1)[1]
+        return self._by_value(f"group {attribute} {key}", name, lambda p: key in plan_keys(p)[position])[plans]
 
     def holds(self, plans: IntArray, units: UnitColumns) -> Mask:
         """Per row (a unit of a plan, in a state), whether the filter holds: the plan conditions on its plan, the
@@ -209,11 +207,6 @@ class UnitChooser:
         return UnitColumns(
             plans, statuses.folded[status], statuses.number[status], price, floor, statuses.terms, np.zeros(0, bool)
         )
-
-
-PLAN_GROUP_NAMES = ("floorPlans.numberOfBedrooms", "floorPlans.numberOfBathrooms", "floorPlans.floorPlanType",
-                    "floorPlans.planCategory")  # fmt: skip
-"""The order of :func:`plan_keys`' keys (:data:`~.market_stats.PLAN_GROUPS`)."""
 
 
 def unit_filtered_series(
@@ -281,23 +274,25 @@ def _states(
     """Per interval's end, the figures of the units that exist then and meet the filter in their state then."""
     ledger = chooser.ledger
     rows = ranges(ledger.unit_first[codes], ledger.unit_first[codes + 1])
+    gone = np.repeat(ledger.listing_gone[codes], ledger.unit_first[codes + 1] - ledger.unit_first[codes])
     plans = ledger.unit_plan[rows].astype(np.int64)
-    in_group = chooser.group(plan, plans)
+    may = chooser.plans_may_meet(plans) & chooser.group(plan, plans)  # the others meet it in no state
+    rows, plans, gone = rows[may], plans[may], gone[may]
     status_now = ledger.unit_status[rows].astype(np.float64)
     status = FieldReplay(ledger.status_first, ledger.status_at, ledger.status_from, rows)
     price = FieldReplay(ledger.price_first, ledger.price_at, ledger.price_from, rows)
     typed = FieldReplay(ledger.price_first, ledger.price_at, ledger.typed_from, rows)
-    floor, born, gone = ledger.unit_floor[rows], ledger.unit_born[rows], ledger.unit_gone[rows]
+    typed_now = np.where(ledger.unit_text_price[rows], math.nan, ledger.unit_price[rows])
+    floor, born = ledger.unit_floor[rows], ledger.unit_born[rows]
     sqft = ledger.plan_sqft[np.maximum(plans, 0)]
     found = []
     for end in ends.tolist():
         codes_then = status.value_at(end, status_now).astype(np.int64)
-        price_then = price.value_at(end, ledger.unit_price[rows])
-        units = chooser.units(plans, codes_then, price_then, floor)
-        chosen = (born < end) & (gone >= end) & in_group & chooser.holds(plans, units)
+        units = chooser.units(plans, codes_then, price.value_at(end, ledger.unit_price[rows]), floor)
+        chosen = (born < end) & (gone >= end) & chooser.holds(plans, units)
         market = chooser.statuses.market[codes_then]
         available = chosen & (market == AVAILABLE)
-        priced = typed.value_at(end, ledger.unit_typed[rows])[available]
+        priced = typed.value_at(end, typed_now)[available]
         ratios = priced / sqft[available]
         priced, ratios = priced[~np.isnan(priced)], ratios[~np.isnan(ratios)]
         found.append(

@@ -101,11 +101,13 @@ class _LedgerBuilder:
     def __init__(self) -> None:
         self.ledger = UnitLedger()
         self.statuses: dict[str, int] = {}
-        self.plan_blobs: list[bytes] = []
+        self.gone: list[int] = []
+        self.plan_codes: dict[str, array[int]] = {name: array("i") for name in PLAN_KEPT}
+        self.field_values: dict[str, dict[bytes, tuple[int, Any]]] = {name: {} for name in PLAN_KEPT}
         self.plan_sqft = array("d")
         self.firsts: list[list[int]] = [[0], [0], [0]]  # plans, units, events
-        # plan, floor, status, price, typed, born, gone
-        self.units = _Columns("iddddqq")
+        # plan, floor, status, price, whether the price is text, born
+        self.units = _Columns("idhdbq")
         self.status_rows = _Columns("qqd")  # unit, at, from
         self.price_rows = _Columns("qqdd")  # unit, at, from (a filter's reading), from (a number)
         self.events = _Columns("qbidhd")  # at, kind, plan, floor, status before, price before
@@ -118,30 +120,45 @@ class _LedgerBuilder:
     def add(self, listing: str, province: str | None, doc: dict[str, Any], deleted: bool, told: _Listing) -> None:
         self.ledger.listing_ids.append(listing)
         self.ledger.listing_provinces.append(province)
+        self.gone.append(told.deleted if deleted and told.deleted is not None else NEVER)
         listing_born = max(told.created, default=ALWAYS)
-        gone = told.deleted if deleted and told.deleted is not None else NEVER
         plan_rows: dict[str, int] = {}
         for plan_key, plan in _keyed(doc.get("floorPlans"), "id").items():
-            row = plan_rows[plan_key] = len(self.plan_blobs)
-            self.plan_blobs.append(orjson.dumps({name: plan[name] for name in PLAN_KEPT if name in plan}))
+            row = plan_rows[plan_key] = len(self.plan_sqft)
+            self._plan_fields(plan)
             sqft = loose_number(plan.get("squareFeet"))
             self.plan_sqft.append(sqft if sqft > 0 else math.nan)
             plan_born = max(listing_born, told.plan_created.get(plan_key, ALWAYS))
             for unit_key, unit in _keyed(plan.get("units"), "unitNumber").items():
                 created = told.unit_created.get((plan_key, unit_key), ALWAYS)
-                self._unit(row, unit, max(plan_born, created), gone, told.moves.pop((plan_key, unit_key), []))
+                self._unit(row, unit, max(plan_born, created), told.moves.pop((plan_key, unit_key), []))
         for (plan_key, _), entries in told.moves.items():  # units no longer in the listing
             self._events(plan_rows.get(plan_key, -1), math.nan, -1, math.nan, entries)
-        for first, size in zip(self.firsts, (len(self.plan_blobs), len(self.units), len(self.events)), strict=True):
+        for first, size in zip(self.firsts, (len(self.plan_sqft), len(self.units), len(self.events)), strict=True):
             first.append(size)
 
-    def _unit(self, plan: int, unit: dict[str, Any], born: int, gone: int, entries: list[UnitEntry]) -> None:
+    def _plan_fields(self, plan: dict[str, Any]) -> None:
+        """The codes of the plan's values of the fields kept (a value is told from another by its JSON: ``2`` and
+        ``2.0`` and ``"2"`` are three)."""
+        for name, codes in self.plan_codes.items():
+            if name not in plan:
+                codes.append(-1)
+                continue
+            value = plan[name]
+            known = self.field_values[name]
+            key = orjson.dumps(value) + type(value).__name__.encode()
+            held = known.get(key)
+            if held is None:
+                held = known[key] = (len(known), value)
+            codes.append(held[0])
+
+    def _unit(self, plan: int, unit: dict[str, Any], born: int, entries: list[UnitEntry]) -> None:
         row = len(self.units)
         status, price, floor = self.status_code(unit.get("status")), unit.get("price"), number_of(unit.get("floor"))
         filter_price = number_of(price)
         filter_price = math.nan if filter_price is None else filter_price
         floor = math.nan if floor is None else floor
-        self.units.add(plan, floor, status, filter_price, typed_price(price), born, gone)
+        self.units.add(plan, floor, status, filter_price, isinstance(price, str) and filter_price == filter_price, born)
         for moment, of_price, before, _ in entries:
             if of_price:
                 reading = number_of(before)
@@ -172,14 +189,17 @@ class _LedgerBuilder:
     def built(self) -> UnitLedger:
         ledger = self.ledger
         ledger.plan_first, ledger.unit_first, ledger.event_first = (np.array(f, np.int64) for f in self.firsts)
-        ledger.plan_end = np.cumsum([len(blob) for blob in self.plan_blobs], dtype=np.int64)
-        ledger.plan_blob = np.frombuffer(b"".join(self.plan_blobs), np.uint8).copy()
+        ledger.plan_codes = {name: np.frombuffer(codes, np.int32).copy() for name, codes in self.plan_codes.items()}
+        ledger.field_values = {
+            name: [value for _, value in known.values()] for name, known in self.field_values.items()
+        }
+        ledger.listing_gone = np.array(self.gone, np.int64)
         ledger.plan_sqft = np.frombuffer(self.plan_sqft, np.float64).copy()
         ledger.statuses = list(self.statuses)
-        (ledger.unit_plan, ledger.unit_floor, status, ledger.unit_price, ledger.unit_typed, ledger.unit_born,
-         ledger.unit_gone) = self.units.arrays(np.int32, np.float64, np.float64, np.float64, np.float64, np.int64,
-                                               np.int64)  # fmt: skip
-        ledger.unit_status = status.astype(np.int16)
+        unit_types = (np.int32, np.float64, np.int16, np.float64, np.int8, np.int64)
+        (ledger.unit_plan, ledger.unit_floor, ledger.unit_status, ledger.unit_price, text,
+         ledger.unit_born) = self.units.arrays(*unit_types)  # fmt: skip
+        ledger.unit_text_price = text.astype(np.bool_)
         units = len(ledger.unit_plan)
         owner, at, before = self.status_rows.arrays(np.int64, np.int64, np.float64)
         order = np.lexsort((at, owner))
