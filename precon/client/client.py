@@ -473,8 +473,10 @@ class Client(WebhookOperations, ServiceOperations):
         **scoped: str | None,
     ) -> MarketStats:
         """(ours) The market's figures per ``interval`` from the one holding ``since`` to the one holding ``until``
-        (ISO timestamps or Unix seconds), over the listings that match the filters now, a series per value of
-        ``group_by``; ``scoped``: ``product_id``, ``version``, ``province`` (and ``group_limit``)."""
+        (ISO timestamps or Unix seconds), over the listings that ``filter`` and ``search`` match now, a series per
+        value of ``group_by``; ``unit_filter`` chooses their units, each in its state at the moment counted
+        (docs/api.md, "Market statistics"); ``scoped``: ``product_id``, ``version``, ``province`` (and
+        ``group_limit``)."""
         limit = scoped.pop("group_limit", None)
         params = {
             "product_id": self._product(scoped.pop("product_id", None)),
