@@ -100,6 +100,22 @@ def test_filters_and_quarters(dashboard: None, oracle: Client) -> None:
     assert sum(column(stats, "unitsAvailable")) < sum(column(everything, "unitsAvailable")), "the filter narrowed"
 
 
+def test_unit_filters_choose_the_units_counted(dashboard: None, oracle: Client) -> None:
+    """Bedrooms on the Market page count the 2-bedroom units (the service's bedrooms group ``2``), not every unit of
+    the listings having a 2-bedroom plan; the page says so."""
+    state = FilterState().with_range("beds", 2, 2)
+    first = mv.add_months(today().replace(day=1), -11)
+    request = mv.MarketRequest("month", first, today().replace(day=1))
+    app = open_page(PAGE, {**state.to_params(), **request.to_params(today())})
+    stats = asked(oracle, request, state)
+    assert_tables_match(app, stats, request)
+    grouped = asked(oracle, request, FilterState(), group_by="floorPlans.numberOfBedrooms")
+    two = next(k for k, series in enumerate(grouped.series) if series.group == "2")
+    assert column(stats, "unitsSold") == column(grouped, "unitsSold", two)
+    assert column(stats, "unitsAvailable") == column(grouped, "unitsAvailable", two)
+    assert "units that meet the floor plan and unit filters" in page_text(app)
+
+
 def test_grouped_by_city_a_column_per_group(dashboard: None, oracle: Client) -> None:
     request = mv.MarketRequest("month", mv.add_months(today().replace(day=1), -5), today().replace(day=1), "city")
     app = open_page(PAGE, request.to_params(today()))
