@@ -191,3 +191,50 @@ def test_a_batch_reads_its_history_a_page_at_a_time_in_the_order_it_was_written(
     finally:
         behind.close()
         primary.close()
+
+
+def test_an_update_keeps_the_listing_s_row_and_the_rows_of_what_it_still_holds(
+    pg_database: str, generated: catalogue.Catalogue
+) -> None:
+    """PostgreSQL keeps a listing under its key: an update rewrites its row in place (its id stays, so do the rows of
+    the plans it still has: untouched by the write), removes the rows of a plan it dropped and adds those of a new
+    one; the replicas' questions answer the same."""
+    primary = PostgresCatalogueStore(pg_database, migrate=False)
+    try:
+        record = with_units(generated, skip=1)
+        lid = record["listingId"]
+        primary.upsert_listings([record], at=AT)
+
+        def rows() -> tuple[int, dict[str, tuple[int, str]], set[str]]:
+            with primary.pool.connection() as db:
+                (rowid,) = db.execute("SELECT id FROM listings WHERE listing_id = %s", (lid,)).fetchone() or (0,)
+                plans = {
+                    plan: (listing, str(xmin))
+                    for plan, listing, xmin in db.execute(
+                        "SELECT plan_id, listing, xmin FROM plan_ids WHERE listing = %s", (rowid,)
+                    )
+                }
+                references = {r[0] for r in db.execute("SELECT path_key FROM listing_references WHERE listing = %s",
+                                                        (rowid,))}  # fmt: skip
+            return int(rowid), plans, references
+
+        rowid, plans, references = rows()
+        stored = primary.get_listings([lid], None)[lid]
+        assert len(plans) == len(stored["floorPlans"]) > 1 and references
+        changed = copy.deepcopy(stored)
+        dropped = changed["floorPlans"].pop()["id"]
+        changed["floorPlans"].append(
+            {**copy.deepcopy(changed["floorPlans"][0]), "id": f"{lid}-new-plan", "name": "New"}
+        )
+        changed["floorPlans"][0]["units"][0]["price"] = (changed["floorPlans"][0]["units"][0].get("price") or 0) + 5
+        primary.upsert_listings([changed], at=AT + 60)
+        after_id, after_plans, after_references = rows()
+        assert after_id == rowid
+        assert set(after_plans) == set(plans) - {dropped} | {f"{lid}-new-plan"}
+        kept = set(plans) - {dropped}
+        assert {p: after_plans[p] for p in kept} == {p: plans[p] for p in kept}, "the rows it still holds, untouched"
+        assert after_references == references
+        assert primary.listings_holding_plans([f"{lid}-new-plan", dropped]) == {f"{lid}-new-plan": [lid]}
+        assert primary.get_listings([lid], None)[lid]["floorPlans"][-1]["name"] == "New"
+    finally:
+        primary.close()

@@ -1,14 +1,14 @@
 """The write path of the PostgreSQL store: records in, one transaction a write, each logged for the replicas.
 
 :class:`PostgresWrites` is the part of :class:`~precon.service.stores.postgres.store.PostgresCatalogueStore` that
-changes
-the catalogue: listing upserts (copied in with ``COPY``), profile upserts, deletes (a listing's other rows go with
-it: ``ON DELETE CASCADE``), recorded views. PostgreSQL keeps each record's document and what writes themselves
-need (a listing's province, its floor plans' ids, the profiles it refers to); every question is answered by a
-replica's local copy (:mod:`.replica`), which each write's entries in ``catalogue_log`` keep current. How a
-record is completed and stored is the SQLite store's (:mod:`precon.service.stores.records`), and so is what a write
-changed in a listing (:mod:`precon.service.stores.history`): recorded in ``listing_history`` in the write's
-transaction, under the generation it raised, whence the copies take it.
+changes the catalogue: listing upserts (a new listing copied in with ``COPY``; a stored one updated in place, under
+its id, with only the rows of the plans and references it gained or lost written), profile upserts, deletes (a
+listing's other rows go with it: ``ON DELETE CASCADE``), recorded views. PostgreSQL keeps each record's document and
+what writes themselves need (a listing's province, its floor plans' ids, the profiles it refers to); every question
+is answered by a replica's local copy (:mod:`.replica`), which each write's entries in ``catalogue_log`` keep
+current. How a record is completed and stored is the SQLite store's (:mod:`precon.service.stores.records`), and so
+is what a write changed in a listing (:mod:`precon.service.stores.history`): recorded in ``listing_history`` in the
+write's transaction, under the generation it raised, whence the copies take it.
 """
 
 from __future__ import annotations
@@ -71,45 +71,50 @@ class PostgresWrites(PostgresCatalogueBase):
                     ([listing_id for listing_id, _ in batch],),
                 )
             }
-            if created := [listing_id for listing_id, _ in batch if listing_id not in existing]:
-                db.execute("DELETE FROM deleted_listings WHERE listing_id = ANY(%s)", (created,))
-            if existing:  # their rows in the other tables go with them (ON DELETE CASCADE)
-                db.execute("DELETE FROM listings WHERE id = ANY(%s)", ([rowid for rowid, _ in existing.values()],))
-            new_ids = [
-                int(r[0])
-                for r in db.execute(
-                    "SELECT nextval(pg_get_serial_sequence('listings', 'id')) FROM generate_series(1, %s)",
-                    (len(batch),),
-                )
-            ]
-            rows: list[tuple[int, str, str | None, str]] = []
-            plan_ids: set[tuple[str, int]] = set()
-            references: set[tuple[str, int]] = set()
+            ids = self._row_ids(db, [listing_id for listing_id, _ in batch], existing)
+            inserted: list[tuple[int, str, str | None, str]] = []
+            updated: list[tuple[int, str | None, str]] = []
+            keys = _KeyRows()
             history: list[HistoryRow] = []
-            for (listing_id, record), rowid in zip(batch, new_ids, strict=True):
+            for listing_id, record in batch:
+                rowid = ids[listing_id]
                 found = existing.get(listing_id)
                 old = None if found is None else found[1]
                 stored = complete_listing(record, old, now)
                 province = province_of(stored.get("state"))
-                rows.append((rowid, listing_id, province, _json(stored)))
-                plan_ids.update((plan["id"], rowid) for plan in floor_plans(stored) if isinstance(plan.get("id"), str))
-                references.update((key, rowid) for key in indexed_reference_keys(stored))
+                if old is None:
+                    inserted.append((rowid, listing_id, province, _json(stored)))
+                else:
+                    updated.append((rowid, province, _json(stored)))
+                keys.compare(rowid, old, stored)
                 entries = listing_changes(old, stored, iso_time(now))
                 history += history_rows(entries, province)
                 before = texts[listing_id].encode() if listing_id in texts else None
                 action: Literal["created", "updated"] = "created" if old is None else "updated"
                 changes.append(CatalogueChange("listing", action, listing_id, entries, before))
-            with db.cursor() as cursor:
-                for statement, table_rows in (
-                    (_COPY_LISTINGS, rows),
-                    ("COPY plan_ids(plan_id, listing) FROM STDIN", sorted(plan_ids)),
-                    ("COPY listing_references(path_key, listing) FROM STDIN", sorted(references)),
-                ):
-                    with cursor.copy(statement) as copy:
-                        for row in table_rows:
-                            copy.write_row(row)
+            _write_listings(db, inserted, updated)
+            keys.write(db)
             _record_history(db, self._bump_generation(db, changes), history)
         return self._notify(changes)
+
+    @staticmethod
+    def _row_ids(
+        db: psycopg.Connection[Any], listing_ids: list[str], existing: dict[str, tuple[int, Any]]
+    ) -> dict[str, int]:
+        """Each listing's row id: a stored listing keeps its own (and the rows of its plans and references that it
+        still has); a new one takes the next (and is no longer among the deleted)."""
+        created = [listing_id for listing_id in listing_ids if listing_id not in existing]
+        if created:
+            db.execute("DELETE FROM deleted_listings WHERE listing_id = ANY(%s)", (created,))
+        new_ids = [
+            int(r[0])
+            for r in db.execute(
+                "SELECT nextval(pg_get_serial_sequence('listings', 'id')) FROM generate_series(1, %s)", (len(created),)
+            )
+        ]
+        return {listing_id: rowid for listing_id, (rowid, _) in existing.items()} | dict(
+            zip(created, new_ids, strict=True)
+        )
 
     def _wants_before(self) -> bool:
         """Whether a listener, or the journal's reader, wants each change's earlier document."""
@@ -201,6 +206,64 @@ class PostgresWrites(PostgresCatalogueBase):
                 "SELECT listing_id, rank, views, last_view FROM listing_views WHERE touched_at >= %s", (since,)
             ).fetchall()
         return float(row[0]), [(str(r[0]), float(r[1]), int(r[2]), float(r[3])) for r in found]
+
+
+def _write_listings(
+    db: psycopg.Connection[Any],
+    inserted: list[tuple[int, str, str | None, str]],
+    updated: list[tuple[int, str | None, str]],
+) -> None:
+    """New listings copied in; stored ones updated in place, under their ids, in one statement."""
+    if inserted:
+        with db.cursor() as cursor, cursor.copy(_COPY_LISTINGS) as copy:
+            for row in inserted:
+                copy.write_row(row)
+    if updated:
+        db.execute(
+            "UPDATE listings l SET province = u.province, doc = u.doc::json "
+            "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS u(id, province, doc) WHERE l.id = u.id",
+            ([row[0] for row in updated], [row[1] for row in updated], [row[2] for row in updated]),
+        )
+
+
+class _KeyRows:
+    """The rows of ``plan_ids`` and ``listing_references`` a batch adds and removes: those of what a listing holds
+    now and did not before, and of what it held and no longer does (the rows it keeps are left as they are)."""
+
+    def __init__(self) -> None:
+        self.added: dict[str, set[tuple[str, int]]] = {"plan_ids": set(), "listing_references": set()}
+        self.removed: dict[str, set[tuple[str, int]]] = {"plan_ids": set(), "listing_references": set()}
+
+    def compare(self, rowid: int, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        for table, before, after in (
+            ("plan_ids", _plan_ids(old, rowid), _plan_ids(new, rowid)),
+            ("listing_references", _references(old, rowid), _references(new, rowid)),
+        ):
+            self.added[table] |= after - before
+            self.removed[table] |= before - after
+
+    def write(self, db: psycopg.Connection[Any]) -> None:
+        for table, key in (("plan_ids", "plan_id"), ("listing_references", "path_key")):  # fixed names
+            if gone := sorted(self.removed[table]):
+                db.execute(
+                    f"DELETE FROM {table} t USING unnest(%s::text[], %s::bigint[]) AS g(k, l) "
+                    f"WHERE t.{key} = g.k AND t.listing = g.l",
+                    ([k for k, _ in gone], [listing for _, listing in gone]),
+                )
+            if new := sorted(self.added[table]):
+                with db.cursor() as cursor, cursor.copy(f"COPY {table}({key}, listing) FROM STDIN") as copy:
+                    for row in new:
+                        copy.write_row(row)
+
+
+def _plan_ids(doc: dict[str, Any] | None, rowid: int) -> set[tuple[str, int]]:
+    if doc is None:
+        return set()
+    return {(plan["id"], rowid) for plan in floor_plans(doc) if isinstance(plan.get("id"), str)}
+
+
+def _references(doc: dict[str, Any] | None, rowid: int) -> set[tuple[str, int]]:
+    return set() if doc is None else {(key, rowid) for key in indexed_reference_keys(doc)}
 
 
 def _record_history(db: psycopg.Connection[Any], generation: int, rows: list[HistoryRow]) -> None:
