@@ -24,6 +24,7 @@ disable_created_metrics()  # no ``*_created`` series: one process shows what sev
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SIZE_BUCKETS_BYTES = (256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0, 16777216.0)
 INDEX_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 180.0)
+PATCH_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 DELIVERY_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0)
 
 VERSIONS = frozenset({"v1", "v1-lite", "v1-sandbox"})
@@ -57,6 +58,14 @@ INDEX_BUILDS = Counter(
 )
 INDEX_BUILD_SECONDS = Histogram(
     "precon_index_build_duration_seconds", "Time to build one column index", ["catalogue"], buckets=INDEX_BUCKETS_S
+)
+INDEX_PATCHES = Counter(
+    "precon_index_patches",
+    "Column indexes moved to a new generation by the listings a write wrote, not built whole",
+    ["catalogue"],
+)
+INDEX_PATCH_SECONDS = Histogram(
+    "precon_index_patch_duration_seconds", "Time to patch one column index", ["catalogue"], buckets=PATCH_BUCKETS_S
 )
 DELIVERY_ATTEMPTS = Counter(
     "precon_webhook_attempts",
@@ -107,6 +116,11 @@ def attempt_bucket(attempt: int) -> str:
 def index_built(catalogue: str, seconds: float) -> None:
     INDEX_BUILDS.labels(catalogue).inc()
     INDEX_BUILD_SECONDS.labels(catalogue).observe(seconds)
+
+
+def index_patched(catalogue: str, seconds: float) -> None:
+    INDEX_PATCHES.labels(catalogue).inc()
+    INDEX_PATCH_SECONDS.labels(catalogue).observe(seconds)
 
 
 def delivery_attempted(subscription: str, attempt: int, outcome: str, succeeded: bool, seconds: float) -> None:

@@ -4,12 +4,14 @@
 SQLite keeps every record and every index; scanning tens of thousands of rows per query in it costs
 hundreds of milliseconds when a filter or facet touches most of the catalogue. This copy holds only what
 queries test (a column per single-valued attribute, postings per array attribute), a few tens of megabytes
-for 50,000 listings, and answers those scans in a few milliseconds. It is rebuilt from the store whenever
-the store's generation changes, and gives the same answers as the SQL it replaces (the tests compare them).
+for 50,000 listings, and answers those scans in a few milliseconds. When the store's generation changes it is
+patched by the listings the writes wrote (:mod:`.column_patch`), or rebuilt from the store where a patch cannot
+be, and gives the same answers as the SQL it replaces (the tests compare them).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sqlite3
 import time
@@ -219,6 +221,27 @@ class TextPostings:
         return np.where(matched, np.round(total, 6), np.nan)
 
 
+def text_digests(db: sqlite3.Connection, rowids: IntArray, only: Sequence[int] | None = None) -> npt.NDArray[np.uint64]:
+    """Per listing (of ``rowids``; with ``only``, of those rows alone, in that order), a digest of the text it is
+    searched by, as FTS5 holds it (0: none)."""
+    fields = ", ".join(SEARCHABLE_LISTING_FIELDS)
+    if only is None:
+        found = np.zeros(len(rowids), dtype=np.uint64)
+        rows = db.execute(f"SELECT rowid, {fields} FROM listing_fts")
+        where = {int(rowid): position for position, rowid in enumerate(rowids.tolist())}
+    else:
+        found = np.zeros(len(only), dtype=np.uint64)
+        marks = ", ".join("?" * len(only))
+        rows = db.execute(f"SELECT rowid, {fields} FROM listing_fts WHERE rowid IN ({marks})", list(only))
+        where = {int(rowid): position for position, rowid in enumerate(only)}
+    for rowid, *texts in rows:
+        position = where.get(int(rowid))
+        if position is not None:
+            joined = "\x1f".join("" if text is None else str(text) for text in texts).encode()
+            found[position] = int.from_bytes(hashlib.blake2b(joined, digest_size=8).digest(), "little")
+    return found
+
+
 def catalogue_name(db: sqlite3.Connection) -> str:
     """The name of the catalogue file ``db`` reads (``catalogue``, ``sandbox``, ``copy-public``), for the metrics."""
     for _, name, file in db.execute("PRAGMA database_list"):
@@ -251,13 +274,9 @@ class ColumnIndex:
         self.province = TextColumn(*self._encode([r[2] for r in rows]))
         self.lat: FloatArray = np.array([np.nan if r[5] is None else r[5] for r in rows], dtype=np.float64)
         self.lng: FloatArray = np.array([np.nan if r[6] is None else r[6] for r in rows], dtype=np.float64)
-        # The default order: featured first, then most recently updated, then by id.
-        ordered = sorted(range(self.size), key=lambda i: rows[i][1])
-        ordered.sort(key=lambda i: rows[i][4], reverse=True)
-        ordered.sort(key=lambda i: rows[i][3], reverse=True)
-        self.default_order: IntArray = np.array(ordered, dtype=np.int64)
-        self.order_rank: IntArray = np.empty(self.size, dtype=np.int64)
-        self.order_rank[self.default_order] = np.arange(self.size)
+        self.featured: npt.NDArray[np.int64] = np.array([r[3] or 0 for r in rows], dtype=np.int64)
+        self.updated: npt.NDArray[np.bytes_] = np.array([str(r[4] or "").encode() for r in rows], dtype=np.bytes_)
+        self.order()
 
         self.text: dict[str, TextColumn] = {}
         self.numbers: dict[str, FloatArray] = {}
@@ -277,9 +296,21 @@ class ColumnIndex:
             else:
                 self.terms[attribute.path] = self._load_terms(db, attribute, position)
         self.search_text = TextPostings.build(db, self.rowids)
+        self.text_digests = text_digests(db, self.rowids)
+        """Per listing, a digest of its searchable text: a write that leaves it the same leaves the text postings so
+        (see :mod:`.column_patch`)."""
         self.labels: dict[tuple[str, str], str] = {
             (a, t): label for a, t, label in db.execute("SELECT attr, term, label FROM labels")
         }
+
+    def order(self) -> None:
+        """The default order: featured first, then most recently updated, then by id."""
+        by_id = np.empty(self.size, dtype=np.int64)
+        by_id[self.listing_ids.order] = np.arange(self.size)
+        updated = np.unique(self.updated, return_inverse=True)[1].reshape(-1) if self.size else by_id
+        self.default_order: IntArray = np.lexsort((by_id, -updated, -self.featured)).astype(np.int64)
+        self.order_rank: IntArray = np.empty(self.size, dtype=np.int64)
+        self.order_rank[self.default_order] = np.arange(self.size)
 
     @staticmethod
     def _encode(values: list[str | None]) -> tuple[npt.NDArray[np.int32], Vocabulary]:

@@ -22,6 +22,7 @@ from typing import Literal
 
 from precon.filters import Expr
 from precon.schema import SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
+from precon.service.search.column_patch import WRITES_SCHEMA
 from precon.service.search.columns import ColumnIndex, FloatArray, Mask
 from precon.service.search.plans import PLAN_SCHEMA, PLAN_TABLES, PlanIndex
 from precon.service.search.shared import GenerationSignal, SharedIndexes
@@ -97,7 +98,8 @@ CREATE TABLE IF NOT EXISTS deleted_listings(listing_id TEXT PRIMARY KEY, provinc
 CREATE TABLE IF NOT EXISTS listing_views(
   listing_id TEXT PRIMARY KEY, rank REAL NOT NULL, views INTEGER NOT NULL, last_view REAL NOT NULL)
   WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS listing_views_by_rank ON listing_views(rank DESC);"""
+CREATE INDEX IF NOT EXISTS listing_views_by_rank ON listing_views(rank DESC);
+{WRITES_SCHEMA}"""
 
 
 def _profile_schema() -> str:

@@ -22,6 +22,7 @@ import numpy as np
 
 from precon.filters import Expr
 from precon.schema import SEARCHABLE_PROFILE_WEIGHTS
+from precon.service.search.column_patch import patched
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.search.facets import facet_for
 from precon.service.search.plans import PlanIndex
@@ -193,25 +194,28 @@ class SQLiteReads(SQLiteCatalogueBase):
         return index
 
     def _build_columns(self, generation: int) -> ColumnIndex:
+        """The column index of this generation: the one held moved to it by the listings written since
+        (:mod:`~precon.service.search.column_patch`), else built whole."""
         if self._shared is None:
-            return self._read_columns()[1]
+            return self._read_columns(self._column_index)[1]
 
         def build() -> tuple[str, ColumnIndex]:
-            current, index = self._read_columns()
+            current, index = self._read_columns(self._column_index)
             return self._index_key(current), index
 
         index: ColumnIndex = self._shared.get("columns", lambda: self._index_key(self.generation()), build)
         return index
 
-    def _read_columns(self) -> tuple[int, ColumnIndex]:
+    def _read_columns(self, held: ColumnIndex | None = None) -> tuple[int, ColumnIndex]:
         """The column index of the catalogue as it stands, read in one transaction (a write committed meanwhile is
-        not half in it), and its generation."""
+        not half in it), and its generation: ``held`` patched where it can be, else read whole."""
         db = self._db()
         db.execute("PRAGMA temp_store=FILE")  # where the text postings sort: it cannot change inside a transaction
         db.execute("BEGIN")
         try:
             generation = self._read_generation()
-            return generation, ColumnIndex(db, generation)
+            found = None if held is None else patched(held, db, generation)
+            return generation, found if found is not None else ColumnIndex(db, generation)
         finally:
             db.execute("COMMIT")
             db.execute("PRAGMA temp_store=MEMORY")

@@ -253,6 +253,11 @@ class SQLiteWrites(SQLiteCatalogueBase):
             )
         else:
             self._refresh_profile_provinces(db, batch.touched_profiles)
+        generation = int(db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]) + 1
+        db.executemany(
+            "INSERT OR REPLACE INTO listing_writes VALUES (?, ?)",
+            [(row[0], generation) for row in batch.existing.values() if row is not None],
+        )
         self._bump_generation(db)
 
     def _add_listing(
@@ -335,6 +340,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
         db.execute("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
         db.execute("DELETE FROM listing_geo WHERE id = ?", (rowid,))
         db.execute("DELETE FROM plan_ids WHERE listing = ?", (rowid,))
+        db.execute("DELETE FROM listing_writes WHERE id = ?", (rowid,))
         delete_plan_rows(db, rowid)
 
     @contextmanager

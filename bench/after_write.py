@@ -1,0 +1,115 @@
+"""Benchmark of the first search after a write: the column index patched by the listings the write wrote, against
+the same write's index built whole, and against a warm search, interleaved on one catalogue.
+
+At ``--listings`` listings (2,500 by default; a generated catalogue with its units, made once in ``--data``), a
+store serving searches takes ``--rounds`` writes of each kind, one after the other:
+
+* **a day's updates**: ``--written`` stored listings (20 by default) each with a unit sold and another's price
+  raised, as a simulated day writes them; then the first search (the index patched: ``precon_index_patches_total``);
+* **a listing created**: one new listing; then the first search (a creation builds the index whole);
+* **warm**: the same search again, nothing written.
+
+Each is timed in the process, from the search's call to its answer (the store, not HTTP). Target (issue 43): the
+first search after a day's updates within 2 times a warm search's p95.
+
+Run (from the project root)::
+
+    .venv/bin/python bench/after_write.py
+    .venv/bin/python bench/after_write.py --listings 50000 --rounds 10
+
+Figures go to stdout and, as JSON, to ``bench/out/after_write-<listings>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import shutil
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from precon.service.config import ServiceSettings
+from precon.service.runtime import DataDirectory
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
+
+OUT = Path(__file__).with_name("out")
+QUERY = ListingQuery(facets=("cityOrDistrict", "type", "sellingStatus"), limit=20)
+
+
+def catalogue(data: Path, listings: int) -> Path:
+    """A generated catalogue of ``listings`` listings (no history: a write's cost is the same), made once."""
+    path = data / "catalogue.sqlite3"
+    if not path.exists():
+        settings = ServiceSettings(data_dir=data, default_listings=listings, default_history_days=0, dev=True)
+        DataDirectory.open(settings).close()
+    return path
+
+
+def sold_one(_: str, doc: dict[str, Any]) -> dict[str, Any] | None:
+    changed = copy.deepcopy(doc)
+    units = [u for plan in changed.get("floorPlans") or [] for u in plan.get("units") or []]
+    available = [u for u in units if u.get("status") == "Available"]
+    if len(available) < 2:
+        return None
+    available[0]["status"] = "Sold"
+    available[1]["price"] = (available[1].get("price") or 500_000) + 1_000
+    return changed
+
+
+def timed(store: SQLiteStore) -> float:
+    started = time.perf_counter()
+    store.search_listings(QUERY)
+    return (time.perf_counter() - started) * 1000
+
+
+def p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20)[18] if len(values) > 1 else values[0]
+
+
+def run(path: Path, rounds: int, written: int) -> dict[str, Any]:
+    store = SQLiteStore(path)
+    times: dict[str, list[float]] = {"warm": [], "after a day's updates": [], "after a listing created": []}
+    try:
+        store.search_listings(QUERY)
+        ids = store.listing_ids()
+        template = store.get_listings([ids[0]], None)[ids[0]]
+        for round_ in range(rounds):
+            chosen = ids[(round_ * written) % len(ids) :][:written]
+            store.update_listings(chosen, sold_one)
+            times["after a day's updates"].append(timed(store))
+            store.upsert_listings([{**copy.deepcopy(template), "listingId": f"BENCH-{time.time_ns()}"}])
+            times["after a listing created"].append(timed(store))
+            times["warm"].append(timed(store))
+    finally:
+        store.close()
+    return {name: {"p50_ms": statistics.median(v), "p95_ms": p95(v), "runs": len(v)} for name, v in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--listings", type=int, default=2500)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--written", type=int, default=20)
+    parser.add_argument("--data", type=Path, default=None)
+    args = parser.parse_args()
+    data = args.data or OUT / f"after-write-{args.listings}"
+    data.mkdir(parents=True, exist_ok=True)
+    source = catalogue(data, args.listings)
+    work = data / "work.sqlite3"
+    shutil.copy(source, work)
+    figures = run(work, args.rounds, args.written)
+    ratio = figures["after a day's updates"]["p95_ms"] / figures["warm"]["p95_ms"]
+    result = {"listings": args.listings, "written": args.written, **figures, "updates_to_warm_p95": ratio}
+    for name in ("warm", "after a day's updates", "after a listing created"):
+        print(f"{name:>26}: p50 {figures[name]['p50_ms']:8.1f} ms  p95 {figures[name]['p95_ms']:8.1f} ms")
+    print(f"first search after a day's updates / warm, p95: {ratio:.2f}x (target 2x)")
+    OUT.mkdir(exist_ok=True)
+    (OUT / f"after_write-{args.listings}.json").write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

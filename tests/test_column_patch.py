@@ -1,0 +1,215 @@
+"""The column index after a write: moved to the new generation by the listings the write wrote
+(precon/service/search/column_patch.py) where it can be, built whole where it cannot (a listing created or deleted,
+a value or term it never held, a listing's searchable text changed). Either way, it is the index a whole build
+makes, array by array, and searches answer the same as a store that builds its index whole."""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from prometheus_client import REGISTRY
+
+from precon.filters import parse
+from precon.schema import LISTING_ATTRIBUTES
+from precon.service.search.columns import ColumnIndex
+from precon.service.search.text import TextQuery
+from precon.service.stores.loading import batched
+from precon.service.stores.simulation import day_time, simulate
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
+from tests.catalogues import generated_catalogue
+
+START = date(2025, 6, 1)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    built = generated_catalogue(80, seed=11)
+    opened = SQLiteStore(tmp_path / "patched.sqlite3")
+    opened.upsert_profiles(built.profiles)
+    for batch in batched(built.listings):
+        opened.upsert_listings(batch, at=day_time(START))
+    opened.search_listings(ListingQuery())  # the index held, as a serving store holds it
+    yield opened
+    opened.close()
+
+
+def counted(name: str) -> float:
+    return REGISTRY.get_sample_value(name, {"catalogue": "patched"}) or 0.0
+
+
+def decoded(index: ColumnIndex) -> dict[str, Any]:
+    """What an index holds, position by position, whatever codes its vocabularies gave."""
+
+    def text(column: Any) -> list[str | None]:
+        return [None if code < 0 else column.vocabulary[int(code)] for code in column.codes]
+
+    def same_nan(values: np.ndarray) -> list[float | None]:
+        return [None if math.isnan(v) else v for v in values.tolist()]
+
+    return {
+        "rowids": index.rowids.tolist(),
+        "ids": list(index.listing_ids),
+        "province": text(index.province),
+        "lat": same_nan(index.lat),
+        "lng": same_nan(index.lng),
+        "order": index.default_order.tolist(),
+        "rank": index.order_rank.tolist(),
+        "text": {path: text(column) for path, column in index.text.items()},
+        "numbers": {path: same_nan(values) for path, values in index.numbers.items()},
+        "terms": {
+            path: sorted((p.vocabulary[int(code)], int(owner)) for code, owner in zip(p.codes, p.owners, strict=True))
+            for path, p in index.terms.items()
+        },
+        "term offsets": {
+            path: all((p.codes[p.offsets[c] : p.offsets[c + 1]] == c).all() for c in range(len(p.vocabulary)))
+            for path, p in index.terms.items()
+        },
+        "numbers posted": {path: (p.values.tolist(), p.owners.tolist()) for path, p in index.number_postings.items()},
+        "words": (
+            index.search_text.words,
+            index.search_text.owners.tolist(),
+            index.search_text.counts.tolist(),
+            index.search_text.lengths.tolist(),
+            index.search_text.average_length,
+        ),
+        "digests": index.text_digests.tolist(),
+        "labels": index.labels,
+    }
+
+
+def whole(store: SQLiteStore) -> ColumnIndex:
+    db = store._db()
+    db.execute("BEGIN")
+    try:
+        return ColumnIndex(db, store._read_generation())
+    finally:
+        db.execute("COMMIT")
+
+
+QUERIES = [
+    ListingQuery(facets=tuple(LISTING_ATTRIBUTES), max_facet_values=None, limit=50),
+    ListingQuery(filter=parse('sellingStatus:"Selling Now" AND minPrice < 900000'), facets=("type",), limit=50),
+    ListingQuery(filter=parse("floorPlans.units.status:Sold"), facets=("cityOrDistrict",), limit=50),
+    ListingQuery(text=TextQuery.parse("park"), limit=50),
+    ListingQuery(filter=parse("floorPlans.numberOfBedrooms >= 2"), offset=20, limit=20),
+]
+
+
+def answers(store: SQLiteStore) -> list[Any]:
+    found = []
+    for query in QUERIES:
+        page = store.search_listings(query)
+        found.append((page.total, [doc["listingId"] for doc in page.documents], page.scores, page.facets))
+    return found
+
+
+def assert_as_built_whole(store: SQLiteStore, path: Path) -> None:
+    held = store._columns()
+    assert held.generation == store._read_generation()
+    assert decoded(held) == decoded(whole(store))
+    alone = SQLiteStore(path)  # a store of its own, which builds its index whole
+    try:
+        assert answers(store) == answers(alone)
+    finally:
+        alone.close()
+
+
+def sold_one(listing_id: str, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """A unit sold and another's price raised: what a day of the market does to a listing."""
+    changed = copy.deepcopy(doc)
+    units = [u for plan in changed.get("floorPlans") or [] for u in plan.get("units") or []]
+    if len(units) < 2:
+        return None
+    units[0]["status"] = "Sold"
+    units[1]["price"] = (units[1].get("price") or 500_000) + 10_000
+    return changed
+
+
+def test_a_day_of_sales_and_price_moves_patches_the_index(store: SQLiteStore) -> None:
+    ids = store.listing_ids()[:12]
+    patches, builds = counted("precon_index_patches_total"), counted("precon_index_builds_total")
+    store.update_listings(ids, sold_one, at=day_time(START) + 86_400)
+    store.search_listings(ListingQuery())
+    assert counted("precon_index_patches_total") == patches + 1
+    assert counted("precon_index_builds_total") == builds, "nothing built whole for it"
+    assert_as_built_whole(store, store.path)
+
+
+def test_a_status_and_a_position_change_patch_it_and_move_the_order(store: SQLiteStore) -> None:
+    listing_id = store.listing_ids()[-1]
+    doc = store.get_listings([listing_id], None)[listing_id]
+    moved = {**copy.deepcopy(doc), "sellingStatus": "Sold Out", "isFeatured": True}
+    moved["_geoloc"] = {"lat": 49.28, "lng": -123.12}
+    patches = counted("precon_index_patches_total")
+    store.upsert_listings([moved], at=day_time(START) + 2 * 86_400)
+    store.search_listings(ListingQuery())
+    assert counted("precon_index_patches_total") == patches + 1
+    assert_as_built_whole(store, store.path)
+    first = store.search_listings(ListingQuery(limit=1)).documents[0]["listingId"]
+    assert first == listing_id or store.get_listings([first], None)[first].get("isFeatured")
+
+
+@pytest.mark.parametrize("change", ["created", "deleted", "renamed", "a new city", "two days simulated"])
+def test_what_cannot_be_patched_is_built_whole(store: SQLiteStore, change: str) -> None:
+    listing_id = store.listing_ids()[3]
+    doc = copy.deepcopy(store.get_listings([listing_id], None)[listing_id])
+    builds = counted("precon_index_builds_total")
+    at = day_time(START) + 3 * 86_400
+    if change == "created":
+        store.upsert_listings([{**doc, "listingId": "PATCH-NEW", "name": "Patch New"}], at=at)
+    elif change == "deleted":
+        store.delete_listing(listing_id, at=at)
+    elif change == "renamed":
+        store.upsert_listings([{**doc, "name": "Quite Another Name"}], at=at)
+    elif change == "a new city":
+        store.upsert_listings([{**doc, "cityOrDistrict": "Nowhere Bay"}], at=at)
+    else:
+        simulate(store, 2, seed=5)
+    store.search_listings(ListingQuery())
+    if change != "two days simulated":
+        assert counted("precon_index_builds_total") == builds + 1
+    assert_as_built_whole(store, store.path)
+
+
+def test_random_updates_one_after_another_stay_as_built_whole(store: SQLiteStore) -> None:
+    """Writes of the kinds a patch takes (selling and unit statuses, prices, sizes, plan types taken off and put on),
+    and amenities (searched as text: built whole), one after another: each generation's index is the whole
+    build's."""
+    rng = random.Random(7)
+    ids = store.listing_ids()
+    statuses = sorted({doc.get("sellingStatus") for doc in store.get_listings(ids, None).values()} - {None})
+    amenities = sorted({a for doc in store.get_listings(ids, None).values() for a in doc.get("amenities") or []})
+    plan_types = sorted(
+        {t for doc in store.get_listings(ids, None).values() for p in doc.get("floorPlans") or []
+         for t in (p.get("floorPlanType") or [])}
+    )  # fmt: skip
+
+    def moved(_: str, doc: dict[str, Any]) -> dict[str, Any]:
+        changed = copy.deepcopy(doc)
+        changed["sellingStatus"] = rng.choice(statuses)
+        if rng.random() < 0.2:
+            changed["amenities"] = rng.sample(amenities, k=rng.randint(1, min(6, len(amenities))))
+        for plan in changed.get("floorPlans") or []:
+            if rng.random() < 0.3:
+                plan["floorPlanType"] = rng.sample(plan_types, k=rng.randint(1, len(plan_types)))
+            plan["squareFeet"] = rng.choice([str(rng.randint(400, 1500)), plan.get("squareFeet")])
+            for unit in plan.get("units") or []:
+                if rng.random() < 0.2:
+                    unit["status"] = rng.choice(["Available", "Sold", "Reserved"])
+                    unit["price"] = rng.choice([unit.get("price"), rng.randint(400_000, 2_000_000)])
+        return changed
+
+    patches = counted("precon_index_patches_total")
+    for day in range(10):
+        store.update_listings(rng.sample(ids, k=rng.randint(1, 8)), moved, at=day_time(START) + (day + 5) * 86_400)
+        assert_as_built_whole(store, store.path)
+    assert counted("precon_index_patches_total") >= patches + 5, "most of them patched"
