@@ -158,15 +158,34 @@ def test_a_status_and_a_position_change_patch_it_and_move_the_order(store: SQLit
     assert first == listing_id or store.get_listings([first], None)[first].get("isFeatured")
 
 
-@pytest.mark.parametrize("change", ["created", "deleted", "renamed", "a new city", "two days simulated"])
+def test_listings_created_are_patched_in_with_their_new_words_values_and_terms(store: SQLiteStore) -> None:
+    """An import of new listings: they take the positions after the others, a new city, amenity and words with them;
+    a search finds them by those at once."""
+    listing_id = store.listing_ids()[5]
+    doc = copy.deepcopy(store.get_listings([listing_id], None)[listing_id])
+    created = [
+        {**doc, "listingId": "PATCH-NEW-1", "name": "Zanzibar Quays", "cityOrDistrict": "Nowhere Bay",
+         "amenities": [*(doc.get("amenities") or []), "Rooftop Observatory"]},
+        {**copy.deepcopy(doc), "listingId": "PATCH-NEW-2", "name": "Second Patch Towers"},
+    ]  # fmt: skip
+    patches, builds = counted("precon_index_patches_total"), counted("precon_index_builds_total")
+    store.upsert_listings(created, at=day_time(START) + 4 * 86_400)
+    found = store.search_listings(ListingQuery(text=TextQuery.parse("zanzibar"), facets=("cityOrDistrict",)))
+    assert [d["listingId"] for d in found.documents] == ["PATCH-NEW-1"] and found.facets["cityOrDistrict"]
+    assert counted("precon_index_patches_total") == patches + 1 and counted("precon_index_builds_total") == builds
+    assert store.search_listings(ListingQuery(filter=parse('amenities:"Rooftop Observatory"'))).total == 1
+    assert_as_built_whole(store, store.path)
+    store.update_listings(["PATCH-NEW-2", listing_id], sold_one, at=day_time(START) + 5 * 86_400)
+    assert_as_built_whole(store, store.path)
+
+
+@pytest.mark.parametrize("change", ["deleted", "renamed", "a new city", "two days simulated"])
 def test_what_cannot_be_patched_is_built_whole(store: SQLiteStore, change: str) -> None:
     listing_id = store.listing_ids()[3]
     doc = copy.deepcopy(store.get_listings([listing_id], None)[listing_id])
     builds = counted("precon_index_builds_total")
     at = day_time(START) + 3 * 86_400
-    if change == "created":
-        store.upsert_listings([{**doc, "listingId": "PATCH-NEW", "name": "Patch New"}], at=at)
-    elif change == "deleted":
+    if change == "deleted":
         store.delete_listing(listing_id, at=at)
     elif change == "renamed":
         store.upsert_listings([{**doc, "name": "Quite Another Name"}], at=at)
@@ -181,9 +200,9 @@ def test_what_cannot_be_patched_is_built_whole(store: SQLiteStore, change: str) 
 
 
 def test_random_updates_one_after_another_stay_as_built_whole(store: SQLiteStore) -> None:
-    """Writes of the kinds a patch takes (selling and unit statuses, prices, sizes, plan types taken off and put on),
-    and amenities (searched as text: built whole), one after another: each generation's index is the whole
-    build's."""
+    """Writes of the kinds a patch takes (selling and unit statuses, prices, sizes, plan types taken off and put on,
+    listings launched), and amenities (searched as text: built whole), one after another: each generation's index is
+    the whole build's."""
     rng = random.Random(7)
     ids = store.listing_ids()
     statuses = sorted({doc.get("sellingStatus") for doc in store.get_listings(ids, None).values()} - {None})
@@ -210,6 +229,12 @@ def test_random_updates_one_after_another_stay_as_built_whole(store: SQLiteStore
 
     patches = counted("precon_index_patches_total")
     for day in range(10):
-        store.update_listings(rng.sample(ids, k=rng.randint(1, 8)), moved, at=day_time(START) + (day + 5) * 86_400)
+        at = day_time(START) + (day + 5) * 86_400
+        store.update_listings(rng.sample(ids, k=rng.randint(1, 8)), moved, at=at)
+        if rng.random() < 0.4:  # a launch beside them, named in words of its own
+            template = store.get_listings([rng.choice(ids)], None)
+            launched = moved("", next(iter(template.values())))
+            launched.update(listingId=f"LAUNCH-{day}", name=f"Launch {rng.choice(['Quay', 'Grove', 'Wharf'])} {day}x")
+            store.upsert_listings([launched], at=at + 60)
         assert_as_built_whole(store, store.path)
     assert counted("precon_index_patches_total") >= patches + 5, "most of them patched"

@@ -6,10 +6,14 @@ import) changes their rows and nothing else of the index. :func:`patched` reads 
 the old one and them: the old one is not changed (searches may be using it, or it may be mapped read-only from a
 file another process wrote). Everything else the index holds is shared with it or copied.
 
+Listings created since (SQLite gives them row ids after every held one) take the positions after the others: their
+values, terms and words are added, a value or word the index never held coded where a whole build codes it.
+
 It answers None, and the index is built whole, where a patch could not give what a whole build gives: a listing
-created or deleted (positions would move), a value or term the index has never held (its vocabularies would grow),
-a listing whose searchable text changed (the text postings and their statistics are of the whole catalogue), or
-more listings written than a patch saves time on. The tests hold a patched index to a whole build, array by array.
+deleted (positions would move), a value or term the index has never held in a listing it held (its vocabulary's
+order would differ), a held listing whose searchable text changed (the text postings and their statistics are of
+the whole catalogue), or more listings written than a patch saves time on. The tests hold a patched index to a
+whole build, array by array.
 """
 
 from __future__ import annotations
@@ -22,17 +26,21 @@ from typing import Any
 
 import numpy as np
 
-from precon.schema import MULTI_ATTRIBUTES, SCALAR_ATTRIBUTES
+from precon.schema import MULTI_ATTRIBUTES, SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS
 from precon.service import metrics
 from precon.service.search.columns import (
+    WEIGHT_SQL,
     ColumnIndex,
     IntArray,
     NumberPostings,
     TermPostings,
     TextColumn,
+    TextPostings,
+    Vocabulary,
     catalogue_name,
     text_digests,
 )
+from precon.service.search.text import FTS_OPTIONS
 
 MOST_SHARE = 8
 """A patch writes at most one listing in this many (and at least :data:`LEAST`): past that, a whole build is as
@@ -56,40 +64,53 @@ def patched(index: ColumnIndex, db: sqlite3.Connection, generation: int) -> Colu
     started = time.perf_counter()
     if generation < index.generation:
         return None
-    # The same listings under the same row ids: as many, the same highest (a listing created takes a higher one,
-    # or the highest again where that one was deleted: then its id differs from the index's, see _scalars).
+    # The listings held under the same row ids, and those created since after them: as many as both, the held
+    # highest the highest of those (a listing created takes a higher row id, or the highest again where that one was
+    # deleted: then its id differs from the index's, see _scalars).
     count, highest = db.execute("SELECT count(*), max(id) FROM listings").fetchone()
-    if count != index.size or (count and highest != int(index.rowids[-1])):
-        return None
+    held_highest = int(index.rowids[-1]) if index.size else 0
+    added: list[int] = []
+    if count != index.size or (count and highest != held_highest):
+        added = [r[0] for r in db.execute("SELECT id FROM listings WHERE id > ? ORDER BY id", (held_highest,))]
+        if count != index.size + len(added) or not index.size:
+            return None
     written = [r[0] for r in db.execute("SELECT id FROM listing_writes WHERE generation > ?", (index.generation,))]
-    if len(written) > max(LEAST, index.size // MOST_SHARE):
+    if len(written) > max(LEAST, index.size // MOST_SHARE) or not set(added) <= set(written):
         return None
     try:
-        found = _patch(index, db, sorted(written), generation)
+        found = _patch(index, db, sorted(written), added, generation)
     except _Unpatchable:
         return None
     metrics.index_patched(catalogue_name(db), time.perf_counter() - started)
     return found
 
 
-def _patch(index: ColumnIndex, db: sqlite3.Connection, written: list[int], generation: int) -> ColumnIndex:
+def _patch(
+    index: ColumnIndex, db: sqlite3.Connection, written: list[int], added: list[int], generation: int
+) -> ColumnIndex:
     new = copy.copy(index)
     new.__dict__.pop("_bitmaps", None)  # made again on first use, from the new postings
     new.generation = generation
-    positions = index.positions_of_rowids(np.array(written, dtype=np.int64))
-    if len(positions) != len(written):
+    created = set(added)
+    held = [rowid for rowid in written if rowid not in created]
+    positions = index.positions_of_rowids(np.array(held, dtype=np.int64))
+    if len(positions) != len(held):
         raise _Unpatchable
-    if len(written):
-        if not np.array_equal(text_digests(db, index.rowids, written), index.text_digests[positions]):
-            raise _Unpatchable
-        _scalars(new, db, written, positions)
-        _multi(new, db, written, positions)
+    if held and not np.array_equal(text_digests(db, index.rowids, held), index.text_digests[positions]):
+        raise _Unpatchable
+    if added:
+        _append(new, db, added)
+    if written:
+        positions = new.positions_of_rowids(np.array(written, dtype=np.int64))
+        _scalars(new, db, written, positions, index.size)
+        _multi(new, db, written, positions, index.size)
     new.labels = {(a, t): label for a, t, label in db.execute("SELECT attr, term, label FROM labels")}
     return new
 
 
-def _scalars(new: ColumnIndex, db: sqlite3.Connection, written: list[int], positions: IntArray) -> None:
-    """The written listings' single values: province, position, order, and each scalar attribute."""
+def _scalars(new: ColumnIndex, db: sqlite3.Connection, written: list[int], positions: IntArray, appended: int) -> None:
+    """The written listings' single values: province, position, order, and each scalar attribute (listings created
+    from position ``appended``)."""
     scalar_columns = ", ".join(a.column for a in SCALAR_ATTRIBUTES)
     marks = ", ".join("?" * len(written))
     rows = db.execute(
@@ -101,7 +122,7 @@ def _scalars(new: ColumnIndex, db: sqlite3.Connection, written: list[int], posit
         raise _Unpatchable
     if any(new.listing_ids[p] != r[1] for p, r in zip(positions.tolist(), rows, strict=True)):
         raise _Unpatchable
-    new.province = _recoded(new.province, positions, [r[2] for r in rows])
+    new.province = _recoded(new.province, positions, [r[2] for r in rows], appended)
     new.lat, new.lng, new.featured, new.updated = (
         new.lat.copy(), new.lng.copy(), new.featured.copy(), new.updated.copy()
     )  # fmt: skip
@@ -117,26 +138,33 @@ def _scalars(new: ColumnIndex, db: sqlite3.Connection, written: list[int], posit
     for offset, attribute in enumerate(SCALAR_ATTRIBUTES, start=7):
         values = [r[offset] for r in rows]
         if attribute.kind == "text":
-            new.text[attribute.path] = _recoded(new.text[attribute.path], positions, values)
+            new.text[attribute.path] = _recoded(new.text[attribute.path], positions, values, appended)
         else:
             numbers = new.numbers[attribute.path].copy()
             numbers[positions] = [np.nan if v is None else v for v in values]
             new.numbers[attribute.path] = numbers
 
 
-def _recoded(column: TextColumn, positions: IntArray, values: list[Any]) -> TextColumn:
+def _recoded(column: TextColumn, positions: IntArray, values: list[Any], appended: int) -> TextColumn:
+    """The column with these positions' values; a value it never held is taken only from a listing created (from
+    position ``appended``), coded after the others, as a whole build codes values in the order they first appear."""
     codes = column.codes.copy()
+    vocabulary, more = column.vocabulary, {}
     for position, value in zip(positions.tolist(), values, strict=True):
-        code = -1 if value is None else column.vocabulary.get(value)
-        if code is None:  # a value the index has never held
-            raise _Unpatchable
+        code = -1 if value is None else vocabulary.get(value)
+        if code is None:
+            if position < appended:  # a value the index has never held, in a listing it held
+                raise _Unpatchable
+            code = more.setdefault(value, len(vocabulary) + len(more))
         codes[position] = code
-    if (np.bincount(codes[codes >= 0], minlength=len(column.vocabulary)) == 0).any():
+    if more:
+        vocabulary = Vocabulary([*vocabulary, *more])
+    if (np.bincount(codes[codes >= 0], minlength=len(vocabulary)) == 0).any():
         raise _Unpatchable  # a value no listing holds any more: a whole build would not name it
-    return TextColumn(codes, column.vocabulary)
+    return TextColumn(codes, vocabulary)
 
 
-def _multi(new: ColumnIndex, db: sqlite3.Connection, written: list[int], positions: IntArray) -> None:
+def _multi(new: ColumnIndex, db: sqlite3.Connection, written: list[int], positions: IntArray, appended: int) -> None:
     """The written listings' postings of each array attribute: theirs taken out, what they hold now put in."""
     marks = ", ".join("?" * len(written))
     at = dict(zip(written, positions.tolist(), strict=True))
@@ -157,16 +185,21 @@ def _multi(new: ColumnIndex, db: sqlite3.Connection, written: list[int], positio
                 new.number_postings[attribute.path], positions, numbers.get(attribute.path, [])
             )
         else:
-            new.terms[attribute.path] = _terms(new.terms[attribute.path], positions, terms.get(attribute.path, []))
+            held = terms.get(attribute.path, [])
+            new.terms[attribute.path] = _terms(new.terms[attribute.path], positions, held, appended)
 
 
-def _terms(postings: TermPostings, positions: IntArray, held: list[tuple[str, int]]) -> TermPostings:
+def _terms(postings: TermPostings, positions: IntArray, held: list[tuple[str, int]], appended: int) -> TermPostings:
+    """The postings with these positions' terms; a term no listing held is taken only from a listing created (from
+    position ``appended``), in its place in the sorted vocabulary, as a whole build has it."""
+    unknown = {term for term, _ in held if term not in postings.lookup}
+    if any(position < appended for term, position in held if term in unknown):
+        raise _Unpatchable  # a term no listing held, in a listing the index held
+    if unknown:
+        postings = _with_terms(postings, unknown)
     keep = ~np.isin(postings.owners, positions)
     owners, codes = postings.owners[keep], postings.codes[keep]
-    try:
-        added = sorted((postings.lookup[term], position) for term, position in held)
-    except KeyError:  # a term no listing held
-        raise _Unpatchable from None
+    added = sorted((postings.lookup[term], position) for term, position in held)
     offsets = np.searchsorted(codes, np.arange(len(postings.vocabulary) + 1), side="left")
     at = [int(offsets[code]) + int(np.searchsorted(owners[offsets[code] : offsets[code + 1]], owner))
           for code, owner in added]  # fmt: skip
@@ -189,3 +222,79 @@ def _numbers(postings: NumberPostings, positions: IntArray, held: list[tuple[flo
         np.insert(values, at, np.array([value for value, _ in added], dtype=np.float64)),
         np.insert(owners, at, np.array([owner for _, owner in added], dtype=np.int32)),
     )
+
+
+def _with_terms(postings: TermPostings, terms: set[str]) -> TermPostings:
+    """The postings with these terms in the vocabulary (held by no listing yet), the codes of the others moved."""
+    vocabulary = sorted({*postings.vocabulary, *terms})
+    lookup = {term: code for code, term in enumerate(vocabulary)}
+    moved = np.array([lookup[term] for term in postings.vocabulary], dtype=np.int32)
+    codes = moved[postings.codes] if len(postings.codes) else postings.codes
+    offsets = np.searchsorted(codes, np.arange(len(vocabulary) + 1), side="left").astype(np.int64)
+    return TermPostings(postings.owners, codes, offsets, vocabulary, lookup)
+
+
+def _append(new: ColumnIndex, db: sqlite3.Connection, added: list[int]) -> None:
+    """Room for the listings created (row ids after every held one): their positions at the end, their ids, their
+    words in the text postings; their values are read as any written listing's (no value yet)."""
+    marks = ", ".join("?" * len(added))
+    ids = [r[0] for r in db.execute(f"SELECT listing_id FROM listings WHERE id IN ({marks}) ORDER BY id", added)]
+    size, more = new.size, len(added)
+    new.rowids = np.concatenate([new.rowids, np.array(added, dtype=np.int64)])
+    new.listing_ids = Vocabulary([*new.listing_ids, *ids])
+    new.size = size + more
+
+    def longer(values: np.ndarray[Any, Any], fill: Any) -> np.ndarray[Any, Any]:
+        return np.concatenate([values, np.full(more, fill, dtype=values.dtype)])
+
+    new.province = TextColumn(longer(new.province.codes, -1), new.province.vocabulary)
+    new.lat, new.lng = longer(new.lat, np.nan), longer(new.lng, np.nan)
+    new.featured, new.updated = longer(new.featured, 0), longer(new.updated, b"")
+    new.text = {path: TextColumn(longer(c.codes, -1), c.vocabulary) for path, c in new.text.items()}
+    new.numbers = {path: longer(values, np.nan) for path, values in new.numbers.items()}
+    new.text_digests = np.concatenate([new.text_digests, text_digests(db, new.rowids, added)])
+    new.search_text = _words_appended(new.search_text, db, added, size)
+
+
+def _words_appended(postings: TextPostings, db: sqlite3.Connection, added: list[int], first: int) -> TextPostings:
+    """The text postings with the words of the listings created (positions from ``first``): their text tokenized
+    by a table of their own made as the catalogue's is, weighed and counted as a whole build counts it."""
+    fields = ", ".join(SEARCHABLE_LISTING_FIELDS)
+    marks = ", ".join("?" * len(added))
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.patch_fts USING fts5({fields}, {FTS_OPTIONS})")
+    db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.patch_instances USING fts5vocab(temp, patch_fts, 'instance')")
+    db.execute("DELETE FROM temp.patch_fts")
+    db.execute(
+        f"INSERT INTO temp.patch_fts(rowid, {fields}) SELECT rowid, {fields} FROM listing_fts WHERE rowid IN ({marks})",
+        added,
+    )
+    at = {rowid: first + k for k, rowid in enumerate(added)}
+    found = db.execute(
+        f"SELECT term, doc, sum({WEIGHT_SQL}) FROM temp.patch_instances GROUP BY term, doc ORDER BY term, doc"
+    ).fetchall()
+    lengths = np.concatenate([postings.lengths, np.zeros(len(added))])
+    for doc, length in db.execute(f"SELECT doc, sum({WEIGHT_SQL}) FROM temp.patch_instances GROUP BY doc"):
+        lengths[at[doc]] = length
+    db.execute("DELETE FROM temp.patch_fts")
+    words = sorted({*postings.words, *(term for term, _, _ in found)})
+    index_of = {word: k for k, word in enumerate(words)}
+    held = np.diff(postings.offsets)
+    old_word = np.array([index_of[word] for word in postings.words], dtype=np.int64)
+    new_word = np.array([index_of[term] for term, _, _ in found], dtype=np.int64)
+    before = np.zeros(len(words), dtype=np.int64)
+    before[old_word] = held
+    per_word = before + np.bincount(new_word, minlength=len(words))
+    offsets = np.concatenate([[0], np.cumsum(per_word)]).astype(np.int64)
+    owners = np.empty(int(offsets[-1]), dtype=np.int32)
+    counts = np.empty(int(offsets[-1]), dtype=np.float32)
+    # A word's postings are its held listings', then the created ones' (whose positions come after).
+    entry_word = np.repeat(old_word, held)
+    rank = np.arange(len(postings.owners)) - np.repeat(postings.offsets[:-1], held)
+    owners[offsets[entry_word] + rank] = postings.owners
+    counts[offsets[entry_word] + rank] = postings.counts
+    new_rank = np.arange(len(new_word)) - np.searchsorted(new_word, new_word, side="left")
+    places = offsets[new_word] + before[new_word] + new_rank
+    owners[places] = [at[doc] for _, doc, _ in found]
+    counts[places] = [count for _, _, count in found]
+    average = float(lengths.mean()) if len(lengths) and lengths.any() else 1.0
+    return TextPostings(words, offsets, owners, counts, lengths, average)

@@ -121,6 +121,16 @@ TEXT_B = 0.75
 """BM25's term-frequency saturation and length normalisation, the values FTS5's own bm25() uses."""
 
 
+WEIGHT_SQL = (
+    "CASE col "
+    + " ".join(
+        f"WHEN '{name}' THEN {w}" for name, w in zip(SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS, strict=True)
+    )
+    + " ELSE 0 END"
+)
+"""A word instance's weight by the field it is in (an fts5vocab ``instance`` row's ``col``)."""
+
+
 @dataclass
 class TextPostings:
     """Per indexed word, the listings holding it with a field-weighted count, read from FTS5's own index.
@@ -139,14 +149,7 @@ class TextPostings:
 
     @classmethod
     def build(cls, db: sqlite3.Connection, rowids: IntArray) -> TextPostings:
-        weight = (
-            "CASE col "
-            + " ".join(
-                f"WHEN '{name}' THEN {w}"
-                for name, w in zip(SEARCHABLE_LISTING_FIELDS, SEARCHABLE_LISTING_WEIGHTS, strict=True)
-            )
-            + " ELSE 0 END"
-        )
+        weight = WEIGHT_SQL
         # Grouping millions of word instances sorts them: on disk, not in this process's memory. (Changing where
         # temporary data lives empties the temp schema, so this comes first; in a transaction, whoever began it set
         # it, as it cannot be changed there.)

@@ -162,3 +162,8 @@ def searchable_text(record: dict[str, Any], attributes: Sequence[str]) -> list[s
         else:
             columns.append(str(value))
     return columns
+
+
+FTS_OPTIONS = "tokenize='unicode61 remove_diacritics 2', prefix='2 3'"
+"""How FTS5 splits and indexes the listings' and profiles' text (a table made to tokenize some of it the same way
+takes these too)."""

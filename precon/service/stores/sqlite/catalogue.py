@@ -27,7 +27,7 @@ from precon.service.search.columns import ColumnIndex, FloatArray, Mask
 from precon.service.search.plans import PLAN_SCHEMA, PLAN_TABLES, PlanIndex
 from precon.service.search.shared import GenerationSignal, SharedIndexes
 from precon.service.search.sql_filter import FILTER_KEYS
-from precon.service.search.text import TypoIndex
+from precon.service.search.text import FTS_OPTIONS, TypoIndex
 from precon.service.sqlite_files import Connections
 from precon.service.stores.records import PerGeneration, decode_document
 from precon.service.stores.types import CatalogueChange
@@ -85,7 +85,7 @@ CREATE TABLE IF NOT EXISTS labels(
   attr TEXT NOT NULL, term TEXT NOT NULL, label TEXT NOT NULL, PRIMARY KEY(attr, term)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS listing_attributes(name TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS listing_fts USING fts5(
-  {listing_fts}, tokenize='unicode61 remove_diacritics 2', prefix='2 3');
+  {listing_fts}, {FTS_OPTIONS});
 CREATE VIRTUAL TABLE IF NOT EXISTS listing_vocab USING fts5vocab(listing_fts, 'row');
 CREATE VIRTUAL TABLE IF NOT EXISTS listing_geo USING rtree(id, min_lat, max_lat, min_lng, max_lng);
 CREATE TABLE IF NOT EXISTS listing_history(
@@ -123,7 +123,7 @@ CREATE TABLE IF NOT EXISTS profile_provinces(
   PRIMARY KEY(province, profile)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS profile_provinces_by_profile ON profile_provinces(profile);
 CREATE VIRTUAL TABLE IF NOT EXISTS profile_fts USING fts5(
-  {profile_fts}, tokenize='unicode61 remove_diacritics 2', prefix='2 3');
+  {profile_fts}, {FTS_OPTIONS});
 CREATE VIRTUAL TABLE IF NOT EXISTS profile_vocab USING fts5vocab(profile_fts, 'row');
 CREATE TABLE IF NOT EXISTS plan_ids(
   plan_id TEXT NOT NULL, listing INTEGER NOT NULL, PRIMARY KEY(plan_id, listing)) WITHOUT ROWID;
