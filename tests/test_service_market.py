@@ -397,6 +397,8 @@ def test_a_unit_filter_of_any_shape_matches_the_oracle(api: Api, window: Window)
     assert_matches_oracle(api, window, interval="quarter", groupBy="cityOrDistrict",
                           unitFilter="NOT units.status:Sold OR squareFeet >= 900")  # fmt: skip
     assert_matches_oracle(api, window, interval="quarter", unitFilter="units.floor >= 10 AND units.status:Available")
+    assert_matches_oracle(api, window, interval="quarter", province="on", key=KEY_ONTARIO, groupBy="neighbourhood",
+                          unitFilter="numberOfBathrooms >= 2")  # fmt: skip
     assert_matches_oracle(api, window, interval="quarter", groupBy="floorPlans.numberOfBedrooms",
                           unitFilter="units.price < 800000", filterQuery='sellingStatus:"Selling Now"')  # fmt: skip
 
