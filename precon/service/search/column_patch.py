@@ -104,7 +104,10 @@ def _patch(
         positions = new.positions_of_rowids(np.array(written, dtype=np.int64))
         _scalars(new, db, written, positions, index.size)
         _multi(new, db, written, positions, index.size)
-    new.labels = {(a, t): label for a, t, label in db.execute("SELECT attr, term, label FROM labels")}
+    # A write only adds labels (a value's display form, kept once): as many as held, the same ones.
+    (labels,) = db.execute("SELECT count(*) FROM labels").fetchone()
+    if labels != len(index.labels):
+        new.labels = {(a, t): label for a, t, label in db.execute("SELECT attr, term, label FROM labels")}
     return new
 
 
