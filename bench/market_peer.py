@@ -41,6 +41,7 @@ from typing import Any
 
 import duckdb
 import httpx
+import numpy as np
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -146,6 +147,10 @@ def timed(ours: Ours, con: duckdb.DuckDBPyConnection, asked: list[Question], rou
         "by_question_ms": {
             name: {side: percentiles(values) for side, values in held.items()} for name, held in samples.items()
         },
+        "ratio_p95_by_question": {
+            name: round(float(np.percentile(held["duckdb"], 95)) / float(np.percentile(held["ours"], 95)), 2)
+            for name, held in samples.items()
+        },
     }
 
 
@@ -168,7 +173,7 @@ def report(figures: JsonDict) -> list[str]:
         ours, theirs = held["ours"], held["duckdb"]
         lines.append(
             f"  {name:24} ours p50 {ours['p50']:8} p95 {ours['p95']:8}   DuckDB p50 {theirs['p50']:8} "
-            f"p95 {theirs['p95']:8}"
+            f"p95 {theirs['p95']:8}   ratio {speed['ratio_p95_by_question'][name]}"
         )
     ours, theirs = speed["latency_ms"]["ours"], speed["latency_ms"]["duckdb"]
     lines.append(f"  {'all questions':24} ours p50 {ours['p50']:8} p95 {ours['p95']:8}   DuckDB p50 {theirs['p50']:8} "
