@@ -126,3 +126,9 @@ def test_the_deleted_listing_and_the_unit_first_seen_sold_are_counted_as_the_ser
                                   "WHERE l.deleted AND u.gone_ms IS NOT NULL").fetchone()  # fmt: skip
     (added,) = peer.con.execute("SELECT count(*) FROM units WHERE unit_key = '9999' AND born_ms IS NOT NULL").fetchone()
     assert deleted > 0 and added == 1
+
+
+def test_duckdb_s_median_is_the_mean_of_the_middle_two_as_ours_is(peer: Peer) -> None:
+    """docs/api.md: an even count's median is the mean of its middle two; DuckDB's ``median`` of doubles is that."""
+    (found,) = peer.con.execute("SELECT median(x) FROM (VALUES (1.0::DOUBLE), (2.0), (4.0), (10.0)) t(x)").fetchone()
+    assert found == 3.0
