@@ -12,7 +12,7 @@ API_PORT ?= 8000
 WORKERS ?= 4
 PYTEST_PARALLEL = -n $(WORKERS) --dist loadgroup
 
-.PHONY: run serve test check lint bench bench-mirror bench-soak bench-dashboard bench-map bench-peers bench-cluster bench-history lock install clean
+.PHONY: run serve test check lint bench bench-mirror bench-soak bench-dashboard bench-map bench-peers bench-cluster bench-history bench-market-peer lock install clean
 
 install: $(STAMP)
 
@@ -79,6 +79,11 @@ bench-history: $(STAMP)
 # interleaved: throughput ratio and totals agreement per class, at 50,000 listings (LISTINGS=5000 for a quick run).
 bench-peers: $(STAMP)
 	$(BIN)/python bench/peers.py $(if $(LISTINGS),--listings $(LISTINGS))
+
+# market_stats against DuckDB (its unit states per month precomputed in SQL, bench/market_sql.py) on one catalogue with
+# two years of history: every figure compared, both timed interleaved, at 2,500 listings (LISTINGS=50000 for more).
+bench-market-peer: $(STAMP)
+	$(BIN)/python bench/market_peer.py $(if $(LISTINGS),--listings $(LISTINGS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
 # PostgreSQL, Redis, HAProxy (deploy/haproxy.cfg) and 3 replicas on loopback (Debian's postgresql, redis-server and
 # haproxy): throughput with 1, 2 and 3 replicas, one replica against a single node, the write-to-read lag under
