@@ -14,7 +14,6 @@ from precon import filters
 from precon.service.stores.loading import batched
 from precon.service.stores.market_stats import MarketGroup
 from precon.service.stores.simulation import day_time, simulate
-from precon.service.stores.sqlite import market_columns, market_units
 from precon.service.stores.sqlite.store import SQLiteStore
 from tests.catalogues import generated_catalogue
 
@@ -41,21 +40,28 @@ def answers(store: SQLiteStore) -> list[dict[str, object]]:
     return store.market_stats(EDGES, groups)
 
 
+def counting_builds(monkeypatch: pytest.MonkeyPatch, held: str, *stores: SQLiteStore) -> list[int]:
+    """Each build of the stores' value ``held`` (``_market``, ``_ledger``), counted."""
+    built: list[int] = []
+    for store in stores:
+        value = getattr(store, held)
+        monkeypatch.setattr(value, "build", lambda db, build=value.build: built.append(1) or build(db))
+    return built
+
+
 def test_one_process_builds_them_and_the_others_map_them(
     original: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "c.sqlite3"
     shutil.copy(original, path)
-    built = []
-    build = market_columns.build_market_columns
-    monkeypatch.setattr(market_columns, "build_market_columns", lambda db: built.append(1) or build(db))
     first, second = SQLiteStore(path, shared_indexes=True), SQLiteStore(path, shared_indexes=True)
     alone = SQLiteStore(path)
+    built = counting_builds(monkeypatch, "_market", first, second, alone)
     try:
         first.warm()
         second.warm()
         assert len(built) == 1
-        held = second._market_held
+        held = second._market.held
         assert held is not None and held[1].grid is not None and not held[1].grid.counts.flags.writeable
         assert answers(first) == answers(second) == answers(alone) and len(built) == 2
         listing = alone.listing_ids()[0]
@@ -76,18 +82,16 @@ def test_the_unit_ledger_of_a_unit_filter_is_built_once_and_mapped_by_the_others
     others, the same figures as a store alone; the market columns' files are left where they are."""
     path = tmp_path / "c.sqlite3"
     shutil.copy(original, path)
-    built = []
-    build = market_units.build_unit_ledger
-    monkeypatch.setattr(market_units, "build_unit_ledger", lambda db: built.append(1) or build(db))
     first, second = SQLiteStore(path, shared_indexes=True), SQLiteStore(path, shared_indexes=True)
     alone = SQLiteStore(path)
+    built = counting_builds(monkeypatch, "_ledger", first, second, alone)
     chosen = filters.parse("numberOfBedrooms = 2 AND units.price < 900000")
     try:
         ids = tuple(alone.listing_ids())
         asked = (EDGES, [MarketGroup(None, ids)], True, None, chosen)
         found = first.market_stats(*asked)
         assert second.market_stats(*asked) == found == alone.market_stats(*asked) and len(built) == 2
-        held = second._ledger_held
+        held = second._ledger.held
         assert held is not None and not held[1].unit_price.flags.writeable
         assert first.market_stats(EDGES, [MarketGroup(None, ids)]) != found
         kinds = sorted(p.name.split("-")[0] for p in path.with_name("c.sqlite3.index").iterdir() if p.is_dir())

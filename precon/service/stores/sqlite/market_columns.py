@@ -13,7 +13,6 @@ import itertools
 import math
 import operator
 import sqlite3
-import threading
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -25,7 +24,6 @@ import numpy as np
 import orjson
 
 from precon.service.collector import collector_paused
-from precon.service.search.shared import release_free_memory
 from precon.service.stores import market_grid, market_stats
 from precon.service.stores.history import _keyed
 from precon.service.stores.market_grid import Placed, UnitStates, grid_of, month_times, place_units
@@ -50,6 +48,7 @@ from precon.service.stores.market_stats import (
 )
 from precon.service.stores.records import decode_document
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
+from precon.service.stores.sqlite.generation_held import GenerationHeld
 
 SELLING_NOW = "Selling Now"
 MARKET_VERSION = hashlib.blake2b(
@@ -425,45 +424,12 @@ def build_market_columns(db: sqlite3.Connection) -> MarketColumns:
 class SQLiteMarket(SQLiteCatalogueBase):
     """``market_stats`` of the SQLite store: its columns, kept per generation."""
 
-    _market_lock: threading.Lock
-    _market_held: tuple[int, MarketColumns] | None
+    _market: GenerationHeld[MarketColumns]
 
     def market_columns(self) -> MarketColumns:
         """The market columns as of this generation (built once, by one thread, the others waiting; where indexes
         are shared between processes, by one process, the others mapping what it wrote)."""
-        generation = self.generation()
-        with self._market_lock:
-            held = self._market_held
-            if held is not None and held[0] == generation:
-                return held[1]
-            self._market_held = held = None  # the generation before is let go before the next is built
-            if self._shared is None:
-                columns = self._built()[1]
-                release_free_memory()  # what the build held, handed back (glibc would keep it for the process)
-            else:
-                columns = self._shared_market()
-            self._market_held = (generation, columns)
-            return columns
-
-    def _built(self) -> tuple[int, MarketColumns]:
-        with self._reading() as db:
-            return self._read_generation(), build_market_columns(db)
-
-    def _shared_market(self) -> MarketColumns:
-        """The market columns as one process built them, mapped from the files it wrote (see
-        :class:`~precon.service.search.shared.SharedIndexes`): the processes serving one data directory build and
-        hold one copy."""
-        assert self._shared is not None
-
-        def key(generation: int) -> str:
-            return f"{MARKET_VERSION}-{self._index_key(generation)}"
-
-        def build() -> tuple[str, MarketColumns]:
-            generation, columns = self._built()
-            return key(generation), columns
-
-        columns: MarketColumns = self._shared.get("market", lambda: key(self.generation()), build)
-        return columns
+        return self._market.get(self)
 
     def market_stats(
         self,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import math
 import sqlite3
-import threading
 from array import array
 from collections import defaultdict
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from precon.service.stores.history import _keyed
 from precon.service.stores.market_stats import ALWAYS, CUT, INCREASE, NEVER, SOLD_EVENT, MarketGroup
 from precon.service.stores.market_units import UnitLedger, unit_filtered_series
 from precon.service.stores.records import decode_document
+from precon.service.stores.sqlite.generation_held import GenerationHeld
 from precon.service.stores.sqlite.market_columns import (
     DOCUMENTS,
     ENTRIES,
@@ -241,36 +241,11 @@ class SQLiteMarketUnits(SQLiteMarket):
     """``market_stats`` of the SQLite store, with its unit ledger for a ``unitFilter``, kept per generation (built by
     one thread; where indexes are shared between processes, by one process, the others mapping what it wrote)."""
 
-    _ledger_lock: threading.Lock
-    _ledger_held: tuple[int, UnitLedger] | None
+    _ledger: GenerationHeld[UnitLedger]
 
     def unit_ledger(self) -> UnitLedger:
-        generation = self.generation()
-        with self._ledger_lock:
-            held = self._ledger_held
-            if held is not None and held[0] == generation:
-                return held[1]
-            self._ledger_held = None  # the generation before is let go before the next is built
-            ledger = self._built_ledger()[1] if self._shared is None else self._shared_ledger()
-            self._ledger_held = (generation, ledger)
-            return ledger
-
-    def _built_ledger(self) -> tuple[int, UnitLedger]:
-        with self._reading() as db:
-            return self._read_generation(), build_unit_ledger(db)
-
-    def _shared_ledger(self) -> UnitLedger:
-        assert self._shared is not None
-
-        def key(generation: int) -> str:
-            return f"{LEDGER_VERSION}-{self._index_key(generation)}"
-
-        def build() -> tuple[str, UnitLedger]:
-            generation, ledger = self._built_ledger()
-            return key(generation), ledger
-
-        ledger: UnitLedger = self._shared.get("ledger", lambda: key(self.generation()), build)
-        return ledger
+        """The unit ledger as of this generation."""
+        return self._ledger.get(self)
 
     def market_stats(
         self,

@@ -40,7 +40,9 @@ from precon.service.stores.sqlite.catalogue import (
     _schema,
 )
 from precon.service.stores.sqlite.changes import SQLiteChanges
-from precon.service.stores.sqlite.market_units import SQLiteMarketUnits
+from precon.service.stores.sqlite.generation_held import GenerationHeld
+from precon.service.stores.sqlite.market_columns import MARKET_VERSION, build_market_columns
+from precon.service.stores.sqlite.market_units import LEDGER_VERSION, SQLiteMarketUnits, build_unit_ledger
 from precon.service.stores.sqlite.writes import SQLiteWrites
 from precon.service.stores.types import (
     MAX_FACET_VALUES,
@@ -105,12 +107,10 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarketUnits):
         self._positions_lock = threading.Lock()
         self._positions = None
         """Each history listing's position in the column index (see :mod:`.changes`)."""
-        self._market_lock = threading.Lock()
-        self._market_held = None
-        """The market columns and the generation they are of (see :mod:`.market_columns`)."""
-        self._ledger_lock = threading.Lock()
-        self._ledger_held = None
-        """The unit ledger and the generation it is of, once a request named a unitFilter (see :mod:`.market_units`)."""
+        self._market = GenerationHeld("market", MARKET_VERSION, build_market_columns)
+        """The market columns (see :mod:`.market_columns`)."""
+        self._ledger = GenerationHeld("ledger", LEDGER_VERSION, build_unit_ledger)
+        """The unit ledger, once a request named a unitFilter (see :mod:`.market_units`)."""
         self._atomic = threading.local()
         """``pending``: the changes of this thread's :meth:`atomic` block, heard of after its commit."""
         self._recording = True
@@ -141,7 +141,7 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarketUnits):
         processes, the market columns too, the first time: built once, by the process that warms the data directory
         before the workers start, and mapped by each worker (not built on a user's first ``market_stats``)."""
         super().warm(now)
-        if self._shared is not None and self._market_held is None:
+        if self._shared is not None and self._market.held is None:
             self.market_columns()
 
     @staticmethod
