@@ -355,6 +355,31 @@ class UnitColumns:
         return (values >= low) & (values <= high)
 
 
+Leaf = Match | Compare | Range
+"""One test of one field: what :func:`combined` combines."""
+
+
+def combined(expr: Expr, leaf: Callable[[Leaf], Mask]) -> Mask:
+    """``expr``'s mask from its tests' (``leaf``): AND, OR and NOT over them, ``a != v`` as NOT ``a = v`` (as the
+    evaluator defines it)."""
+    if isinstance(expr, And | Or):
+        combine: Callable[[Mask, Mask], Mask] = np.logical_and if isinstance(expr, And) else np.logical_or
+        result = combined(expr.items[0], leaf)
+        for item in expr.items[1:]:
+            result = combine(result, combined(item, leaf))
+        return result
+    if isinstance(expr, Not):
+        return ~combined(expr.expr, leaf)
+    if isinstance(expr, Compare) and expr.op == "!=":
+        return ~combined(Compare(expr.attr, "=", expr.value), leaf)
+    return leaf(expr)
+
+
+def unit_or_plan(expr: Leaf, units: UnitColumns, plan_test: Callable[[Leaf], Mask]) -> Mask:
+    """Per row of ``units``, one test: of its unit's field (``units.*``), else of its plan's (``plan_test``)."""
+    return units.matching(expr) if expr.attr.startswith(UNIT_PREFIX) else plan_test(expr)
+
+
 class PlanMatch(NamedTuple):
     """What a unit filter found in one listing: the indexes (among :func:`floor_plans`) of the plans it holds for,
     how many of their units it holds for (where it names units), and how many plans the listing has."""
@@ -539,31 +564,13 @@ class PlanIndex:
 
     def _rows(self, expr: Expr, units: UnitColumns) -> Mask:
         """Per row of ``units`` (a unit with its plan), whether ``expr`` holds for it."""
-        if isinstance(expr, And | Or):
-            combine: Callable[[Mask, Mask], Mask] = np.logical_and if isinstance(expr, And) else np.logical_or
-            result = self._rows(expr.items[0], units)
-            for item in expr.items[1:]:
-                result = combine(result, self._rows(item, units))
-            return result
-        if isinstance(expr, Not):
-            return ~self._rows(expr.expr, units)
-        if isinstance(expr, Compare) and expr.op == "!=":
-            return ~self._rows(Compare(expr.attr, "=", expr.value), units)
-        if expr.attr.startswith(UNIT_PREFIX):
-            return units.matching(expr)
-        return self._plans(expr)[units.plan]
+        return combined(expr, lambda leaf: unit_or_plan(leaf, units, lambda test: self._plans(test)[units.plan]))
 
     def _plans(self, expr: Expr) -> Mask:
-        if isinstance(expr, And | Or):
-            combine: Callable[[Mask, Mask], Mask] = np.logical_and if isinstance(expr, And) else np.logical_or
-            result = self._plans(expr.items[0])
-            for item in expr.items[1:]:
-                result = combine(result, self._plans(item))
-            return result
-        if isinstance(expr, Not):
-            return ~self._plans(expr.expr)
-        if isinstance(expr, Compare) and expr.op == "!=":
-            return ~self._plans(Compare(expr.attr, "=", expr.value))
+        return combined(expr, self._plan_test)
+
+    def _plan_test(self, expr: Leaf) -> Mask:
+        """Per plan, whether it meets one test of a field of its own."""
         columns = self.fields[PLAN_FIELDS[field_code(expr.attr)]]
         result = self.none()
         if isinstance(expr, Match):

@@ -90,6 +90,17 @@ def empty_float() -> FloatArray:
     return np.empty(0, np.float64)
 
 
+def listing_codes(
+    known: dict[str, int], where: list[str | None], listing_ids: Sequence[str], provinces: frozenset[str] | None
+) -> IntArray:
+    """The codes ``known`` gives those of ``listing_ids`` it holds (whose province, ``where[code]``, is one of
+    ``provinces``, when given), each once, ascending."""
+    codes = [code for code in map(known.get, listing_ids) if code is not None]
+    if provinces is not None:
+        codes = [code for code in codes if where[code] in provinces]
+    return np.unique(np.array(codes, dtype=np.int64))
+
+
 @dataclass
 class MarketColumns:
     """What the figures of a catalogue's generation are computed from: its units' states on a grid of times (of its
@@ -119,11 +130,7 @@ class MarketColumns:
 
     def codes(self, listing_ids: Sequence[str], provinces: frozenset[str] | None = None) -> IntArray:
         """The codes of those of ``listing_ids`` that the columns know (in ``provinces``, when given), each once."""
-        known, where = self.listing_codes, self.listing_provinces
-        codes = [code for code in map(known.get, listing_ids) if code is not None]
-        if provinces is not None:
-            codes = [code for code in codes if where[code] in provinces]
-        return np.unique(np.array(codes, dtype=np.int64))
+        return listing_codes(self.listing_codes, self.listing_provinces, listing_ids, provinces)
 
     def parts(self, listings: IntArray, plan: tuple[str, str] | None) -> IntArray:
         """The parts of these listings (ascending): all, or those holding ``plan``'s (attribute, key)."""

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from precon.filters import UNIT_PREFIX, And, Compare, Expr, Not, Or, compile_predicate
 from precon.service.search.arrays import ranges
-from precon.service.search.plans import UnitColumns, status_reading
+from precon.service.search.plans import Leaf, UnitColumns, combined, status_reading, unit_or_plan
 from precon.service.stores.market_stats import (
     AVAILABLE,
     CUT,
@@ -37,6 +37,7 @@ from precon.service.stores.market_stats import (
     MarketGroup,
     counted_rows,
     group_key,
+    listing_codes,
     plan_keys,
     state_figures,
 )
@@ -57,6 +58,8 @@ class UnitLedger:
     each listing's plans, units and counted entries are a range."""
 
     listing_ids: list[str] = field(default_factory=list)
+    listing_codes: dict[str, int] = field(default_factory=dict)
+    """Each listing's code (its position in ``listing_ids``)."""
     listing_provinces: list[str | None] = field(default_factory=list)
     plan_first: IntArray = field(default_factory=_empty_int)
     unit_first: IntArray = field(default_factory=_empty_int)
@@ -98,11 +101,8 @@ class UnitLedger:
     """Its price just before the entry, as a filter reads it."""
 
     def codes(self, listing_ids: Sequence[str], provinces: frozenset[str] | None) -> IntArray:
-        known = {listing: code for code, listing in enumerate(self.listing_ids)}
-        codes = [code for code in map(known.get, listing_ids) if code is not None]
-        if provinces is not None:
-            codes = [code for code in codes if self.listing_provinces[code] in provinces]
-        return np.unique(np.array(codes, dtype=np.int64))
+        """The codes of those of ``listing_ids`` the ledger holds (in ``provinces``, when given), each once."""
+        return listing_codes(self.listing_codes, self.listing_provinces, listing_ids, provinces)
 
     @property
     def plans(self) -> int:
@@ -163,22 +163,11 @@ class UnitChooser:
     def holds(self, plans: IntArray, units: UnitColumns) -> Mask:
         """Per row (a unit of a plan, in a state), whether the filter holds: the plan conditions on its plan, the
         ``units.*`` tests on its state. A unit of no plan meets nothing."""
-        return self._holds(self.expr, plans, units) & (plans >= 0)
 
-    def _holds(self, expr: Expr, plans: IntArray, units: UnitColumns) -> Mask:
-        if isinstance(expr, And | Or):
-            combine = np.logical_and if isinstance(expr, And) else np.logical_or
-            result = self._holds(expr.items[0], plans, units)
-            for item in expr.items[1:]:
-                result = combine(result, self._holds(item, plans, units))
-            return result
-        if isinstance(expr, Not):
-            return ~self._holds(expr.expr, plans, units)
-        if isinstance(expr, Compare) and expr.op == "!=":
-            return ~self._holds(Compare(expr.attr, "=", expr.value), plans, units)
-        if expr.attr.startswith(UNIT_PREFIX):
-            return units.matching(expr)
-        return self.leaf(expr, plans)
+        def on_plans(test: Leaf) -> Mask:
+            return self.leaf(test, plans)
+
+        return combined(self.expr, lambda leaf: unit_or_plan(leaf, units, on_plans)) & (plans >= 0)
 
     def plans_may_meet(self, plans: IntArray) -> Mask:
         """Per plan, whether it meets the plan conditions for some state of a unit (a ``units.*`` test unknown):

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from precon.filters import Expr
 from precon.service.collector import collector_paused
 from precon.service.stores import market_grid, market_stats
 from precon.service.stores.history import _keyed
@@ -46,6 +47,7 @@ from precon.service.stores.market_stats import (
     market_series,
     plan_keys,
 )
+from precon.service.stores.market_units import UnitLedger, unit_filtered_series
 from precon.service.stores.records import decode_document
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
 from precon.service.stores.sqlite.generation_held import GenerationHeld
@@ -401,35 +403,50 @@ def by_listing(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[str, list[tupl
         yield str(listing), list(held)
 
 
-def build_market_columns(db: sqlite3.Connection) -> MarketColumns:
-    """The catalogue's market columns, read in the caller's read transaction: the documents and the entries both in
-    the order of their listings, so that one listing's entries are held at a time."""
-    builder = _Builder(_History())
+def documents_with_entries(
+    db: sqlite3.Connection,
+) -> Iterator[tuple[str, str | None, dict[str, Any], bool, list[tuple[Any, ...]]]]:
+    """Every listing's document (stored, or deleted as it last was) with its history entries (:data:`ENTRIES`): both
+    read in the order of their listings in the caller's read transaction, so that one listing's entries are held at a
+    time; each document decoded, walked by the caller and dropped, with the collector paused (it would walk them
+    again)."""
     entries = by_listing(db.execute(ENTRIES))
     pending = next(entries, None)
     documents = db.execute(DOCUMENTS)
     while rows := documents.fetchmany(1024):
-        with collector_paused():  # each document decoded, walked and dropped: the collector walked them again
+        with collector_paused():
             for listing, province, blob, deleted in rows:
                 listing_id = str(listing)
                 while pending is not None and pending[0] < listing_id:  # entries of a listing with no document
                     pending = next(entries, None)
                 held = pending[1] if pending is not None and pending[0] == listing_id else []
-                builder.history = _History().read(held)
-                builder.add(listing_id, province, decode_document(blob), bool(deleted))
+                yield listing_id, province, decode_document(blob), bool(deleted), held
+
+
+def build_market_columns(db: sqlite3.Connection) -> MarketColumns:
+    """The catalogue's market columns, read in the caller's read transaction."""
+    builder = _Builder(_History())
+    for listing_id, province, doc, deleted, entries in documents_with_entries(db):
+        builder.history = _History().read(entries)
+        builder.add(listing_id, province, doc, deleted)
     builder.history = _History()
     return builder.columns()
 
 
 class SQLiteMarket(SQLiteCatalogueBase):
-    """``market_stats`` of the SQLite store: its columns, kept per generation."""
+    """``market_stats`` of the SQLite store: its columns, and its unit ledger for a ``unitFilter``, each kept per
+    generation (:mod:`.generation_held`; the ledger built the first time a request names a ``unitFilter``)."""
 
     _market: GenerationHeld[MarketColumns]
+    _ledger: GenerationHeld[UnitLedger]
 
     def market_columns(self) -> MarketColumns:
-        """The market columns as of this generation (built once, by one thread, the others waiting; where indexes
-        are shared between processes, by one process, the others mapping what it wrote)."""
+        """The market columns as of this generation."""
         return self._market.get(self)
+
+    def unit_ledger(self) -> UnitLedger:
+        """The unit ledger as of this generation (:mod:`.market_units`)."""
+        return self._ledger.get(self)
 
     def market_stats(
         self,
@@ -437,6 +454,11 @@ class SQLiteMarket(SQLiteCatalogueBase):
         groups: list[MarketGroup],
         units: bool = True,
         provinces: frozenset[str] | None = None,
+        unit_filter: Expr | None = None,
     ) -> list[dict[str, Any]]:
-        """Each group's points over the intervals between ``boundaries`` (see :mod:`..market_stats`)."""
-        return market_series(self.market_columns(), boundaries, groups, units, provinces)
+        """Each group's points over the intervals between ``boundaries`` (see :mod:`..market_stats`); with
+        ``unit_filter``, its unit figures over the units it chooses (:mod:`..market_units`)."""
+        if unit_filter is None or not units:
+            return market_series(self.market_columns(), boundaries, groups, units, provinces)
+        return unit_filtered_series(self.market_columns(), self.unit_ledger(), boundaries, groups, unit_filter,
+                                    provinces)  # fmt: skip

@@ -15,28 +15,21 @@ import math
 import sqlite3
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
-from precon.filters import Expr
 from precon.filters.plans import number_of
-from precon.service.collector import collector_paused
 from precon.service.search.plans import PLAN_FIELDS
 from precon.service.stores import market_units
 from precon.service.stores.history import _keyed
-from precon.service.stores.market_stats import ALWAYS, CUT, INCREASE, NEVER, SOLD_EVENT, MarketGroup
-from precon.service.stores.market_units import UnitLedger, unit_filtered_series
-from precon.service.stores.records import decode_document
-from precon.service.stores.sqlite.generation_held import GenerationHeld
+from precon.service.stores.market_stats import ALWAYS, CUT, INCREASE, NEVER, SOLD_EVENT
+from precon.service.stores.market_units import UnitLedger
+from precon.service.stores.sqlite import market_columns
 from precon.service.stores.sqlite.market_columns import (
-    DOCUMENTS,
-    ENTRIES,
-    SQLiteMarket,
-    by_listing,
+    documents_with_entries,
     json_value,
     loose_number,
     milliseconds,
@@ -47,7 +40,9 @@ PLAN_KEPT = (*PLAN_FIELDS, "planCategory")
 """A plan's fields a unit filter or a group tests: what the ledger keeps of it."""
 SOLD = "Sold"
 LEDGER_VERSION = hashlib.blake2b(
-    Path(market_units.__file__ or "").read_bytes() + Path(__file__).read_bytes(), digest_size=6
+    b"".join(Path(module.__file__ or "").read_bytes() for module in (market_units, market_columns))
+    + Path(__file__).read_bytes(),
+    digest_size=6,
 ).hexdigest()
 """Names ledgers written to be shared by this code: those other code wrote are built again."""
 
@@ -118,6 +113,7 @@ class _LedgerBuilder:
         return self.statuses.setdefault(value, len(self.statuses))
 
     def add(self, listing: str, province: str | None, doc: dict[str, Any], deleted: bool, told: _Listing) -> None:
+        self.ledger.listing_codes[listing] = len(self.ledger.listing_ids)
         self.ledger.listing_ids.append(listing)
         self.ledger.listing_provinces.append(province)
         self.gone.append(told.deleted if deleted and told.deleted is not None else NEVER)
@@ -215,49 +211,9 @@ class _LedgerBuilder:
         return ledger
 
 
-def _entries_by_listing(db: sqlite3.Connection) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
-    return by_listing(db.execute(ENTRIES))
-
-
 def build_unit_ledger(db: sqlite3.Connection) -> UnitLedger:
-    """The catalogue's unit ledger, read in the caller's read transaction: documents and entries both in the order of
-    their listings, one listing's entries held at a time."""
+    """The catalogue's unit ledger, read in the caller's read transaction."""
     builder = _LedgerBuilder()
-    entries = _entries_by_listing(db)
-    pending = next(entries, None)
-    documents = db.execute(DOCUMENTS)
-    while rows := documents.fetchmany(1024):
-        with collector_paused():
-            for listing, province, blob, deleted in rows:
-                listing_id = str(listing)
-                while pending is not None and pending[0] < listing_id:  # entries of a listing with no document
-                    pending = next(entries, None)
-                held = pending[1] if pending is not None and pending[0] == listing_id else []
-                builder.add(listing_id, province, decode_document(blob), bool(deleted), _Listing(held))
+    for listing_id, province, doc, deleted, entries in documents_with_entries(db):
+        builder.add(listing_id, province, doc, deleted, _Listing(entries))
     return builder.built()
-
-
-class SQLiteMarketUnits(SQLiteMarket):
-    """``market_stats`` of the SQLite store, with its unit ledger for a ``unitFilter``, kept per generation (built by
-    one thread; where indexes are shared between processes, by one process, the others mapping what it wrote)."""
-
-    _ledger: GenerationHeld[UnitLedger]
-
-    def unit_ledger(self) -> UnitLedger:
-        """The unit ledger as of this generation."""
-        return self._ledger.get(self)
-
-    def market_stats(
-        self,
-        boundaries: list[int],
-        groups: list[MarketGroup],
-        units: bool = True,
-        provinces: frozenset[str] | None = None,
-        unit_filter: Expr | None = None,
-    ) -> list[dict[str, Any]]:
-        """Each group's points over the intervals between ``boundaries``; with ``unit_filter``, its unit figures over
-        the units it chooses (:mod:`..market_units`)."""
-        if unit_filter is None or not units:
-            return super().market_stats(boundaries, groups, units, provinces)
-        columns = self.market_columns()
-        return unit_filtered_series(columns, self.unit_ledger(), boundaries, groups, unit_filter, provinces)

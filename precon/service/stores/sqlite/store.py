@@ -41,8 +41,8 @@ from precon.service.stores.sqlite.catalogue import (
 )
 from precon.service.stores.sqlite.changes import SQLiteChanges
 from precon.service.stores.sqlite.generation_held import GenerationHeld
-from precon.service.stores.sqlite.market_columns import MARKET_VERSION, build_market_columns
-from precon.service.stores.sqlite.market_units import LEDGER_VERSION, SQLiteMarketUnits, build_unit_ledger
+from precon.service.stores.sqlite.market_columns import MARKET_VERSION, SQLiteMarket, build_market_columns
+from precon.service.stores.sqlite.market_units import LEDGER_VERSION, build_unit_ledger
 from precon.service.stores.sqlite.writes import SQLiteWrites
 from precon.service.stores.types import (
     MAX_FACET_VALUES,
@@ -71,7 +71,7 @@ __all__ = [
 log = logging.getLogger("precon.store")
 
 
-class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarketUnits):
+class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
     """A catalogue in one SQLite file (WAL): one connection per thread, writes serialised by SQLite.
 
     Listing searches run on the in-memory column index (``engine="columns"``, the default) or on SQL alone

@@ -253,7 +253,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
             )
         else:
             self._refresh_profile_provinces(db, batch.touched_profiles)
-        generation = int(db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]) + 1
+        generation = self._read_generation() + 1  # the one this write raises (read on this thread's connection, db)
         db.executemany(
             "INSERT OR REPLACE INTO listing_writes VALUES (?, ?)",
             [(row[0], generation) for row in batch.existing.values() if row is not None],
