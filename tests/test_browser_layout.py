@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser_support import Dashboard, assert_no_exception, page_of, screenshot, settle
+from tests.browser_support import PAGE_TIMEOUT_MS, Dashboard, assert_no_exception, page_of, screenshot, settle
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -47,6 +47,9 @@ def test_the_title_sits_near_the_top(dashboard: Dashboard, screen: Any, path: st
 
 def test_the_facets_pills_are_whole(dashboard: Dashboard, screen: Any) -> None:
     screen.goto(f"{dashboard.url}/facets")
+    settle(screen, "Counts per facet")
+    # The run that draws the pills may follow the first (the page writes its address): wait for them, then settle.
+    screen.locator('[data-testid="stButtonGroup"] button').first.wait_for(timeout=PAGE_TIMEOUT_MS)
     settle(screen, "Counts per facet")
     assert_no_exception(screen)
     cut = screen.evaluate(
