@@ -217,11 +217,16 @@ def _normal_quantile(p: float) -> float:
     return math.log(p / (1 - p)) / 1.702
 
 
-def apply_week(doc: dict[str, Any], state: Listing, draws: Draws, week: Week, rng: Random) -> dict[str, Any]:
+def apply_week(
+    doc: dict[str, Any], state: Listing, draws: Draws, week: Week, rng: Random, seen: UnitsSeen | None = None
+) -> dict[str, Any]:
     """The listing's document after this week's draws (a new one: the plans and units that change are copies, the
-    rest shared with ``doc``), and ``state`` brought up to date."""
+    rest shared with ``doc``), and ``state`` brought up to date.
+
+    ``seen``: what earlier weeks found of this listing's plans (see :data:`UnitsSeen`), kept by a caller that moves
+    the documents it got back from here (not read again from a store)."""
     out = dict(doc)
-    plans = _Plans(doc)
+    plans = _Plans(doc, seen)
     if draws.slip:
         _slip(out)
     if state.status == PENDING and draws.launch:
@@ -248,15 +253,24 @@ def apply_week(doc: dict[str, Any], state: Listing, draws: Draws, week: Week, rn
     return out
 
 
+OpenUnits = dict[str, list[tuple[int, int, dict[str, Any]]]]
+"""A plan's units ``Available`` and ``Reserved``: (plan position, unit position, unit) by status, in order."""
+UnitsSeen = dict[int, tuple[list[Any], OpenUnits]]
+"""What earlier weeks found of one listing's plans, by plan position: the plan's list of units (the object) and its
+open units. A week changes a few units of a few plans and copies only those plans' lists (see :class:`_Plans`), so
+a list met again as the same object holds what it held: its units need not be read again."""
+
+
 class _Plans:
     """The floor plans of a document being changed: a plan and a unit are copied the first time they change."""
 
-    def __init__(self, doc: dict[str, Any]) -> None:
+    def __init__(self, doc: dict[str, Any], seen: UnitsSeen | None = None) -> None:
         self.plans = _plans(doc)
         self.touched: set[int] = set()
         self.moved: dict[str, int] = {}
         """Units gained (or lost, negative) by each status."""
-        self._by_status: dict[str | None, list[tuple[int, int, dict[str, Any]]]] | None = None
+        self._by_status: OpenUnits | None = None
+        self._seen: UnitsSeen = {} if seen is None else seen
 
     def units(self, status: str) -> list[tuple[int, int, dict[str, Any]]]:
         """(plan, position, unit) of each unit ``Available`` or ``Reserved`` (``status``), as the document had them
@@ -267,10 +281,11 @@ class _Plans:
                 units = plan.get("units")
                 if not isinstance(units, list):
                     continue
-                for k, unit in enumerate(units):
-                    found = self._by_status.get(unit.get("status") if isinstance(unit, dict) else None)
-                    if found is not None:
-                        found.append((p, k, unit))
+                known = self._seen.get(p)
+                if known is None or known[0] is not units:
+                    known = self._seen[p] = (units, _open_units(p, units))
+                for status_of in (AVAILABLE, RESERVED):
+                    self._by_status[status_of] += known[1][status_of]
         return list(self._by_status.get(status, ()))
 
     def plan(self, p: int) -> dict[str, Any]:
@@ -283,6 +298,7 @@ class _Plans:
         return self.plans[p]
 
     def set(self, p: int, k: int, key: str, value: Any) -> None:
+        self._seen.pop(p, None)  # the plan's list changes: what was found in it (if it was this one) is not kept
         units = self.plan(p)["units"]
         unit = units[k] = dict(units[k])
         if key == "status":
@@ -295,6 +311,15 @@ class _Plans:
         for p in self.touched:
             _finish(self.plans[p])
         return self.plans
+
+
+def _open_units(p: int, units: list[Any]) -> OpenUnits:
+    found: OpenUnits = {AVAILABLE: [], RESERVED: []}
+    for k, unit in enumerate(units):
+        into = found.get(unit.get("status") if isinstance(unit, dict) else None)
+        if into is not None:
+            into.append((p, k, unit))
+    return found
 
 
 def _finish(plan: dict[str, Any]) -> None:

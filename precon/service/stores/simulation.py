@@ -31,7 +31,16 @@ from pathlib import Path
 from random import Random
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
-from precon.service.catalogue.market import Draws, Listing, Week, apply_week, draw_week, publishing_day, year_pace
+from precon.service.catalogue.market import (
+    Draws,
+    Listing,
+    UnitsSeen,
+    Week,
+    apply_week,
+    draw_week,
+    publishing_day,
+    year_pace,
+)
 from precon.service.collector import collector_paused
 from precon.service.stores.derived import complete_listing
 from precon.service.stores.forked import available_cores, can_fork, forked
@@ -141,8 +150,13 @@ def newest_change_day(store: SimulatedStore) -> date:
 class Simulation:
     """The market over a catalogue: the small state of each listing, and the days it has run."""
 
-    def __init__(self, documents: Iterable[dict[str, Any]], seed: int, start: date) -> None:
+    def __init__(
+        self, documents: Iterable[dict[str, Any]], seed: int, start: date, keeps_documents: bool = False
+    ) -> None:
+        """``keeps_documents``: the caller moves the documents :meth:`moved` returns (not copies read again from a
+        store), so what a week found of a listing's units may serve its next weeks (:data:`UnitsSeen`)."""
         self.seed = seed
+        self._units_seen: dict[str, UnitsSeen] | None = {} if keeps_documents else None
         self.day = start
         self.listings: dict[str, Listing] = {}
         by_city: dict[str, list[float]] = {}
@@ -181,7 +195,8 @@ class Simulation:
         ``lastUpdated``) set to ``at``."""
         week = Week(self.day, year_pace(self.day), self.medians.get(state.city, 0.0))
         rng = Random(f"precon/market/{self.seed}/{state.listing_id}/{self.day.isoformat()}/events")
-        new = apply_week(doc, state, draws, week, rng)
+        seen = None if self._units_seen is None else self._units_seen.setdefault(state.listing_id, {})
+        new = apply_week(doc, state, draws, week, rng, seen)
         stamp = iso_time(at)
         old_plans = {plan.get("id"): plan for plan in doc.get("floorPlans") or () if isinstance(plan, dict)}
         for plan in new["floorPlans"]:
@@ -421,7 +436,7 @@ def simulated_past(listings: list[dict[str, Any]], days: int, seed: int, end: da
         listing_id, stored = as_stored_listing(record)
         current[listing_id] = complete_listing(stored, None, created_at)
         entries += _rows(listing_changes(None, current[listing_id], iso_time(created_at)), current[listing_id])
-    simulation = Simulation(current.values(), seed, start)
+    simulation = Simulation(current.values(), seed, start, keeps_documents=True)
     if fork is None:
         fork = len(listings) * days >= FORK_WORTH and can_fork()
     with forked(partial(_past_days, simulation, current, days, FORKED_PAST_SLOTS)) if fork else nullcontext() as copy:
