@@ -91,7 +91,8 @@ def start_dashboard(
         "PRECON_CACHE_URL": "memory:",
     }
     if listings is not None:
-        DataDirectory.open(ServiceSettings(dev=True, data_dir=data_dir, default_listings=listings)).close()
+        settings = ServiceSettings(dev=True, data_dir=data_dir, default_listings=listings)
+        DataDirectory.open(settings, serving=False).close()
         env["PRECON_SERVICE_DEFAULT_LISTINGS"] = str(listings)
     port = free_port()
     command = [

@@ -55,7 +55,7 @@ def make_catalogue(folder: Path, listings: int, history_days: int = 0) -> Path:
     """``folder`` with its default catalogue made (and ``history_days`` of simulated market), before any dashboard
     or oracle opens it, so that both read the same one."""
     settings = ServiceSettings(dev=True, data_dir=folder, default_listings=listings, default_history_days=history_days)
-    DataDirectory.open(settings).close()
+    DataDirectory.open(settings, serving=False).close()
     return folder
 
 

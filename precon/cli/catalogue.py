@@ -76,7 +76,7 @@ def prepare_catalogue(data_dir: Path) -> None:
 
     if not settings.catalogue_path.exists():
         click.echo(f"Building the catalogue in {data_dir} (the first start only)…", err=True)
-    directory = DataDirectory.open(settings, progress)
+    directory = DataDirectory.open(settings, progress, serving=False)
     if bar is not None:
         bar.render_finish()
     counts = directory.live.counts()

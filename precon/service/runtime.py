@@ -47,15 +47,19 @@ class DataDirectory:
     """A replica's: what keeps its copies of PostgreSQL's catalogues current."""
 
     @classmethod
-    def open(cls, settings: ServiceSettings, progress: Progress | None = None) -> DataDirectory:
+    def open(cls, settings: ServiceSettings, progress: Progress | None = None, serving: bool = True) -> DataDirectory:
         """The directory's stores, the default catalogue generated and loaded first where there is none
         (``progress`` hears of each batch written). With ``settings.database_url``, the catalogue, the sandbox, the
         accounts and the webhooks are in that PostgreSQL database (see :mod:`precon.service.stores.postgres`); the
-        development key is registered there, which replicas starting together do once between them."""
+        development key is registered there, which replicas starting together do once between them.
+
+        ``serving``: the catalogue's in-memory indexes are built before this returns. A caller that only makes the
+        directory ready and closes it (``precon catalogue prepare``) passes False: indexes held in this process
+        would end with it (those shared between worker processes are files, and are written either way)."""
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         if settings.database_url:
             return cls._open_postgres(settings, progress)
-        live, sandbox = cls._open_sqlite(settings, progress)
+        live, sandbox = cls._open_sqlite(settings, progress, serving)
         accounts, webhooks = cls._open_accounts_and_webhooks(settings, [(live, "live"), (sandbox, "sandbox")])
         return cls(settings, live, sandbox, accounts, webhooks)
 
@@ -100,7 +104,9 @@ class DataDirectory:
         return directory
 
     @staticmethod
-    def _open_sqlite(settings: ServiceSettings, progress: Progress | None) -> tuple[SQLiteStore, SQLiteStore]:
+    def _open_sqlite(
+        settings: ServiceSettings, progress: Progress | None, serving: bool
+    ) -> tuple[SQLiteStore, SQLiteStore]:
         from precon.service import catalogue
 
         shared = settings.workers > 1
@@ -124,7 +130,8 @@ class DataDirectory:
         if sandbox.counts()["listings"] == 0:
             fixed = catalogue.sandbox()
             load(sandbox, fixed.listings, fixed.profiles)
-        live.warm()
+        if serving or shared:
+            live.warm()
         return live, sandbox
 
     def app(self) -> FastAPI:
