@@ -12,7 +12,7 @@ API_PORT ?= 8000
 WORKERS ?= 4
 PYTEST_PARALLEL = -n $(WORKERS) --dist loadgroup
 
-.PHONY: run serve test check lint bench bench-mirror bench-soak bench-dashboard bench-map bench-peers bench-cluster bench-history bench-market-peer lock install clean
+.PHONY: run serve test check lint bench bench-mirror bench-soak bench-dashboard bench-map bench-peers bench-cluster bench-history bench-market-peer bench-first-start lock install clean
 
 install: $(STAMP)
 
@@ -92,6 +92,10 @@ bench-peers: $(STAMP)
 # two years of history: every figure compared, both timed interleaved, at 2,500 listings (LISTINGS=50000 for more).
 bench-market-peer: $(STAMP)
 	$(BIN)/python bench/market_peer.py $(if $(LISTINGS),--listings $(LISTINGS)) $(if $(ROUNDS),--rounds $(ROUNDS))
+
+# make run's first start on a new data directory, to the URL and to the first page (needs Debian's chromium).
+bench-first-start: $(STAMP)
+	$(BIN)/python bench/first_start.py
 
 # PostgreSQL, Redis, HAProxy (deploy/haproxy.cfg) and 3 replicas on loopback (Debian's postgresql, redis-server and
 # haproxy): throughput with 1, 2 and 3 replicas, one replica against a single node, the write-to-read lag under
