@@ -67,6 +67,17 @@ INDEX_PATCHES = Counter(
 INDEX_PATCH_SECONDS = Histogram(
     "precon_index_patch_duration_seconds", "Time to patch one column index", ["catalogue"], buckets=PATCH_BUCKETS_S
 )
+PLAN_INDEX_PATCHES = Counter(
+    "precon_plan_index_patches",
+    "Floor plan indexes (unitFilter) moved to a new generation by the listings a write wrote, not built whole",
+    ["catalogue"],
+)
+PLAN_INDEX_PATCH_SECONDS = Histogram(
+    "precon_plan_index_patch_duration_seconds",
+    "Time to patch one floor plan index",
+    ["catalogue"],
+    buckets=PATCH_BUCKETS_S,
+)
 DELIVERY_ATTEMPTS = Counter(
     "precon_webhook_attempts",
     "Webhook delivery attempts, by what came of the delivery (delivered, retrying, failed: its retries spent) and "
@@ -121,6 +132,11 @@ def index_built(catalogue: str, seconds: float) -> None:
 def index_patched(catalogue: str, seconds: float) -> None:
     INDEX_PATCHES.labels(catalogue).inc()
     INDEX_PATCH_SECONDS.labels(catalogue).observe(seconds)
+
+
+def plan_index_patched(catalogue: str, seconds: float) -> None:
+    PLAN_INDEX_PATCHES.labels(catalogue).inc()
+    PLAN_INDEX_PATCH_SECONDS.labels(catalogue).observe(seconds)
 
 
 def delivery_attempted(subscription: str, attempt: int, outcome: str, succeeded: bool, seconds: float) -> None:

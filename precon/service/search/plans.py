@@ -10,8 +10,9 @@ a listing matches when at least one of its floor plans satisfies the whole expre
   element), typed as the evaluator reads it: text (folded as :func:`precon.filters.fold_text` folds, with its
   numeric reading, if any, for comparisons), a boolean, or a number.
 
-The SQL engine tests a listing with ``EXISTS`` over its plans; the column engine (:class:`PlanIndex`) tests
-every plan at once in numpy and reduces to the listings that own a matching plan.
+The SQL engine tests a listing with ``EXISTS`` over its plans; the column engine
+(:class:`~precon.service.search.plan_index.PlanIndex`) tests every plan at once in numpy and reduces to the listings
+that own a matching plan. Here: the rows, the SQL, and the columns of plans and units the column engine holds.
 """
 
 from __future__ import annotations
@@ -41,10 +42,7 @@ from precon.filters import (
 )
 from precon.filters.parsing import parse_number
 from precon.filters.plans import names_units, number_of
-from precon.service.search.arrays import ranges
 from precon.service.search.sql_filter import as_number
-from precon.service.search.unit_bounds import Candidates, UnitBounds
-from precon.service.search.unit_steps import FloorSteps
 
 Fragment = tuple[str, list[Any]]
 Mask = npt.NDArray[np.bool_]
@@ -266,17 +264,50 @@ class FieldColumns:
     """True where the value is a number (what ``field:750`` matches); False where it is numeric text."""
 
 
-def _numbers(text: str | None, dtype: type[np.generic]) -> npt.NDArray[Any]:
+def joined_numbers(text: str | None, dtype: type[np.generic]) -> npt.NDArray[Any]:
     """A column SQLite joined with commas, parsed in C rather than one Python object per row."""
     return np.fromstring(text, dtype=dtype, sep=",") if text else np.empty(0, dtype)  # type: ignore[call-overload]
 
 
-_UNIT_COLUMNS_SQL = (
+UNIT_COLUMNS_SQL = (
     "SELECT group_concat(listing), group_concat(idx), group_concat(ifnull(status, ''), char(31)), "
     "group_concat(CASE WHEN status_num IS NULL THEN 'nan' ELSE quote(status_num) END), "
     "group_concat(CASE WHEN price IS NULL THEN 'nan' ELSE quote(price) END), "
     "group_concat(CASE WHEN floor IS NULL THEN 'nan' ELSE quote(floor) END) FROM listing_plan_units"
 )
+
+
+def term_codes(texts: list[str], lookup: dict[str, int]) -> npt.NDArray[np.int32]:
+    """Each text's code in ``lookup``, a new one given where it has none (in the order first met)."""
+    return np.fromiter((lookup.setdefault(t, len(lookup)) for t in texts), dtype=np.int32, count=len(texts))
+
+
+def status_codes(texts: list[str], lookup: dict[str, int]) -> npt.NDArray[np.int32]:
+    """Each unit status's code in ``lookup`` (a new one where it has none), -1 for none."""
+    codes = (lookup.setdefault(t, len(lookup)) if t else -1 for t in texts)
+    return np.fromiter(codes, dtype=np.int32, count=len(texts))
+
+
+def field_columns(
+    value_plan: IntArray, field_kind: IntArray, num: FloatArray, codes: npt.NDArray[np.int32], true_code: int
+) -> dict[str, FieldColumns]:
+    """Each plan field's columns, from value rows: their plan, ``field * 4 + kind``, number and term code."""
+    field, kind = field_kind // 4, field_kind % 4
+    fields: dict[str, FieldColumns] = {}
+    for name, code in FIELD_CODES.items():
+        mine = field == code
+        text, booleans = mine & (kind == TEXT), mine & (kind == BOOL)
+        numbers = mine & ~np.isnan(num)
+        fields[name] = FieldColumns(
+            value_plan[text],
+            codes[text],
+            value_plan[booleans],
+            codes[booleans] == true_code,
+            value_plan[numbers],
+            num[numbers],
+            kind[numbers] == NUMBER,
+        )
+    return fields
 
 
 @dataclass
@@ -297,17 +328,30 @@ class UnitColumns:
 
     @classmethod
     def of(cls, row: tuple[Any, ...], plan_listing: IntArray, first_plan: IntArray, plans: int) -> UnitColumns:
-        listing = _numbers(row[0], np.int64)
+        listing = joined_numbers(row[0], np.int64)
         plan = (
-            first_plan[np.searchsorted(plan_listing, listing)] + _numbers(row[1], np.int64) if len(listing) else listing
+            first_plan[np.searchsorted(plan_listing, listing)] + joined_numbers(row[1], np.int64)
+            if len(listing)
+            else listing
         )
         terms: dict[str, int] = {}
-        texts = (row[2] or "").split("\x1f") if len(listing) else []
-        status = np.fromiter(
-            (terms.setdefault(t, len(terms)) if t else -1 for t in texts), dtype=np.int32, count=len(texts)
-        )
-        numbers = [_numbers(row[column], np.float64) for column in (3, 4, 5)]  # status_num, price, floor
-        del texts, row, listing  # the text read (hundreds of megabytes), once parsed
+        status = status_codes((row[2] or "").split("\x1f") if len(listing) else [], terms)
+        numbers = [joined_numbers(row[column], np.float64) for column in (3, 4, 5)]  # status_num, price, floor
+        del row, listing  # the text read (hundreds of megabytes), once parsed
+        return cls.arranged(plan, status, numbers, terms, plans)
+
+    @classmethod
+    def arranged(
+        cls,
+        plan: IntArray,
+        status: npt.NDArray[np.int32],
+        numbers: list[FloatArray],
+        terms: dict[str, int],
+        plans: int,
+    ) -> UnitColumns:
+        """From the units' rows in any order (their plan, status code, and ``numbers``: status_num, price and
+        floor), of ``plans`` plans: a row with no unit added for each plan without any, all grouped as they are
+        read."""
         listed = np.bincount(plan, minlength=plans) > 0 if plans else np.zeros(0, np.bool_)
         bare = np.flatnonzero(~listed)
         plan = np.concatenate([plan, bare]).astype(np.int64)
@@ -387,204 +431,3 @@ class PlanMatch(NamedTuple):
     plans: list[int]
     units: int
     of: int
-
-
-def _stepped(candidates: Candidates) -> bool:
-    """Whether the unit conditions are one status, a price under a bound and a floor from one up (and no more): what
-    :class:`FloorSteps` answers exactly."""
-    (price_low, price_high), (floor_low, floor_high) = candidates.price, candidates.floor
-    return (
-        candidates.status is not None
-        and candidates.status >= 0
-        and price_low == -math.inf
-        and price_high < math.inf
-        and floor_low > -math.inf
-        and floor_high == math.inf
-    )
-
-
-SPARSE_SHARE = 16
-"""A unit filter whose candidate plans hold under a sixteenth of the units tests only theirs (gathering them costs
-five times a test of every unit)."""
-
-
-class PlanIndex:
-    """Every floor plan of one store generation in columns: plans ordered by listing rowid, then index."""
-
-    def __init__(self, db: sqlite3.Connection, listing_rowids: IntArray, generation: int) -> None:
-        self.generation = generation
-        self.listings = len(listing_rowids)
-        began = not db.in_transaction
-        if began:
-            db.execute("BEGIN")  # both reads from one snapshot, whatever is written meanwhile
-        try:
-            per_listing = db.execute("SELECT listing, count(*) FROM listing_plans GROUP BY listing ORDER BY listing")
-            counted = per_listing.fetchall()
-            # Values come back as comma-joined columns of one scan: millions of rows, parsed in C. quote() writes
-            # a REAL with the digits it takes to read back the same double.
-            values = db.execute(
-                "SELECT group_concat(listing), group_concat(idx), group_concat(field * 4 + kind), "
-                "group_concat(CASE WHEN num IS NULL THEN 'nan' ELSE quote(num) END), "
-                "group_concat(ifnull(term, ''), char(31)) FROM listing_plan_values"
-            ).fetchone()
-            units = [db.execute(_UNIT_COLUMNS_SQL).fetchone()]  # handed over, so that its text is freed once read
-        finally:
-            if began:
-                db.execute("COMMIT")
-        plan_listing = np.array([row[0] for row in counted], dtype=np.int64)
-        plan_count = np.array([row[1] for row in counted], dtype=np.int64)
-        self.size = int(plan_count.sum())
-        first_plan = np.cumsum(plan_count) - plan_count
-        position = np.searchsorted(listing_rowids, plan_listing)
-        held = position < self.listings
-        held[held] = listing_rowids[position[held]] == plan_listing[held]
-        self.known: Mask = np.repeat(held, plan_count)
-        """Plans of listings the column index holds (one written after it was built is left out)."""
-        self.owner: IntArray = np.repeat(np.where(held, position, 0), plan_count)
-        """Per plan, the position of its listing in the column index."""
-
-        value_listing = _numbers(values[0], np.int64)
-        value_plan = first_plan[np.searchsorted(plan_listing, value_listing)] + _numbers(values[1], np.int64)
-        field_kind = _numbers(values[2], np.int64)
-        field, kind = field_kind // 4, field_kind % 4
-        num = _numbers(values[3], np.float64)
-        lookup: dict[str, int] = {}
-        terms = (values[4] or "").split("\x1f") if len(value_listing) else []
-        codes = np.fromiter((lookup.setdefault(t, len(lookup)) for t in terms), dtype=np.int32, count=len(terms))
-        del values, terms, value_listing, field_kind  # their text and copies, before the units are read
-        self.terms = lookup
-        """Every folded text value (and ``true``/``false``), by code."""
-        true_code = lookup.get("true", -1)
-        self.fields: dict[str, FieldColumns] = {}
-        for name, code in FIELD_CODES.items():
-            mine = field == code
-            text, booleans = mine & (kind == TEXT), mine & (kind == BOOL)
-            numbers = mine & ~np.isnan(num)
-            self.fields[name] = FieldColumns(
-                value_plan[text],
-                codes[text],
-                value_plan[booleans],
-                codes[booleans] == true_code,
-                value_plan[numbers],
-                num[numbers],
-                kind[numbers] == NUMBER,
-            )
-        self._hold_units(UnitColumns.of(units.pop(), plan_listing, first_plan, self.size))
-
-    def _hold_units(self, units: UnitColumns) -> None:
-        """The unit rows, each plan's range of them, and each plan's bounds."""
-        self.units = units
-        plan_numbers = np.arange(self.size)
-        self._first_row = np.searchsorted(units.plan, plan_numbers, side="left")
-        self._end_row = np.searchsorted(units.plan, plan_numbers, side="right")
-        self.bounds = UnitBounds(units.status, units.price, units.floor, self._first_row, units.terms)
-        self.steps = FloorSteps(units.plan, units.status, units.floor)
-        # Each listing's plans are a range (plans are ordered by listing): where it starts, and how many.
-        held = np.flatnonzero(self.known)
-        self._plan_count: IntArray = np.bincount(self.owner[held], minlength=self.listings)
-        starts = np.searchsorted(self.owner[held], np.arange(self.listings))
-        self._plan_start: IntArray = held[np.minimum(starts, len(held) - 1)] if len(held) else self._plan_count
-
-    def page_matches(self, expr: Expr, positions: IntArray) -> list[PlanMatch]:
-        """For each listing (by position in the column index), the plans ``expr`` holds for and how many of their
-        units: ``_matchedFloorPlans`` from the page's few plans, without reading their documents."""
-        first, count = self._plan_start[positions], self._plan_count[positions]
-        plans = ranges(first, first + count)
-        held: Mask = np.zeros(len(plans), dtype=np.bool_)
-        units: IntArray = np.zeros(len(plans), dtype=np.int64)
-        if len(plans) and names_units(expr):
-            rows = self._end_row[plans] - self._first_row[plans]  # one at least: a plan without units has its row
-            taken = self.units.take(ranges(self._first_row[plans], self._end_row[plans]))
-            matched = self._rows(expr, taken)
-            starts = np.cumsum(rows) - rows
-            held = np.logical_or.reduceat(matched, starts)
-            units = np.add.reduceat((matched & taken.listed[taken.plan]).astype(np.int64), starts)
-        elif len(plans):
-            held = self._plans(expr)[plans]
-        local = plans - np.repeat(first, count)
-        found: list[PlanMatch] = []
-        for start, size in zip((np.cumsum(count) - count).tolist(), count.tolist(), strict=True):
-            mine = slice(start, start + size)
-            found.append(PlanMatch(local[mine][held[mine]].tolist(), int(units[mine][held[mine]].sum()), size))
-        return found
-
-    def none(self) -> Mask:
-        return np.zeros(self.size, dtype=np.bool_)
-
-    def listings_matching(self, expr: Expr, among: Mask | None = None) -> Mask:
-        """Per listing position, whether one of its plans satisfies ``expr``; with ``among``, only those listings
-        are asked about (the others are False). Where the plans that may hold such a unit (:mod:`.unit_bounds`) among
-        them are few, only their units are tested, not millions."""
-        result = np.zeros(self.listings, dtype=np.bool_)
-        if names_units(expr):
-            candidates = self.bounds.candidates(expr, self.size)
-            asked = self.known if among is None else self.known & among[self.owner]
-            if candidates is not None and (candidates.exact or _stepped(candidates)):
-                for condition in candidates.on_plans:
-                    asked = asked & self._plans(condition)
-                if candidates.exact:
-                    result[self.owner[asked & candidates.plans]] = True
-                else:  # a status, a price under a bound and a floor from one up: each candidate plan's steps answer
-                    plans = np.flatnonzero(asked & candidates.plans)
-                    result[self.owner[plans[self._by_steps(candidates, plans)]]] = True
-                return result
-            plans = np.flatnonzero(asked if candidates is None else asked & candidates.plans)
-            rows = int((self._end_row[plans] - self._first_row[plans]).sum())
-            if rows * SPARSE_SHARE < len(self.units.plan):
-                units = self.units.take(ranges(self._first_row[plans], self._end_row[plans]))
-                result[self.owner[units.plan[self._rows(expr, units)]]] = True
-                return result
-        result[self.owner[self.plans_matching(expr) & self.known]] = True
-        return result & among if among is not None else result
-
-    def _by_steps(self, candidates: Candidates, plans: IntArray) -> Mask:
-        """Per plan, whether it holds a unit of the candidates' status priced under their price bound on their floor
-        or higher: where every priced unit of that status is under the price, its highest priced one says; else its
-        steps (:class:`FloorSteps`) over its units of that status, a range of its rows by price."""
-        assert candidates.status is not None
-        found = self.bounds.by_status[candidates.status]
-        most, least = candidates.price[1], candidates.floor[0]
-        under = found.high_price[plans] <= most
-        result: Mask = under & (found.priced_floor[plans] >= least)
-        straddle = plans[~under]
-        first, count = found.first[straddle], found.units[straddle]
-        result[~under] = self.steps.any_unit(self.units.price, first, count, most, least)
-        return result
-
-    def plans_matching(self, expr: Expr) -> Mask:
-        if not names_units(expr):
-            return self._plans(expr)
-        rows = self._rows(expr, self.units)
-        if not self.size:
-            return self.none()
-        # Every plan holds a range of rows (one with no unit where it lists none): whether any of a plan's rows
-        # holds, range by range, costs a fifth of gathering the matched rows' plans.
-        any_row: Mask = np.logical_or.reduceat(rows, self._first_row)
-        return any_row
-
-    def _rows(self, expr: Expr, units: UnitColumns) -> Mask:
-        """Per row of ``units`` (a unit with its plan), whether ``expr`` holds for it."""
-        return combined(expr, lambda leaf: unit_or_plan(leaf, units, lambda test: self._plans(test)[units.plan]))
-
-    def _plans(self, expr: Expr) -> Mask:
-        return combined(expr, self._plan_test)
-
-    def _plan_test(self, expr: Leaf) -> Mask:
-        """Per plan, whether it meets one test of a field of its own."""
-        columns = self.fields[PLAN_FIELDS[field_code(expr.attr)]]
-        result = self.none()
-        if isinstance(expr, Match):
-            folded, word, number = match_targets(expr)
-            code = self.terms.get(folded)
-            if code is not None:
-                result[columns.text_plans[columns.text_codes == code]] = True
-            if word is not None:
-                result[columns.bool_plans[columns.bool_values == (word == "true")]] = True
-            if number is not None:
-                hit = (columns.number_values == number) & columns.number_typed
-                result[columns.number_plans[hit]] = True
-            return result
-        low, high = numeric_bounds(expr)
-        values = columns.number_values
-        result[columns.number_plans[(values >= low) & (values <= high)]] = True
-        return result

@@ -24,7 +24,8 @@ from precon.filters import Expr
 from precon.schema import SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
 from precon.service.search.column_patch import WRITES_SCHEMA
 from precon.service.search.columns import ColumnIndex, FloatArray, Mask
-from precon.service.search.plans import PLAN_SCHEMA, PLAN_TABLES, PlanIndex
+from precon.service.search.plan_index import PlanIndex
+from precon.service.search.plans import PLAN_SCHEMA, PLAN_TABLES
 from precon.service.search.shared import GenerationSignal, SharedIndexes
 from precon.service.search.sql_filter import FILTER_KEYS
 from precon.service.search.text import FTS_OPTIONS, TypoIndex

@@ -3,7 +3,7 @@
 :class:`SQLiteReads` is the part of :class:`~precon.service.stores.sqlite.store.SQLiteStore` that answers questions.
 A listing search runs on the in-memory column index (``engine="columns"``:
 :class:`~precon.service.search.columns.ColumnIndex`, with the floor plans'
-:class:`~precon.service.search.plans.PlanIndex`) or on SQL alone (``engine="sql"``, the cross-check:
+:class:`~precon.service.search.plan_index.PlanIndex`) or on SQL alone (``engine="sql"``, the cross-check:
 :mod:`precon.service.stores.sqlite.sql_search`); both give the same answers, their facets counted by the same
 classes (:mod:`precon.service.search.facets`). The caches here (text relevance, typo vocabulary, labels, fallback
 filters) follow the catalogue's generation.
@@ -25,7 +25,8 @@ from precon.schema import SEARCHABLE_PROFILE_WEIGHTS
 from precon.service.search.column_patch import patched
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.search.facets import facet_for
-from precon.service.search.plans import PlanIndex
+from precon.service.search.plan_index import PlanIndex
+from precon.service.search.plan_patch import plans_patched
 from precon.service.search.sql_filter import FILTER_KEYS
 from precon.service.search.text import TextQuery, TypoIndex
 from precon.service.stores.records import (
@@ -232,13 +233,19 @@ class SQLiteReads(SQLiteCatalogueBase):
         return plans
 
     def _plan_rows(self, index: ColumnIndex) -> PlanIndex:
-        """The floor plans of ``index``'s listings in columns (mapped, when another process built them)."""
+        """The floor plans of ``index``'s listings in columns (mapped, when another process built them): the ones
+        held moved to its generation by the listings written since (:mod:`~precon.service.search.plan_patch`), else
+        read whole."""
+
+        def build() -> PlanIndex:
+            held = self._plan_index
+            found = None if held is None else plans_patched(held, self._db(), index)
+            return found if found is not None else PlanIndex(self._db(), index.rowids, index.generation)
+
         if self._shared is None:
-            return PlanIndex(self._db(), index.rowids, index.generation)
+            return build()
         key = self._index_key(index.generation)
-        plans: PlanIndex = self._shared.get(
-            "plans", lambda: key, lambda: (key, PlanIndex(self._db(), index.rowids, index.generation))
-        )
+        plans: PlanIndex = self._shared.get("plans", lambda: key, lambda: (key, build()))
         return plans
 
     def _fallback_mask(self, index: ColumnIndex, expr: Expr) -> Mask:

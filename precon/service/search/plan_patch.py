@@ -1,0 +1,179 @@
+"""The floor plans' index moved to a later generation by the listings written since, not read again whole.
+
+What :mod:`.column_patch` does for the column index, for :class:`~precon.service.search.plans.PlanIndex` (what a
+``unitFilter`` is answered from): a write names the listings it wrote in SQLite's ``listing_writes``, and
+:func:`plans_patched` reads only their plans, values and units again. The plans of the other listings keep theirs,
+at positions moved by as many plans as the written ones gained or lost before them; a value or a unit status the
+index never held takes a new code. The old index is not changed (a search may hold it; it may be mapped read-only
+from another worker's files).
+
+It answers None, and the index is built whole, where the column index it serves was built whole (its positions
+may have moved: a listing deleted), where the held index left out plans of listings its column index lacked, or
+where more listings were written than a patch saves time on. The tests hold a patched index to a whole build: the
+same plans at the same positions, the same values and units per plan, and the same answers.
+"""
+
+from __future__ import annotations
+
+import copy
+import sqlite3
+import time
+from typing import Any
+
+import numpy as np
+
+from precon.service import metrics
+from precon.service.search.column_patch import LEAST, MOST_SHARE
+from precon.service.search.columns import ColumnIndex, IntArray, catalogue_name
+from precon.service.search.plan_index import PlanIndex, owners
+from precon.service.search.plans import FieldColumns, UnitColumns, field_columns, status_codes, term_codes
+
+_WRITTEN = "SELECT id FROM listing_writes WHERE generation > ?"
+
+
+def plans_patched(held: PlanIndex, db: sqlite3.Connection, index: ColumnIndex) -> PlanIndex | None:
+    """``held`` moved to ``index``'s generation by the listings written since its own (``db`` as it stands), or None
+    where it must be built whole (see the module's docstring)."""
+    started = time.perf_counter()
+    listings = len(held.listing_rowids)
+    if held.generation >= index.generation or not listings or len(index.rowids) < listings:
+        return None
+    if not np.array_equal(index.rowids[:listings], held.listing_rowids) or not held.known.all():
+        return None
+    began = not db.in_transaction
+    if began:
+        db.execute("BEGIN")  # the rows of one snapshot, whatever is written meanwhile
+    try:
+        since = (held.generation,)
+        (written,) = db.execute(f"SELECT count(*) FROM ({_WRITTEN})", since).fetchone()
+        if written > max(LEAST, len(index.rowids) // MOST_SHARE):
+            return None
+        rows = _Written(
+            db.execute(
+                f"SELECT listing, count(*) FROM listing_plans WHERE listing IN ({_WRITTEN}) "
+                "GROUP BY listing ORDER BY listing",
+                since,
+            ).fetchall(),
+            db.execute(
+                f"SELECT listing, idx, field * 4 + kind, num, term FROM listing_plan_values "
+                f"WHERE listing IN ({_WRITTEN}) ORDER BY rowid",
+                since,
+            ).fetchall(),
+            db.execute(
+                f"SELECT listing, idx, status, status_num, price, floor FROM listing_plan_units "
+                f"WHERE listing IN ({_WRITTEN}) ORDER BY rowid",
+                since,
+            ).fetchall(),
+            np.array([r[0] for r in db.execute(_WRITTEN, since)], dtype=np.int64),
+        )
+    finally:
+        if began:
+            db.execute("COMMIT")
+    new = _patch(held, index, rows)
+    metrics.plan_index_patched(catalogue_name(db), time.perf_counter() - started)
+    return new
+
+
+class _Written:
+    """The written listings' rows as read again, and where each of their plans goes in the new index."""
+
+    def __init__(
+        self, counted: list[tuple[int, int]], values: list[tuple[Any, ...]], units: list[tuple[Any, ...]], ids: IntArray
+    ) -> None:
+        self.values, self.units, self.ids = values, units, ids
+        self.listing = np.array([r[0] for r in counted], dtype=np.int64)
+        self.count = np.array([r[1] for r in counted], dtype=np.int64)
+        self.first = np.cumsum(self.count) - self.count
+        self.position: IntArray = np.zeros(0, dtype=np.int64)
+        """Per plan read again (in listing, then index order), its position in the new index."""
+
+    def plans_of(self, rows: list[tuple[Any, ...]]) -> IntArray:
+        """The new positions of the plans that ``rows`` (listing, index, ...) belong to."""
+        listing = np.array([r[0] for r in rows], dtype=np.int64)
+        idx = np.array([r[1] for r in rows], dtype=np.int64)
+        return self.position[self.first[np.searchsorted(self.listing, listing)] + idx] if len(rows) else listing
+
+
+def _patch(held: PlanIndex, index: ColumnIndex, rows: _Written) -> PlanIndex:
+    kept = ~np.isin(held.plan_rowid, rows.ids)
+    kept_count = int(kept.sum())
+    added = int(rows.count.sum())
+    rowid = np.concatenate([held.plan_rowid[kept], np.repeat(rows.listing, rows.count)])
+    idx = np.concatenate([held.plan_idx[kept], (np.arange(added) - np.repeat(rows.first, rows.count)).astype(np.int32)])
+    order = np.lexsort((idx, rowid))
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    moved = np.full(held.size, -1, dtype=np.int64)
+    """Per held plan, its position in the new index (-1: its listing was written, its plans read again)."""
+    moved[kept] = position[:kept_count]
+    rows.position = position[kept_count:]
+
+    new = copy.copy(held)
+    new.generation, new.listings, new.listing_rowids, new.size = index.generation, index.size, index.rowids, len(order)
+    new.plan_rowid, new.plan_idx = rowid[order], idx[order]
+    new.known, new.owner = owners(new.plan_rowid, index.rowids)
+    new.terms = dict(held.terms)
+    values = rows.values
+    added_fields = field_columns(
+        rows.plans_of(values),
+        np.array([r[2] for r in values], dtype=np.int64),
+        np.array([np.nan if r[3] is None else r[3] for r in values], dtype=np.float64),
+        term_codes([r[4] or "" for r in values], new.terms),
+        new.terms.get("true", -1),
+    )
+    new.fields = {name: _merged(old, added_fields[name], moved) for name, old in held.fields.items()}
+    new.hold_units(_units(held.units, rows, moved, new.size))
+    return new
+
+
+def _merged(old: FieldColumns, added: FieldColumns, moved: IntArray) -> FieldColumns:
+    """A field's values of the plans kept (at their new positions), then those of the plans read again."""
+    text, boolean, number = moved[old.text_plans], moved[old.bool_plans], moved[old.number_plans]
+    text_kept, bool_kept, number_kept = text >= 0, boolean >= 0, number >= 0
+    return FieldColumns(
+        np.concatenate([text[text_kept], added.text_plans]),
+        np.concatenate([old.text_codes[text_kept], added.text_codes]),
+        np.concatenate([boolean[bool_kept], added.bool_plans]),
+        np.concatenate([old.bool_values[bool_kept], added.bool_values]),
+        np.concatenate([number[number_kept], added.number_plans]),
+        np.concatenate([old.number_values[number_kept], added.number_values]),
+        np.concatenate([old.number_typed[number_kept], added.number_typed]),
+    )
+
+
+def _units(old: UnitColumns, rows: _Written, moved: IntArray, plans: int) -> UnitColumns:
+    """The rows of the plans kept (their units, or the row standing for none, as they were) at their new positions,
+    and those of the plans read again, grouped as a build groups them: plans never share rows, so the few rows read
+    again are ordered among themselves and put in at their plans' places, the others not sorted again."""
+    plan = moved[old.plan]
+    kept = plan >= 0
+    units = rows.units
+    terms = dict(old.terms)
+    added_plan = rows.plans_of(units)
+    listed = np.zeros(plans, dtype=np.bool_)
+    listed[plan[kept]] = old.listed[old.plan[kept]]
+    listed[added_plan] = True
+    bare = rows.position[~listed[rows.position]]
+    missing = np.full(len(bare), np.nan)
+
+    def read(at: int) -> Any:
+        return np.concatenate([np.array([np.nan if r[at] is None else r[at] for r in units], np.float64), missing])
+
+    added_plan = np.concatenate([added_plan, bare])
+    status = np.concatenate([status_codes([r[2] or "" for r in units], terms), np.full(len(bare), -1, np.int32)])
+    status_num, price, floor = read(3), read(4), read(5)
+    order = np.lexsort((price, status, added_plan))
+    at = np.searchsorted(plan[kept], added_plan[order])
+
+    def merged(held: Any, added: Any) -> Any:
+        return np.insert(held[kept], at, added[order])
+
+    return UnitColumns(
+        merged(plan, added_plan),
+        merged(old.status, status),
+        merged(old.status_num, status_num),
+        merged(old.price, price),
+        merged(old.floor, floor),
+        terms,
+        listed,
+    )

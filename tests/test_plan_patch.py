@@ -1,0 +1,217 @@
+"""The floor plans' index (what a unitFilter is answered from) after a write: moved to the new generation by the
+listings the write wrote (precon/service/search/plan_patch.py) where it can be, built whole where it cannot. Either
+way it holds what a whole build holds, plan by plan, and unit filters answer as a store that builds it whole."""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from prometheus_client import REGISTRY
+
+from precon.filters import parse
+from precon.service.search.plan_index import PlanIndex
+from precon.service.stores.loading import batched
+from precon.service.stores.simulation import day_time, simulate
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
+from tests.catalogues import generated_catalogue
+
+START = date(2025, 6, 1)
+UNIT_FILTERS = [
+    "numberOfBedrooms = 2",
+    "units.status:Available AND units.price < 700000",
+    "units.status:Available AND units.price < 900000 AND units.floor >= 5",
+    "units.status:Reserved",
+    "NOT units.status:Sold AND squareFeet >= 800",
+    "floorPlanType:Townhouse OR numberOfBathrooms >= 2",
+    'status:"Sold Out"',
+    "units.floor >= 10 AND startPrice <= 800000",
+    "units.status:Waitlist",
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    built = generated_catalogue(80, seed=12)
+    opened = SQLiteStore(tmp_path / "plans.sqlite3")
+    opened.upsert_profiles(built.profiles)
+    for batch in batched(built.listings):
+        opened.upsert_listings(batch, at=day_time(START))
+    opened.search_listings(ListingQuery(unit_filter=parse(UNIT_FILTERS[0])))  # both indexes held, as when serving
+    yield opened
+    opened.close()
+
+
+def patches() -> float:
+    return REGISTRY.get_sample_value("precon_plan_index_patches_total", {"catalogue": "plans"}) or 0.0
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def decoded(plans: PlanIndex) -> dict[str, Any]:
+    """What a plan index holds, plan by plan, whatever codes it gave its terms and statuses (a patch gives a new
+    one to a value it never held, where a whole build codes values in the order it reads them)."""
+    term = {code: text for text, code in plans.terms.items()}
+    status = {code: text for text, code in plans.units.terms.items()}
+    fields = {}
+    for name, columns in plans.fields.items():
+        fields[name] = (
+            sorted(zip(columns.text_plans.tolist(), [term[c] for c in columns.text_codes.tolist()], strict=True)),
+            sorted(zip(columns.bool_plans.tolist(), columns.bool_values.tolist(), strict=True)),
+            sorted(
+                zip(
+                    columns.number_plans.tolist(),
+                    columns.number_values.tolist(),
+                    columns.number_typed.tolist(),
+                    strict=True,
+                )
+            ),
+        )
+    units = plans.units
+    rows = sorted(
+        (plan, status.get(code, ""), str(_number(n)), str(_number(p)), str(_number(f)))
+        for plan, code, n, p, f in zip(
+            units.plan.tolist(),
+            units.status.tolist(),
+            units.status_num.tolist(),
+            units.price.tolist(),
+            units.floor.tolist(),
+            strict=True,
+        )
+    )
+    return {
+        "plans": list(
+            zip(
+                plans.plan_rowid.tolist(),
+                plans.plan_idx.tolist(),
+                plans.known.tolist(),
+                plans.owner.tolist(),
+                strict=True,
+            )
+        ),
+        "listings": (plans.listings, plans.listing_rowids.tolist()),
+        "fields": fields,
+        "units": rows,
+        "listed": plans.units.listed.tolist(),
+        "ranges": (plans._first_row.tolist(), plans._end_row.tolist()),
+        "per listing": (plans._plan_start.tolist(), plans._plan_count.tolist()),
+    }
+
+
+def whole(store: SQLiteStore) -> PlanIndex:
+    index = store._columns()
+    return PlanIndex(store._db(), index.rowids, index.generation)
+
+
+def unit_answers(store: SQLiteStore) -> list[Any]:
+    found = []
+    for text in UNIT_FILTERS:
+        page = store.search_listings(ListingQuery(unit_filter=parse(text), limit=100))
+        found.append((text, page.total, [doc["listingId"] for doc in page.documents], page.matched))
+    return found
+
+
+def assert_as_built_whole(store: SQLiteStore) -> None:
+    answered = unit_answers(store)
+    held = store._plan_index
+    assert held is not None and held.generation == store._read_generation()
+    built = whole(store)
+    assert decoded(held) == decoded(built)
+    units = held.units  # grouped as a build groups them: by plan, then status, then price
+    assert (np.lexsort((units.price, units.status, units.plan)) == np.arange(len(units.plan))).all()
+    for text in UNIT_FILTERS:
+        expr = parse(text)
+        assert (held.listings_matching(expr) == built.listings_matching(expr)).all(), text
+    alone = SQLiteStore(store.path)  # a store of its own, which builds both indexes whole
+    try:
+        assert answered == unit_answers(alone)
+    finally:
+        alone.close()
+
+
+def sold_and_raised(_: str, doc: dict[str, Any]) -> dict[str, Any]:
+    changed = copy.deepcopy(doc)
+    units = [u for plan in changed.get("floorPlans") or [] for u in plan.get("units") or []]
+    if units:
+        units[0]["status"] = "Sold"
+        units[-1]["price"] = (units[-1].get("price") or 500_000) + 25_000
+    return changed
+
+
+def test_a_day_of_sales_patches_the_plan_index(store: SQLiteStore) -> None:
+    before = patches()
+    store.update_listings(store.listing_ids()[:10], sold_and_raised, at=day_time(START) + 86_400)
+    assert_as_built_whole(store)
+    assert patches() == before + 1
+
+
+def test_plans_taken_off_and_added_move_the_plans_after_them(store: SQLiteStore) -> None:
+    """A listing that loses a plan and one that gains two: every plan after them changes position."""
+    ids = store.listing_ids()
+    docs = store.get_listings(ids[2:4], None)
+    first, second = (copy.deepcopy(docs[i]) for i in ids[2:4])
+    first["floorPlans"] = first["floorPlans"][1:]
+    extra = copy.deepcopy(second["floorPlans"][0])
+    extra.update(id=None, name="Penthouse Added", numberOfBedrooms=4)
+    for unit in extra.get("units") or []:
+        unit["status"] = "Waitlist"  # a status no unit had: a new code
+    second["floorPlans"] = [*second["floorPlans"], extra, {"name": "Suite Without Units", "numberOfBedrooms": 1}]
+    before = patches()
+    store.upsert_listings([first, second], at=day_time(START) + 2 * 86_400)
+    assert_as_built_whole(store)
+    assert patches() == before + 1
+    waitlisted = store.search_listings(ListingQuery(unit_filter=parse("units.status:Waitlist")))
+    assert [d["listingId"] for d in waitlisted.documents] == [ids[3]]
+
+
+def test_a_listing_created_is_patched_in(store: SQLiteStore) -> None:
+    template = copy.deepcopy(store.get_listings([store.listing_ids()[7]], None)[store.listing_ids()[7]])
+    template.update(listingId="PLANS-NEW-1", name="Planned Anew")
+    for plan in template.get("floorPlans") or []:
+        plan.pop("id", None)
+    before = patches()
+    store.upsert_listings([template], at=day_time(START) + 3 * 86_400)
+    assert_as_built_whole(store)
+    assert patches() == before + 1
+
+
+def test_a_deleted_listing_builds_it_whole(store: SQLiteStore) -> None:
+    before = patches()
+    store.delete_listing(store.listing_ids()[4], at=day_time(START) + 4 * 86_400)
+    assert_as_built_whole(store)
+    assert patches() == before
+
+
+def test_days_of_simulated_market_and_random_writes_stay_as_built_whole(store: SQLiteStore) -> None:
+    rng = random.Random(3)
+    ids = store.listing_ids()
+    before = patches()
+
+    def moved(_: str, doc: dict[str, Any]) -> dict[str, Any]:
+        changed = copy.deepcopy(doc)
+        for plan in changed.get("floorPlans") or []:
+            if rng.random() < 0.3:
+                plan["squareFeet"] = rng.randint(400, 1500)
+            for unit in plan.get("units") or []:
+                if rng.random() < 0.2:
+                    unit["status"] = rng.choice(["Available", "Sold", "Reserved"])
+                    unit["price"] = rng.choice([unit.get("price"), rng.randint(400_000, 2_000_000), None])
+                    unit["floor"] = rng.choice([unit.get("floor"), rng.randint(1, 40)])
+        return changed
+
+    for day in range(6):
+        store.update_listings(rng.sample(ids, k=rng.randint(1, 6)), moved, at=day_time(START) + (day + 5) * 86_400)
+        assert_as_built_whole(store)
+    simulate(store, 3, seed=9)
+    assert_as_built_whole(store)
+    assert patches() >= before + 6
