@@ -32,6 +32,7 @@ from precon.service.search.columns import (
     WEIGHT_SQL,
     ColumnIndex,
     IntArray,
+    Mask,
     NumberPostings,
     TermPostings,
     TextColumn,
@@ -182,49 +183,56 @@ def _multi(new: ColumnIndex, db: sqlite3.Connection, written: list[int], positio
     ):
         numbers[attr].append((number, at[listing]))
     new.terms, new.number_postings = dict(new.terms), dict(new.number_postings)
+    written_mask = np.zeros(new.size, dtype=np.bool_)
+    written_mask[positions] = True
     for attribute in MULTI_ATTRIBUTES:
         if attribute.kind == "number":
             new.number_postings[attribute.path] = _numbers(
-                new.number_postings[attribute.path], positions, numbers.get(attribute.path, [])
+                new.number_postings[attribute.path], written_mask, numbers.get(attribute.path, [])
             )
         else:
             held = terms.get(attribute.path, [])
-            new.terms[attribute.path] = _terms(new.terms[attribute.path], positions, held, appended)
+            new.terms[attribute.path] = _terms(new.terms[attribute.path], written_mask, held, appended)
 
 
-def _terms(postings: TermPostings, positions: IntArray, held: list[tuple[str, int]], appended: int) -> TermPostings:
-    """The postings with these positions' terms; a term no listing held is taken only from a listing created (from
-    position ``appended``), in its place in the sorted vocabulary, as a whole build has it."""
+def _terms(postings: TermPostings, written: Mask, held: list[tuple[str, int]], appended: int) -> TermPostings:
+    """The postings with the ``written`` positions' terms now ``held``; a term no listing held is taken only from a
+    listing created (from position ``appended``), in its place in the sorted vocabulary, as a whole build has it."""
     unknown = {term for term, _ in held if term not in postings.lookup}
     if any(position < appended for term, position in held if term in unknown):
         raise _Unpatchable  # a term no listing held, in a listing the index held
     if unknown:
         postings = _with_terms(postings, unknown)
-    keep = ~np.isin(postings.owners, positions)
+    keep = ~written[postings.owners]
     owners, codes = postings.owners[keep], postings.codes[keep]
-    added = sorted((postings.lookup[term], position) for term, position in held)
-    offsets = np.searchsorted(codes, np.arange(len(postings.vocabulary) + 1), side="left")
-    at = [int(offsets[code]) + int(np.searchsorted(owners[offsets[code] : offsets[code + 1]], owner))
-          for code, owner in added]  # fmt: skip
-    owners = np.insert(owners, at, np.array([owner for _, owner in added], dtype=np.int32))
-    codes = np.insert(codes, at, np.array([code for code, _ in added], dtype=np.int32))
+    added = np.array(sorted((postings.lookup[term], position) for term, position in held), dtype=np.int64)
+    added = added.reshape(-1, 2)
+    # Postings are ordered by code, then owner: one key of both finds where each new one goes, in one call.
+    at = np.searchsorted(codes.astype(np.int64) << 32 | owners, added[:, 0] << 32 | added[:, 1])
+    owners = np.insert(owners, at, added[:, 1].astype(np.int32))
+    codes = np.insert(codes, at, added[:, 0].astype(np.int32))
     offsets = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(postings.vocabulary)))])
     if (np.diff(offsets) == 0).any():  # a term no listing holds any more: a whole build would not name it
         raise _Unpatchable
     return TermPostings(owners, codes, offsets.astype(np.int64), postings.vocabulary, postings.lookup)
 
 
-def _numbers(postings: NumberPostings, positions: IntArray, held: list[tuple[float, int]]) -> NumberPostings:
-    keep = ~np.isin(postings.owners, positions)
+def _numbers(postings: NumberPostings, written: Mask, held: list[tuple[float, int]]) -> NumberPostings:
+    """The postings with the ``written`` positions' numbers now ``held`` (ordered by value, then owner)."""
+    keep = ~written[postings.owners]
     values, owners = postings.values[keep], postings.owners[keep]
     added = sorted(held)
-    low = np.searchsorted(values, [value for value, _ in added], side="left")
-    high = np.searchsorted(values, [value for value, _ in added], side="right")
-    at = [int(a) + int(np.searchsorted(owners[a:b], owner)) for a, b, (_, owner) in zip(low, high, added, strict=True)]
-    return NumberPostings(
-        np.insert(values, at, np.array([value for value, _ in added], dtype=np.float64)),
-        np.insert(owners, at, np.array([owner for _, owner in added], dtype=np.int32)),
-    )
+    new_values = np.array([value for value, _ in added], dtype=np.float64)
+    new_owners = np.array([owner for _, owner in added], dtype=np.int32)
+    # One key orders the postings as they are (a value's group: where its value first comes, then the owner) and
+    # puts a new one among its value's group by owner, or before the group it precedes when no listing holds it.
+    low = np.searchsorted(values, new_values, side="left")
+    present = low < len(values)
+    present[present] = values[low[present]] == new_values[present]
+    groups = np.searchsorted(values, values, side="left").astype(np.int64)
+    held_keys = (2 * groups + 1) << 32 | owners
+    at = np.searchsorted(held_keys, (2 * low.astype(np.int64) + present) << 32 | new_owners)
+    return NumberPostings(np.insert(values, at, new_values), np.insert(owners, at, new_owners))
 
 
 def _with_terms(postings: TermPostings, terms: set[str]) -> TermPostings:
