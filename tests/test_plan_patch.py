@@ -89,7 +89,32 @@ def decoded(plans: PlanIndex) -> dict[str, Any]:
             strict=True,
         )
     )
+    steps = plans.steps
+    floor_of = [None if h < 0 else float(steps.floors[h]) for h in steps.highest.tolist()]
+    stepped = sorted(
+        (plan, status.get(code, ""), str(_number(p)), str(_number(f)), str(h))
+        for plan, code, p, f, h in zip(
+            units.plan.tolist(),
+            units.status.tolist(),
+            units.price.tolist(),
+            units.floor.tolist(),
+            floor_of,
+            strict=True,
+        )
+    )
+    bounds = {}
+    for code, found in plans.bounds.by_status.items():
+        name = "any" if code < 0 else status[code]
+        if not found.units.any() and name != "any":
+            continue  # a status no unit has (any more): a whole build does not name it
+        bounds[name] = [
+            found.units.tolist(),
+            *(column.tolist() for column in (found.low_price, found.high_price, found.low_floor, found.high_floor)),
+            found.priced_floor.tolist(),
+        ]
     return {
+        "steps": stepped,
+        "bounds": bounds,
         "plans": list(
             zip(
                 plans.plan_rowid.tolist(),
@@ -129,6 +154,12 @@ def assert_as_built_whole(store: SQLiteStore) -> None:
     assert decoded(held) == decoded(built)
     units = held.units  # grouped as a build groups them: by plan, then status, then price
     assert (np.lexsort((units.price, units.status, units.plan)) == np.arange(len(units.plan))).all()
+    for code, found in held.bounds.by_status.items():  # each status's first row of a plan starts its group there
+        if code >= 0:
+            some = found.units > 0
+            assert (units.status[found.first[some]] == code).all()
+            starts = found.first[some]
+            assert ((starts == held._first_row[some]) | (units.status[np.maximum(starts - 1, 0)] != code)).all()
     for text in UNIT_FILTERS:
         expr = parse(text)
         assert (held.listings_matching(expr) == built.listings_matching(expr)).all(), text

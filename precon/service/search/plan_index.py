@@ -62,6 +62,13 @@ def owners(plan_rowid: IntArray, listing_rowids: IntArray) -> tuple[Mask, IntArr
     return known, np.where(known, position, 0)
 
 
+def row_ranges(plan: IntArray, plans: int) -> tuple[IntArray, IntArray]:
+    """Each plan's first row and the row after its last, of rows grouped by plan (in plan order)."""
+    counts = np.bincount(plan, minlength=plans)[:plans]
+    end = np.cumsum(counts)
+    return end - counts, end
+
+
 class PlanIndex:
     """Every floor plan of one store generation in columns: plans ordered by listing rowid, then index."""
 
@@ -116,14 +123,12 @@ class PlanIndex:
         self.fields = field_columns(value_plan, field_kind, num, codes, lookup.get("true", -1))
         self.hold_units(UnitColumns.of(units.pop(), plan_listing, first_plan, self.size))
 
-    def hold_units(self, units: UnitColumns) -> None:
-        """The unit rows, each plan's range of them, and each plan's bounds."""
+    def hold_units(self, units: UnitColumns, bounds: UnitBounds | None = None, steps: FloorSteps | None = None) -> None:
+        """The unit rows, each plan's range of them, and each plan's bounds (made from the rows unless given)."""
         self.units = units
-        plan_numbers = np.arange(self.size)
-        self._first_row = np.searchsorted(units.plan, plan_numbers, side="left")
-        self._end_row = np.searchsorted(units.plan, plan_numbers, side="right")
-        self.bounds = UnitBounds(units.status, units.price, units.floor, self._first_row, units.terms)
-        self.steps = FloorSteps(units.plan, units.status, units.floor)
+        self._first_row, self._end_row = row_ranges(units.plan, self.size)
+        self.bounds = bounds or UnitBounds(units.status, units.price, units.floor, self._first_row, units.terms)
+        self.steps = steps or FloorSteps(units.plan, units.status, units.floor)
         # Each listing's plans are a range (plans are ordered by listing): where it starts, and how many.
         held = np.flatnonzero(self.known)
         self._plan_count: IntArray = np.bincount(self.owner[held], minlength=self.listings)

@@ -18,15 +18,18 @@ from __future__ import annotations
 import copy
 import sqlite3
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from precon.service import metrics
 from precon.service.search.column_patch import LEAST, MOST_SHARE
-from precon.service.search.columns import ColumnIndex, IntArray, catalogue_name
-from precon.service.search.plan_index import PlanIndex, owners
+from precon.service.search.columns import ColumnIndex, IntArray, Mask, catalogue_name
+from precon.service.search.plan_index import PlanIndex, owners, row_ranges
 from precon.service.search.plans import FieldColumns, UnitColumns, field_columns, status_codes, term_codes
+from precon.service.search.unit_bounds import ANY_STATUS, StatusBounds, UnitBounds
+from precon.service.search.unit_steps import FloorSteps
 
 _WRITTEN = "SELECT id FROM listing_writes WHERE generation > ?"
 
@@ -122,7 +125,7 @@ def _patch(held: PlanIndex, index: ColumnIndex, rows: _Written) -> PlanIndex:
         new.terms.get("true", -1),
     )
     new.fields = {name: _merged(old, added_fields[name], moved) for name, old in held.fields.items()}
-    new.hold_units(_units(held.units, rows, moved, new.size))
+    _hold(new, held, _units(held.units, rows, moved, new.size), moved)
     return new
 
 
@@ -141,7 +144,19 @@ def _merged(old: FieldColumns, added: FieldColumns, moved: IntArray) -> FieldCol
     )
 
 
-def _units(old: UnitColumns, rows: _Written, moved: IntArray, plans: int) -> UnitColumns:
+@dataclass
+class _Merged:
+    """The units' rows of a patched index, and how they were made: the held rows kept (``kept``, per held row) at
+    ``kept_at``, and the rows read again (``added``, in their order) at ``added_at``."""
+
+    units: UnitColumns
+    kept: Mask
+    kept_at: IntArray
+    added: UnitColumns
+    added_at: IntArray
+
+
+def _units(old: UnitColumns, rows: _Written, moved: IntArray, plans: int) -> _Merged:
     """The rows of the plans kept (their units, or the row standing for none, as they were) at their new positions,
     and those of the plans read again, grouped as a build groups them: plans never share rows, so the few rows read
     again are ordered among themselves and put in at their plans' places, the others not sorted again."""
@@ -163,17 +178,98 @@ def _units(old: UnitColumns, rows: _Written, moved: IntArray, plans: int) -> Uni
     status = np.concatenate([status_codes([r[2] or "" for r in units], terms), np.full(len(bare), -1, np.int32)])
     status_num, price, floor = read(3), read(4), read(5)
     order = np.lexsort((price, status, added_plan))
-    at = np.searchsorted(plan[kept], added_plan[order])
+    added = UnitColumns(added_plan[order], status[order], status_num[order], price[order], floor[order], terms, listed)
+    at = np.searchsorted(plan[kept], added.plan)
 
-    def merged(held: Any, added: Any) -> Any:
-        return np.insert(held[kept], at, added[order])
+    def merged(held: Any, new: Any) -> Any:
+        return np.insert(held[kept], at, new)
 
-    return UnitColumns(
-        merged(plan, added_plan),
-        merged(old.status, status),
-        merged(old.status_num, status_num),
-        merged(old.price, price),
-        merged(old.floor, floor),
+    whole = UnitColumns(
+        merged(plan, added.plan),
+        merged(old.status, added.status),
+        merged(old.status_num, added.status_num),
+        merged(old.price, added.price),
+        merged(old.floor, added.floor),
         terms,
         listed,
     )
+    added_at = at + np.arange(len(at))
+    kept_rows = np.ones(len(whole.plan), dtype=np.bool_)
+    kept_rows[added_at] = False
+    return _Merged(whole, kept, np.flatnonzero(kept_rows), added, added_at)
+
+
+@dataclass
+class _Places:
+    """Where plans and their rows go: the held plans kept (``kept_old`` in the held index, ``kept_new`` in the new
+    one) and the plans read again (``added``, in the new one, whose rows were bounded from ``part_first``)."""
+
+    size: int
+    kept_old: IntArray
+    kept_new: IntArray
+    added: IntArray
+    part_first: IntArray
+    first_row: IntArray
+    end_row: IntArray
+    held_first_row: IntArray
+
+    def column(self, before: Any, now: Any, absent: float, dtype: Any) -> Any:
+        out = np.empty(self.size, dtype=dtype)
+        out[self.kept_new] = absent if before is None else before[self.kept_old]
+        out[self.added] = absent if now is None else now
+        return out
+
+    def first(self, before: StatusBounds | None, now: StatusBounds | None) -> IntArray:
+        """The first row of a status in each plan: at the same offset from the plan's first row as it was; for a
+        status no held unit had, after all of a held plan's rows (its code is the highest)."""
+        first: IntArray = np.empty(self.size, dtype=np.int64)
+        kept_old, kept_new = self.kept_old, self.kept_new
+        first[kept_new] = self.end_row[kept_new] if before is None else (
+            before.first[kept_old] - self.held_first_row[kept_old] + self.first_row[kept_new])  # fmt: skip
+        if now is not None:
+            first[self.added] = now.first - self.part_first + self.first_row[self.added]
+        return first
+
+
+def _hold(new: PlanIndex, held: PlanIndex, merged: _Merged, moved: IntArray) -> None:
+    """The patched index's units, with each plan's bounds and each row's floor steps: those of the plans kept
+    carried over to their new positions, those of the plans read again made from their rows alone."""
+    units, added = merged.units, merged.added
+    first_row, end_row = row_ranges(units.plan, new.size)
+    added_plans = np.unique(added.plan)
+    part_first = np.searchsorted(added.plan, added_plans, side="left")
+    part = UnitBounds(added.status, added.price, added.floor, part_first, units.terms)
+    kept_old = np.flatnonzero(moved >= 0)
+    places = _Places(new.size, kept_old, moved[kept_old], added_plans, part_first, first_row, end_row, held._first_row)
+    by_status: dict[int, StatusBounds] = {}
+    for code in (ANY_STATUS, *sorted(units.terms.values())):
+        before, now = held.bounds.by_status.get(code), part.by_status.get(code)
+
+        def column(name: str, absent: float, dtype: Any, before: Any = before, now: Any = now) -> Any:
+            return places.column(getattr(before, name, None), getattr(now, name, None), absent, dtype)
+
+        by_status[code] = StatusBounds(
+            column("units", 0, np.int64),
+            column("low_price", np.inf, np.float64),
+            column("high_price", -np.inf, np.float64),
+            column("low_floor", np.inf, np.float64),
+            column("high_floor", -np.inf, np.float64),
+            places.first(before, now),
+            column("priced_floor", -np.inf, np.float64),
+        )
+    new.hold_units(units, UnitBounds.of_statuses(units.terms, by_status), _steps(held.steps, merged))
+
+
+def _steps(held: FloorSteps, merged: _Merged) -> FloorSteps:
+    """Each row's floor steps: the kept rows' as they were, the rows read again ranked by the same floors (a floor
+    no unit was on changes every rank: then all are made again)."""
+    added, units = merged.added, merged.units
+    floors = np.unique(added.floor[~np.isnan(added.floor)])
+    if not np.isin(floors, held.floors).all():
+        return FloorSteps(units.plan, units.status, units.floor)
+    part = FloorSteps(added.plan, added.status, added.floor, floors=held.floors)
+    steps = copy.copy(held)
+    steps.highest = np.empty(len(units.plan), dtype=held.highest.dtype)
+    steps.highest[merged.kept_at] = held.highest[merged.kept]
+    steps.highest[merged.added_at] = part.highest
+    return steps

@@ -76,6 +76,13 @@ class UnitBounds:
             if code != ANY_STATUS:
                 below = below + units
 
+    @classmethod
+    def of_statuses(cls, terms: dict[str, int], by_status: dict[int, StatusBounds]) -> UnitBounds:
+        """Bounds already made (a patch's: see :mod:`precon.service.search.plan_patch`)."""
+        bounds = cls.__new__(cls)
+        bounds.terms, bounds.by_status = terms, by_status
+        return bounds
+
     def candidates(self, expr: Expr, plans: int) -> Candidates | None:
         """The plans that may hold a unit meeting ``expr``'s conditions on one unit, or None where ``expr`` is not
         a conjunction of them (a status matched, a price or floor compared) and of plan conditions."""

@@ -23,10 +23,13 @@ class FloorSteps:
     status, itself included: rows in price order, so that is the highest floor of the units priced at most its price
     (and of any tied with it ahead of it; a bisection lands after every tie). -1 where none has a floor."""
 
-    def __init__(self, plan: IntArray, status: npt.NDArray[np.int32], floor: FloatArray) -> None:
-        """From the unit rows, grouped by plan and status (in each group, by price)."""
+    def __init__(
+        self, plan: IntArray, status: npt.NDArray[np.int32], floor: FloatArray, floors: FloatArray | None = None
+    ) -> None:
+        """From the unit rows, grouped by plan and status (in each group, by price). ``floors``: the floors to rank
+        by (holding every floor of these rows), where these rows are some of an index's."""
         known = ~np.isnan(floor)
-        self.floors: FloatArray = np.unique(floor[known])
+        self.floors: FloatArray = np.unique(floor[known]) if floors is None else floors
         """Every floor a unit is on, ascending."""
         starts = np.ones(len(plan), dtype=np.bool_)
         starts[1:] = (plan[1:] != plan[:-1]) | (status[1:] != status[:-1])
