@@ -33,7 +33,7 @@ from playwright.sync_api import sync_playwright
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dashboard import CHROMIUM_ARGS, READY, free_port  # noqa: E402
+from dashboard import CHROMIUM_ARGS, READY, start_dashboard  # noqa: E402
 
 TARGETS_S = {"to the URL": 15.0, "first page": 5.0}
 HOME_READY = "Count listings by any attribute"
@@ -52,15 +52,8 @@ def start(data_dir: Path, listings: int, days: int) -> dict[str, float]:
     subprocess.run([str(ROOT / ".venv/bin/precon"), "catalogue", "prepare", "--data", str(data_dir)], env=env,
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     prepared = time.perf_counter()
-    port = free_port()
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-        "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process, url = start_dashboard(data_dir, timeout_s=120)
     try:
-        url = f"http://127.0.0.1:{port}"
-        _wait_healthy(url)
         answered = time.perf_counter()
         with sync_playwright() as driver:
             browser = driver.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
@@ -74,20 +67,6 @@ def start(data_dir: Path, listings: int, days: int) -> dict[str, float]:
         process.terminate()
         process.wait(timeout=30)
     return {"prepare": prepared - started, "to the URL": answered - started, "first page": drawn - answered}
-
-
-def _wait_healthy(url: str, timeout_s: float = 120) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/_stcore/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise SystemExit("streamlit did not start")
 
 
 def main() -> None:
