@@ -1,5 +1,7 @@
 """Listings as a table: cover image, name, place, status, prices, size, completion. A click on a name opens the
-listing in this tab (the session, and so the way back, kept)."""
+listing in this tab (the session, and so the way back, kept); so does ticking its row, which is what the keyboard
+reaches (Shift+Space on a row of the grid). Moving the grid's cell cursor, with the mouse or the arrow keys, opens
+nothing."""
 
 from __future__ import annotations
 
@@ -26,14 +28,17 @@ COLUMNS = {
     "baths": st.column_config.TextColumn("Baths"),
     "completion": st.column_config.TextColumn("Completion"),
 }
-SELECTABLE_COLUMNS = {
-    **COLUMNS,
-    "name": st.column_config.TextColumn("Name", width="large", help="Click a name to open the listing"),
-}
-"""Where a click on the name opens the listing, the name is plain text: a link would open another tab."""
-OPENING_MODES: list[Any] = ["single-row", "single-cell"]
-"""A table whose rows open a record: a click on its name cell opens it (a cell selection), and so does ticking the
-row's box (a row selection, what the keyboard reaches: Space on a row)."""
+OPENING_MODES: list[Any] = ["single-row"]
+"""A table whose rows open a record: ticking a row's box opens it, and so does Shift+Space on a row from the
+keyboard. Not a cell selection: the grid sends its cell cursor as the selection on every move, so an arrow key that
+landed on a name opened that row."""
+KEYBOARD_HINT = "from the keyboard, move to its row in the table and press Shift+Space"
+
+
+def name_column(label: str, key: str, width: int | str, help: str) -> Any:
+    """The name as a button in its cell: a click on it opens the record (read with :func:`picked_row`). A link would
+    open another tab; a button cell answers a click only, never the cell cursor passing over it."""
+    return st.column_config.ButtonColumn(label, width=width, help=help, type="tertiary", alignment="left", key=key)
 
 
 def listing_frame(
@@ -62,15 +67,14 @@ def listing_frame(
     return frame
 
 
-def picked_row(event: Any, column: str, count: int) -> int | None:
-    """The row of a table (of ``count`` rows) a person opened: the row ticked, or the row of the cell clicked in
-    ``column`` (the name); None for a click elsewhere, or no click."""
+def picked_row(event: Any, name_key: str, count: int) -> int | None:
+    """The row of a table (of ``count`` rows) a person opened: the row whose name button (of ``name_key``) was
+    clicked on this run, or the row ticked; None without either."""
+    clicked = st.session_state.get(name_key)  # a click's row, present only on the run the click caused
+    rows = [clicked["row"]] if clicked is not None else []
     selection = getattr(event, "selection", None)
-    if selection is None:
-        return None
-    rows = list(getattr(selection, "rows", None) or [])
-    rows += [row for row, name in getattr(selection, "cells", None) or [] if name == column]
-    return next((row for row in rows if 0 <= row < count), None)
+    rows += list(getattr(selection, "rows", None) or [])
+    return next((row for row in rows if isinstance(row, int) and 0 <= row < count), None)
 
 
 def open_listing(listing_id: str, opened_from: str) -> None:
@@ -94,10 +98,11 @@ def listing_table(
     if not listings:
         return
     frame = listing_frame(listings, {**(extra or {}), "id": [listing.id for listing in listings]}, links=False)
+    name = name_column("Name", f"{key}_open", "large", "Click a name to open the listing")
     event = st.dataframe(
         frame,
         placeholder="—",
-        column_config={**SELECTABLE_COLUMNS, "id": None, **(extra_config or {})},
+        column_config={**COLUMNS, "name": name, "id": None, **(extra_config or {})},
         hide_index=True,
         width="stretch",
         height=height,
@@ -106,6 +111,6 @@ def listing_table(
         on_select="rerun",
         selection_mode=OPENING_MODES,
     )
-    row = picked_row(event, "name", len(listings))
+    row = picked_row(event, f"{key}_open", len(listings))
     if row is not None and listings[row].id:
         open_listing(listings[row].id or "", opened_from)

@@ -20,7 +20,7 @@ from components import filter_panel as panel
 from components.compare import compare_selected
 from components.facet_search import counts_among
 from components.formatting import completion, markdown_text, number_range, plural, price_text, size_range
-from components.listing_table import OPENING_MODES, open_listing, picked_row
+from components.listing_table import KEYBOARD_HINT, OPENING_MODES, name_column, open_listing, picked_row
 from components.search_scope import SearchScope, scope_of
 from precon.client.models import PROVINCES, Listing, MatchedFloorPlans
 from precon.dashboard import labels, listing_search
@@ -39,6 +39,8 @@ SORTS: dict[str, str] = {
 PAGE_SIZES = (20, 50, 100)
 VIEWS = {"table": "Table", "cards": "Cards"}
 SEARCH_PAGE = "views/search.py"
+OPEN_KEY = "search_table_open"
+"""The name buttons' click, on the run it causes."""
 MAX_PAGE = 1_000_000
 LIST_FIELDS = (
     "listingId", "name", "summary", "type", "sellingStatus", "constructionStatus", "cityOrDistrict",
@@ -220,7 +222,7 @@ def matched_text(matched: MatchedFloorPlans | None, *, compact: bool = False) ->
 
 TABLE_COLUMNS: dict[str, Any] = {
     "id": None,  # in the data (tests read it), not on the screen
-    "name": st.column_config.TextColumn("Name", width=165, help="Click a name to open the listing"),
+    "name": st.column_config.TextColumn("Name", width=165),  # a button where a click opens: see results_table
     "matched": st.column_config.TextColumn(
         "Matched in", width=190, help="Where the search words were found: the field, and the text found there"
     ),
@@ -284,18 +286,22 @@ def results_frame(
 def results_table(
     listings: Sequence[Listing], names: dict[str, str], with_units: bool, with_words: bool = False
 ) -> None:
-    """The page of results; a click on a name (or ticking its row) opens the listing in this tab, or, while picking
-    listings to compare, ticks it. With search words, each row says where they were found."""
+    """The page of results; a click on a name (or ticking its row, Shift+Space from the keyboard) opens the listing
+    in this tab, or, while picking listings to compare, ticks it. With search words, each row says where they were
+    found."""
     frame = results_frame(listings, names, with_units, with_words)
     comparing = st.toggle(
         "Pick listings to compare",
         key="search_compare_mode",
         help="Tick 2 to 4 rows, then press Compare selected (a ticked row is then picked instead of opened).",
     )
+    config = {k: v for k, v in TABLE_COLUMNS.items() if k in frame.columns}
+    if not comparing:
+        config["name"] = name_column("Name", OPEN_KEY, 165, "Click a name to open the listing")
     event = st.dataframe(
         frame,
         placeholder="—",
-        column_config={k: v for k, v in TABLE_COLUMNS.items() if k in frame.columns},
+        column_config=config,
         column_order=[c for c in frame.columns if TABLE_COLUMNS.get(c) is not None],
         hide_index=True,
         width="stretch",
@@ -309,10 +315,10 @@ def results_table(
         rows = event.selection.rows if event is not None else []
         compare_selected([listings[r].id or "" for r in rows if 0 <= r < len(listings) and listings[r].id], SEARCH_PAGE)
         return
-    row = picked_row(event, "name", len(listings))
+    row = picked_row(event, OPEN_KEY, len(listings))
     if row is not None and listings[row].id:
         open_listing(listings[row].id or "", SEARCH_PAGE)
-    st.caption("Click a name to open the listing; the back link there returns to these results.")
+    st.caption(f"Click a name to open the listing ({KEYBOARD_HINT}); the back link there returns to these results.")
 
 
 def pagination(outcome: SearchOutcome, view: SearchView) -> None:

@@ -347,7 +347,90 @@ def price_per_square_foot(data: pd.DataFrame) -> None:
     st.caption("Listings without a price per square foot (contact for pricing) are left out.")
 
 
-state, problems = shared_filters.current("facets")
+def counts_per_facet(counted: Counts) -> None:
+    st.subheader("Counts per facet")
+    left, right = st.columns([3, 1])
+    facets = left.multiselect(
+        "Facets",
+        offered_facets,
+        default=DEFAULT_FACETS,
+        format_func=label_of,
+        key="facet",
+        bind="query-params",
+        select_all=False,
+    )
+    top = right.slider("Values per facet", 3, MAX_FACET_VALUES, 15, key="top", bind="query-params")
+    if not facets:
+        st.info("Choose one or more facets to count the listings by.", icon="ℹ️")
+        return
+    with api.guarded():
+        facet_counts = counted.facets(facets)
+        for start in range(0, len(facets), 2):
+            for place, facet in zip(st.columns(2, gap="large"), facets[start : start + 2], strict=False):
+                with place:
+                    facet_chart(facet, facet_counts.get(facet, {}), top, version)
+
+
+def cross_tab_chosen(counted: Counts) -> None:
+    st.subheader("Cross-tab")
+    left, right = st.columns(2)
+    names = offered_facets
+    row_facet = left.selectbox(
+        "Rows", names, index=names.index("cityOrDistrict"), format_func=label_of, key="rows", bind="query-params"
+    )
+    column_facet = right.selectbox(
+        "Columns", names, index=names.index("sellingStatus"), format_func=label_of, key="cols", bind="query-params"
+    )
+    if row_facet == column_facet:
+        st.info("Choose two different attributes for the rows and the columns.", icon="ℹ️")
+    else:
+        cross_tab(row_facet, column_facet, counted, version)
+
+
+@st.fragment
+def facets_page() -> None:
+    """Everything under the title: a pick, a chip or a choice of the page reruns this alone, not the app around it
+    (the navigation, the sign-in gate, the sidebar), none of which shows anything of the filters."""
+    state, problems = shared_filters.current("facets")
+    for problem in problems:
+        st.warning(problem, icon="🔗")
+    with api.guarded():
+        offered = api.call("facet_counts", facets=list(FILTERS.values()))
+        scope = search_scope.scope_of(state)
+        names_in_state = filter_chips.reference_names(state)
+    with st.container(border=True):
+        filter_chips.render(state, prefix="facets", links=("search", "map"), names=names_in_state)
+        filter_pickers(state, offered)
+        if scope.local:
+            st.caption(search_scope.local_note())
+    with api.guarded():
+        counted = Counts(scope)
+        matched = counted.total()
+    described = filter_chips.describe(state, names_in_state, facet_labels=FACETS)
+    if matched == 0:
+        if not described:
+            st.info(f"No listings in {anywhere} in this version of the API: choose another in the sidebar.", icon="ℹ️")
+        else:
+            st.info(
+                f"No listing in {anywhere} has {described}. Remove a filter, or choose another province in the "
+                "sidebar.",
+                icon="ℹ️",
+            )
+        return
+    st.caption(
+        f"**{matched:,}** {'listing' if matched == 1 else 'listings'} in view"
+        + (f": {described}." if described else ".")
+    )
+    counts_per_facet(counted)
+    cross_tab_chosen(counted)
+    with api.guarded():
+        fetched = counted.prices()
+    st.subheader("Start prices")
+    start_prices(fetched, matched)
+    st.subheader("Price per square foot by city")
+    price_per_square_foot(fetched)
+
+
 version, province = api.scope()
 offered_facets = [f for f in FACETS if version != LITE_VERSION or f not in LITE_LEFT_OUT]
 """What this version can count: v1-lite refuses a facet on an attribute it leaves out."""
@@ -358,78 +441,4 @@ st.caption(
     f"Listings counted by any attribute, under the filters below (the Search and Map pages' too) · {where}. "
     "Every choice is kept in the address bar: copy it to share this view."
 )
-for problem in problems:
-    st.warning(problem, icon="🔗")
-
-with api.guarded():
-    offered = api.call("facet_counts", facets=list(FILTERS.values()))
-    scope = search_scope.scope_of(state)
-    names_in_state = filter_chips.reference_names(state)
-
-with st.container(border=True):
-    filter_chips.render(state, prefix="facets", links=("search", "map"), names=names_in_state)
-    filter_pickers(state, offered)
-    if scope.local:
-        st.caption(search_scope.local_note())
-
-with api.guarded():
-    counted = Counts(scope)
-    matched = counted.total()
-described = filter_chips.describe(state, names_in_state, facet_labels=FACETS)
-if matched == 0:
-    if not described:
-        st.info(f"No listings in {anywhere} in this version of the API: choose another in the sidebar.", icon="ℹ️")
-    else:
-        st.info(
-            f"No listing in {anywhere} has {described}. Remove a filter, or choose another province in the sidebar.",
-            icon="ℹ️",
-        )
-    st.stop()
-st.caption(
-    f"**{matched:,}** {'listing' if matched == 1 else 'listings'} in view" + (f": {described}." if described else ".")
-)
-
-st.subheader("Counts per facet")
-left, right = st.columns([3, 1])
-facets = left.multiselect(
-    "Facets",
-    offered_facets,
-    default=DEFAULT_FACETS,
-    format_func=label_of,
-    key="facet",
-    bind="query-params",
-    select_all=False,
-)
-top = right.slider("Values per facet", 3, MAX_FACET_VALUES, 15, key="top", bind="query-params")
-if not facets:
-    st.info("Choose one or more facets to count the listings by.", icon="ℹ️")
-else:
-    with api.guarded():
-        facet_counts = counted.facets(facets)
-        for start in range(0, len(facets), 2):
-            for place, facet in zip(st.columns(2, gap="large"), facets[start : start + 2], strict=False):
-                with place:
-                    facet_chart(facet, facet_counts.get(facet, {}), top, version)
-
-st.subheader("Cross-tab")
-left, right = st.columns(2)
-names = offered_facets
-row_facet = left.selectbox(
-    "Rows", names, index=names.index("cityOrDistrict"), format_func=label_of, key="rows", bind="query-params"
-)
-column_facet = right.selectbox(
-    "Columns", names, index=names.index("sellingStatus"), format_func=label_of, key="cols", bind="query-params"
-)
-if row_facet == column_facet:
-    st.info("Choose two different attributes for the rows and the columns.", icon="ℹ️")
-else:
-    cross_tab(row_facet, column_facet, counted, version)
-
-with api.guarded():
-    fetched = counted.prices()
-
-st.subheader("Start prices")
-start_prices(fetched, matched)
-
-st.subheader("Price per square foot by city")
-price_per_square_foot(fetched)
+facets_page()

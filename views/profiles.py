@@ -16,7 +16,7 @@ import streamlit as st
 from components import api
 from components.images import safe_image_source
 from components.listing_facts import web_address
-from components.listing_table import OPENING_MODES, picked_row
+from components.listing_table import KEYBOARD_HINT, OPENING_MODES, name_column, picked_row
 from precon.client.models import Page, Profile
 
 PAGE_SIZES = (10, 25, 50, 100)
@@ -38,7 +38,7 @@ SORT_LABELS = {"asc": "Name A → Z", "dsc": "Name Z → A", "listings": "Most l
 # Widths in pixels, so the address and the website read in full on a 1280-pixel screen beside the sidebar.
 COLUMNS = {
     "logo": st.column_config.ImageColumn("Logo", width=56),
-    "name": st.column_config.TextColumn("Name", width=230, help="Click a name to open the company's profile"),
+    "name": name_column("Name", "profiles_table_open", 230, "Click a name to open the company's profile"),
     "collection": st.column_config.TextColumn("Collection", width=120),
     "address": st.column_config.TextColumn("Address", width=340),
     "website": st.column_config.LinkColumn("Website", display_text=r"^https?://(?:www\.)?([^/?#]+)", width=200),
@@ -158,7 +158,7 @@ def directory_table(result: Page[Profile]) -> None:
     """The page of companies; a click on a name opens its profile."""
     # A line between the controls and the table: the table's toolbar opens above its top right corner, where it
     # covered the last "Sort by" choice.
-    st.caption(f"{result.total:,} companies · click a name to open the company's profile.")
+    st.caption(f"{result.total:,} companies · click a name to open the company's profile ({KEYBOARD_HINT}).")
     event = st.dataframe(
         profile_frame(result.results),
         placeholder="—",
@@ -171,7 +171,7 @@ def directory_table(result: Page[Profile]) -> None:
         on_select="rerun",
         selection_mode=OPENING_MODES,
     )
-    row = picked_row(event, "name", len(result.results))
+    row = picked_row(event, "profiles_table_open", len(result.results))
     if row is not None:
         open_profile(result.results[row])
 
