@@ -38,18 +38,25 @@ def active_cell(page: Any) -> str | None:
 
 
 def tab_into_grid(page: Any, start: Any, column: int) -> None:
-    """From ``start`` (a control above a grid), Tab past the grid's toolbar into the grid (its first row's first
-    column after the row box), then on to ``column`` of that row."""
+    """From ``start`` (a control above a grid), Tab past the grid's toolbar into the grid, then to ``column`` of its
+    first row. The grid takes the focus on its canvas and may hand it to a cell a moment later: either is in it."""
     start.focus()
-    visited = []
-    while active_cell(page) != "data-grid-canvas":
+    visited: list[str | None] = []
+    while not in_grid(active_cell(page)):
         assert len(visited) < 20, f"Tab never reached the grid: {visited}"
         page.keyboard.press("Tab")
         page.wait_for_timeout(150)
         visited.append(active_cell(page))
-    for _ in range(column - 1):
-        page.keyboard.press("Tab")  # in the grid, Tab moves the cursor one cell right
+    page.wait_for_timeout(400)
+    cell = active_cell(page) or ""
+    at = int(cell.split("-")[2]) if cell.startswith("glide-cell-") else 1  # the canvas: its first cell's column
+    for _ in range(abs(column - at)):
+        page.keyboard.press("Tab" if column > at else "Shift+Tab")  # in the grid, Tab moves the cursor one cell
         page.wait_for_timeout(150)
+
+
+def in_grid(cell: str | None) -> bool:
+    return cell is not None and (cell == "data-grid-canvas" or cell.startswith("glide-cell-"))
 
 
 def press_quietly(page: Any, keys: list[str], url: str) -> None:
