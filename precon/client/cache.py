@@ -184,7 +184,13 @@ class _ManagedStorage(hishel.BaseStorage):
 
     def retrieve(self, key: str) -> tuple[httpcore.Response, httpcore.Request, hishel.Metadata] | None:
         with self._lock:
-            return self._inner.retrieve(self._storage_key(key))
+            found = self._inner.retrieve(self._storage_key(key))
+            if found is not None:
+                # hishel's in-memory storage hands every caller the one stored response, whose body can be read once
+                # (its transport reads it first thing): read here, under the lock, so that threads that retrieve it
+                # at once find it read instead of both reading its stream. The other backends give a copy each.
+                found[0].read()
+            return found
 
     def close(self) -> None:
         """Called by every transport's ``close()``: the shared backend stays open (see :meth:`shutdown`)."""
