@@ -78,6 +78,17 @@ PLAN_INDEX_PATCH_SECONDS = Histogram(
     ["catalogue"],
     buckets=PATCH_BUCKETS_S,
 )
+MARKET_PATCHES = Counter(
+    "precon_market_patches",
+    "Market columns (market_stats) moved to a new generation by the listings a write wrote, not built whole",
+    ["catalogue"],
+)
+MARKET_PATCH_SECONDS = Histogram(
+    "precon_market_patch_duration_seconds",
+    "Time to patch one catalogue's market columns",
+    ["catalogue"],
+    buckets=PATCH_BUCKETS_S,
+)
 DELIVERY_ATTEMPTS = Counter(
     "precon_webhook_attempts",
     "Webhook delivery attempts, by what came of the delivery (delivered, retrying, failed: its retries spent) and "
@@ -137,6 +148,11 @@ def index_patched(catalogue: str, seconds: float) -> None:
 def plan_index_patched(catalogue: str, seconds: float) -> None:
     PLAN_INDEX_PATCHES.labels(catalogue).inc()
     PLAN_INDEX_PATCH_SECONDS.labels(catalogue).observe(seconds)
+
+
+def market_columns_patched(catalogue: str, seconds: float) -> None:
+    MARKET_PATCHES.labels(catalogue).inc()
+    MARKET_PATCH_SECONDS.labels(catalogue).observe(seconds)
 
 
 def delivery_attempted(subscription: str, attempt: int, outcome: str, succeeded: bool, seconds: float) -> None:

@@ -55,6 +55,9 @@ class Runs:
     """The grid's times (every run's ``last`` is at most it)."""
     every: IntArray
     """:meth:`holding` of every run: the market whole, counted at build."""
+    by_listing: npt.NDArray[np.int32]
+    """Per run, listing by listing (as ``starts``), its position in the order of values: where a patch
+    (:mod:`.market_patch`) finds the kept runs' places without ordering them again."""
 
     @classmethod
     def ordered(
@@ -64,19 +67,36 @@ class Runs:
         order = np.flatnonzero(keep)[np.argsort(value[keep], kind="stable")]
         owner = listing[order]
         by_listing = np.argsort(owner, kind="stable")
+        listing_first = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=listings))]).astype(np.int64)
+        return cls.laid_out(owner, first[order], last[order], value[order], by_listing, listing_first, width)
+
+    @classmethod
+    def laid_out(
+        cls,
+        listing: IntArray,
+        first: IntArray,
+        last: IntArray,
+        value: FloatArray,
+        by_listing: IntArray,
+        listing_first: IntArray,
+        width: int,
+    ) -> Runs:
+        """Runs already in the order of their values, ``by_listing`` their positions listing by listing (and
+        ``listing_first`` where each listing's start)."""
         block = (by_listing.astype(np.int64) >> SHIFT) * (width + 1)
-        starts = (block + first[order][by_listing]).astype(np.int32)
-        stops = (block + last[order][by_listing]).astype(np.int32)
+        starts = (block + first[by_listing]).astype(np.int32)
+        stops = (block + last[by_listing]).astype(np.int32)
         return cls(
-            owner.astype(np.int32),
-            first[order].astype(np.int16),
-            last[order].astype(np.int16),
-            value[order],
-            np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=listings))]).astype(np.int64),
+            listing.astype(np.int32),
+            first.astype(np.int16),
+            last.astype(np.int16),
+            value,
+            listing_first,
             starts,
             stops,
             width,
-            _holding(starts, stops, -(-len(order) // BLOCK), width),
+            _holding(starts, stops, -(-len(value) // BLOCK), width),
+            by_listing.astype(np.int32),
         )
 
     def holding(self, listings: IntArray) -> IntArray:

@@ -127,6 +127,10 @@ class MarketColumns:
     launch_first: IntArray = field(default_factory=empty_int)
     """Per listing code, its first launch's row (launches ordered by listing, then time), one more."""
     launch_at: IntArray = field(default_factory=empty_int)
+    listing_deleted: Mask = field(default_factory=lambda: np.zeros(0, np.bool_))
+    """Per listing code, whether it is a deleted listing (as it last was)."""
+    history_seq: int = 0
+    """The last history entry the columns hold (a store's sequence number: entries after it are news)."""
 
     def codes(self, listing_ids: Sequence[str], provinces: frozenset[str] | None = None) -> IntArray:
         """The codes of those of ``listing_ids`` that the columns know (in ``provinces``, when given), each once."""

@@ -18,13 +18,22 @@ from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
 T = TypeVar("T")
 
 
-class GenerationHeld(Generic[T]):
-    """``get(store)``: the value of the store's generation, ``build(db)`` in a read transaction when not held."""
+Patch = Callable[[sqlite3.Connection, int, T], T | None]
+"""``patch(db, generation, held)``: ``held`` (of ``generation``) moved to the generation of ``db``'s read
+transaction, reading only what was written since; None: it cannot be."""
 
-    def __init__(self, kind: str, version: str, build: Callable[[sqlite3.Connection], T]) -> None:
+
+class GenerationHeld(Generic[T]):
+    """``get(store)``: the value of the store's generation: the one held patched (``patch``, when given), else
+    ``build(db)``, in a read transaction."""
+
+    def __init__(
+        self, kind: str, version: str, build: Callable[[sqlite3.Connection], T], patch: Patch[T] | None = None
+    ) -> None:
         self.kind = kind
         self.version = version
         self.build = build
+        self.patch = patch
         self.lock = threading.Lock()
         self.held: tuple[int, T] | None = None
         """The value and the generation it is of."""
@@ -35,21 +44,28 @@ class GenerationHeld(Generic[T]):
             held = self.held
             if held is not None and held[0] == generation:
                 return held[1]
-            self.held = held = None  # the generation before is let go before the next is built
+            self.held = None
+            if self.patch is None:
+                held = None  # the generation before is let go before the next is built
             if store._shared is None:
-                value = self._read(store)[1]
-                release_free_memory()  # what the build held, handed back (glibc would keep it for the process)
+                _, value, whole = self._read(store, held)
+                if whole:  # what the build held, handed back (glibc would keep it for the process)
+                    release_free_memory()
             else:
-                value = self._mapped(store)
+                value = self._mapped(store, held)
             self.held = (generation, value)
             return value
 
-    def _read(self, store: SQLiteCatalogueBase) -> tuple[int, T]:
+    def _read(self, store: SQLiteCatalogueBase, held: tuple[int, T] | None) -> tuple[int, T, bool]:
+        """The value of the generation read, and whether it was built whole."""
         with store._reading() as db:
-            return store._read_generation(), self.build(db)
+            patched = None if held is None or self.patch is None else self.patch(db, *held)
+            if patched is not None:
+                return store._read_generation(), patched, False
+            return store._read_generation(), self.build(db), True
 
-    def _mapped(self, store: SQLiteCatalogueBase) -> T:
-        """The value as one process built it, mapped from the files it wrote."""
+    def _mapped(self, store: SQLiteCatalogueBase, held: tuple[int, T] | None) -> T:
+        """The value as one process built (or patched) it, mapped from the files it wrote."""
         shared = store._shared
         assert shared is not None
 
@@ -57,7 +73,7 @@ class GenerationHeld(Generic[T]):
             return f"{self.version}-{store._index_key(generation)}"
 
         def build() -> tuple[str, T]:
-            generation, value = self._read(store)
+            generation, value, _ = self._read(store, held)
             return key(generation), value
 
         value: T = shared.get(self.kind, lambda: key(store.generation()), build)

@@ -27,7 +27,15 @@ from precon.filters import Expr
 from precon.service.collector import collector_paused
 from precon.service.stores import market_grid, market_stats
 from precon.service.stores.history import _keyed
-from precon.service.stores.market_grid import Placed, UnitStates, grid_of, month_times, place_units
+from precon.service.stores.market_grid import (
+    MarketGrid,
+    Placed,
+    Runs,
+    UnitStates,
+    grid_of,
+    month_times,
+    place_units,
+)
 from precon.service.stores.market_stats import (
     ALWAYS,
     CUT,
@@ -60,17 +68,27 @@ MARKET_VERSION = hashlib.blake2b(
 ).hexdigest()
 """Names market columns written to be shared by this code: those other code wrote are built again."""
 
-ENTRIES = (
-    "SELECT at, listing_id, scope, plan, unit, field, change, from_value, to_value FROM listing_history "
-    "WHERE (scope = 'unit' AND (change = 'created' OR (change = 'updated' AND field IN ('status', 'price')))) "
+_COUNTED = (
+    "((scope = 'unit' AND (change = 'created' OR (change = 'updated' AND field IN ('status', 'price')))) "
     "OR (scope = 'floorPlan' AND change = 'created') "
-    "OR (scope = 'listing' AND (change IN ('created', 'deleted') OR field = 'sellingStatus')) ORDER BY listing_id, seq"
+    "OR (scope = 'listing' AND (change IN ('created', 'deleted') OR field = 'sellingStatus')))"
 )
+_ENTRIES = "SELECT at, listing_id, scope, plan, unit, field, change, from_value, to_value FROM listing_history "
+ENTRIES = f"{_ENTRIES} WHERE {_COUNTED} ORDER BY listing_id, seq"
+_NAMED = "IN (SELECT value FROM json_each(?1))"
+ENTRIES_OF = f"{_ENTRIES} WHERE listing_id {_NAMED} AND {_COUNTED} ORDER BY listing_id, seq"
+"""The entries of some listings (their ids a JSON array)."""
 DOCUMENTS = (
     "SELECT l.listing_id, l.province, d.doc, 0 FROM listings l JOIN listing_docs d ON d.id = l.id UNION ALL "
     "SELECT listing_id, province, doc, 1 FROM deleted_listings "
     "WHERE listing_id NOT IN (SELECT listing_id FROM listings) ORDER BY 1"
 )
+DOCUMENTS_OF = (
+    f"SELECT l.listing_id, l.province, d.doc, 0 FROM listings l JOIN listing_docs d ON d.id = l.id "
+    f"WHERE l.listing_id {_NAMED} UNION ALL SELECT listing_id, province, doc, 1 FROM deleted_listings "
+    f"WHERE listing_id {_NAMED} AND listing_id NOT IN (SELECT listing_id FROM listings) ORDER BY 1"
+)
+LAST_ENTRY = "SELECT coalesce(max(seq), 0) FROM listing_history"
 
 
 def milliseconds(times: list[str]) -> IntArray:
@@ -180,6 +198,7 @@ class _Builder:
         self.history = history
         self.codes: dict[str, int] = {}
         self.provinces: list[str | None] = []
+        self.deleted: list[bool] = []
         # status, price, sqft, born, gone, whether it has entries: machine numbers (a Python float each would be 4 times
         # the size)
         self.unit_rows: list[array[Any]] = [array(kind) for kind in "bddqqb"]
@@ -224,6 +243,7 @@ class _Builder:
         code = len(self.codes)
         self.codes[listing] = code
         self.provinces.append(province)
+        self.deleted.append(deleted)
         history = self.history
         listing_born = max(history.created.get(listing, ()), default=ALWAYS)
         gone = history.deleted.get(listing, NEVER) if deleted else NEVER
@@ -290,14 +310,19 @@ class _Builder:
                         part = self._part(plan_of.get(plan_key, nothing)) if part is None else part
                         self.events.add(part, moment, kind)
 
-    def columns(self) -> MarketColumns:
+    def columns(self, history_seq: int = 0, times: IntArray | None = None) -> MarketColumns:
+        """The columns; their grid over ``times`` when given (:class:`OutsideGrid` when a unit's state moves outside
+        them), else over the times the units' states move in (None: no unit)."""
         listings, parts = len(self.codes), self.part_first[-1]
         units = len(self.unit_rows[0])
         event_rows, event_first = _ordered(self.events, parts)
         launch_rows, launch_first = _ordered(self.launches, listings)
         event_at, event_kind = event_rows[1].astype(np.int64), event_rows[2].astype(np.int64)
         part_first = np.array(self.part_first, np.int64)
-        grid = grid_of(self._placed()) if units else None
+        if units:
+            grid: MarketGrid | None = grid_of(self._placed(times))
+        else:
+            grid = None if times is None else empty_grid(times, parts)
         return MarketColumns(
             listing_codes=self.codes,
             listing_provinces=self.provinces,
@@ -314,10 +339,12 @@ class _Builder:
             event_months=event_months(event_at, event_kind),
             launch_first=launch_first,
             launch_at=launch_rows[1].astype(np.int64),
+            listing_deleted=np.array(self.deleted, np.bool_),
+            history_seq=history_seq,
         )
 
-    def _placed(self) -> Placed:
-        """The units placed on the grid; their columns (and the builder's) let go."""
+    def _placed(self, times: IntArray | None) -> Placed:
+        """The units placed on the grid (over ``times``, when given); their columns (and the builder's) let go."""
         status, price, sqft, born, gone, changed = self.unit_rows
         units = len(status)
         status_rows, status_first = _ordered(self.status, units)
@@ -335,18 +362,33 @@ class _Builder:
         entries = (status_first, status_rows[1], status_rows[2].astype(np.int64), price_first, price_rows[1],
                    price_rows[2])  # fmt: skip
         replay = UnitReplay(np.flatnonzero(states.moving), states.status, states.price, entries)
-        placed = place_units(states, _grid_times(states, status_rows[1], price_rows[1]), replay)
+        extent = _extent(states, status_rows[1], price_rows[1])
+        if times is None:
+            times = np.zeros(1, np.int64) if extent is None else month_times(*extent)
+        elif extent is not None and not times[0] <= extent[0] <= extent[1] < times[-1]:
+            raise OutsideGrid
+        placed = place_units(states, times, replay)
         self.unit_rows, self.unit_part, self.status, self.price = [], array("i"), _Rows(), _Rows()
         return placed
 
 
-def _grid_times(units: UnitStates, *entry_times: IntArray) -> IntArray:
-    """The grid's times: from the first time a unit's state moved (an entry, a creation, a deletion) to the last."""
+class OutsideGrid(Exception):
+    """A unit's state moves outside the times of the grid asked for."""
+
+
+def _extent(units: UnitStates, *entry_times: IntArray) -> tuple[int, int] | None:
+    """The first and the last time a unit's state moved (an entry, a creation, a deletion); None: never. The grid's
+    times run from the first to the start of the month after the last."""
     moments = [units.born[units.born != ALWAYS], units.gone[units.gone != NEVER], *entry_times]
     found = np.concatenate(moments)
-    if not len(found):
-        return np.zeros(1, np.int64)
-    return month_times(int(found.min()), int(found.max()))
+    return (int(found.min()), int(found.max())) if len(found) else None
+
+
+def empty_grid(times: IntArray, parts: int) -> MarketGrid:
+    """A grid over ``times`` holding no unit."""
+    none = np.empty(0, np.int64)
+    runs = Runs.ordered(none, none, none, np.empty(0, np.float64), parts, len(times))
+    return MarketGrid(times, np.zeros((parts, 3, len(times)), np.int32), runs, runs)
 
 
 def _statuses(units: list[Any]) -> list[int]:
@@ -404,15 +446,16 @@ def by_listing(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[str, list[tupl
 
 
 def documents_with_entries(
-    db: sqlite3.Connection,
+    db: sqlite3.Connection, listing_ids: list[str] | None = None
 ) -> Iterator[tuple[str, str | None, dict[str, Any], bool, list[tuple[Any, ...]]]]:
-    """Every listing's document (stored, or deleted as it last was) with its history entries (:data:`ENTRIES`): both
-    read in the order of their listings in the caller's read transaction, so that one listing's entries are held at a
-    time; each document decoded, walked by the caller and dropped, with the collector paused (it would walk them
-    again)."""
-    entries = by_listing(db.execute(ENTRIES))
+    """Every listing's document (stored, or deleted as it last was; only those of ``listing_ids``, when given) with
+    its history entries (:data:`ENTRIES`): both read in the order of their listings in the caller's read transaction,
+    so that one listing's entries are held at a time; each document decoded, walked by the caller and dropped, with
+    the collector paused (it would walk them again)."""
+    named = () if listing_ids is None else (orjson.dumps(listing_ids).decode(),)
+    entries = by_listing(db.execute(ENTRIES if listing_ids is None else ENTRIES_OF, named))
     pending = next(entries, None)
-    documents = db.execute(DOCUMENTS)
+    documents = db.execute(DOCUMENTS if listing_ids is None else DOCUMENTS_OF, named)
     while rows := documents.fetchmany(1024):
         with collector_paused():
             for listing, province, blob, deleted in rows:
@@ -423,14 +466,18 @@ def documents_with_entries(
                 yield listing_id, province, decode_document(blob), bool(deleted), held
 
 
-def build_market_columns(db: sqlite3.Connection) -> MarketColumns:
-    """The catalogue's market columns, read in the caller's read transaction."""
+def build_market_columns(
+    db: sqlite3.Connection, listing_ids: list[str] | None = None, times: IntArray | None = None
+) -> MarketColumns:
+    """The catalogue's market columns (of ``listing_ids`` only, when given; their grid over ``times``, when given:
+    see :meth:`_Builder.columns`), read in the caller's read transaction."""
+    last_entry = int(db.execute(LAST_ENTRY).fetchone()[0])
     builder = _Builder(_History())
-    for listing_id, province, doc, deleted, entries in documents_with_entries(db):
+    for listing_id, province, doc, deleted, entries in documents_with_entries(db, listing_ids):
         builder.history = _History().read(entries)
         builder.add(listing_id, province, doc, deleted)
     builder.history = _History()
-    return builder.columns()
+    return builder.columns(last_entry, times)
 
 
 class SQLiteMarket(SQLiteCatalogueBase):

@@ -1,0 +1,134 @@
+"""(ours) Market columns moved to a new generation by the listings a write wrote: :func:`combined` keeps the held
+columns of every other listing and puts in the written listings' columns, built on their own over the held grid's
+times (:mod:`.sqlite.market_patch` says which listings and reads them). Nothing of the catalogue is read again.
+
+Each listing's part of the columns is its own: its parts (and their rows of the grid's counts, their counted
+entries, their available runs) and its launches, numbered after the listings before it. So the combined columns are
+the kept listings' and the written ones' taken in the order of their ids, numbered again; only the runs are ordered
+again by value (their order is the medians'). The tests hold the result to a whole build.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+import numpy as np
+
+from precon.service.search.arrays import ranges
+from precon.service.stores.market_grid import MarketGrid, Runs
+from precon.service.stores.market_stats import IntArray, MarketColumns, event_months
+
+
+def combined(held: MarketColumns, written: Sequence[str], fresh: MarketColumns) -> MarketColumns:
+    """``held`` without the listings of ``written``, with ``fresh``'s (those of ``written`` that still exist, built
+    over ``held``'s grid times), listings in the order of their ids. Both must have a grid."""
+    assert held.grid is not None and fresh.grid is not None
+    order = _ListingOrder(held, set(written), fresh)
+    parts = _Taken(held.part_first, fresh.part_first, order.take)
+    part_of = np.full(parts.sources, -1, np.int64)
+    part_of[parts.rows] = np.arange(len(parts.rows))
+    events = _Taken(held.event_first, fresh.event_first, parts.rows)
+    launches = _Taken(held.launch_first, fresh.launch_first, order.take)
+    event_at = np.concatenate([held.event_at, fresh.event_at])[events.rows]
+    event_kind = np.concatenate([held.event_kind, fresh.event_kind])[events.rows]
+    counts = np.concatenate([held.grid.counts, fresh.grid.counts])[parts.rows]
+    after = int(held.part_first[-1])
+    grid = MarketGrid(
+        held.grid.times,
+        counts,
+        _runs(held.grid.prices, fresh.grid.prices, after, part_of, parts.rows),
+        _runs(held.grid.per_sqft, fresh.grid.per_sqft, after, part_of, parts.rows),
+    )
+    assert held.listing_counts is not None and fresh.listing_counts is not None
+    provinces = [*held.listing_provinces, *fresh.listing_provinces]
+    return MarketColumns(
+        listing_codes=dict(zip(order.ids, range(len(order.ids)), strict=True)),
+        listing_provinces=[provinces[source] for source in order.take.tolist()],
+        part_first=parts.first,
+        plan_parts=_plan_parts(held, fresh, part_of),
+        grid=grid,
+        listing_counts=np.concatenate([held.listing_counts, fresh.listing_counts])[order.take],
+        event_first=events.first,
+        event_at=event_at,
+        event_kind=event_kind,
+        event_months=event_months(event_at, event_kind),
+        launch_first=launches.first,
+        launch_at=np.concatenate([held.launch_at, fresh.launch_at])[launches.rows],
+        listing_deleted=np.concatenate([held.listing_deleted, fresh.listing_deleted])[order.take],
+        history_seq=fresh.history_seq,
+    )
+
+
+class _ListingOrder:
+    """The combined listings' ids in order, and where each comes from: ``take`` holds a held listing's code, or a
+    fresh one's code after the held ones."""
+
+    def __init__(self, held: MarketColumns, written: set[str], fresh: MarketColumns) -> None:
+        kept = [(listing, code) for listing, code in held.listing_codes.items() if listing not in written]
+        ids = [listing for listing, _ in kept]
+        take = [code for _, code in kept]
+        after = len(held.listing_codes)
+        for listing, code in fresh.listing_codes.items():  # few, in the order of their ids
+            at = bisect.bisect_left(ids, listing)
+            ids.insert(at, listing)
+            take.insert(at, after + code)
+        self.ids = ids
+        self.take = np.array(take, np.int64)
+
+
+class _Taken:
+    """Rows owned in runs (a listing's parts, a part's entries) taken for the owners ``owners`` (held ones, then
+    fresh ones after them, as :class:`_ListingOrder` numbers them): the rows (held ones, then fresh ones), and each
+    owner's first row in the result, one more."""
+
+    def __init__(self, held_first: IntArray, fresh_first: IntArray, owners: IntArray) -> None:
+        starts = np.concatenate([held_first[:-1], held_first[-1] + fresh_first[:-1]])
+        ends = np.concatenate([held_first[1:], held_first[-1] + fresh_first[1:]])
+        self.sources = int(held_first[-1] + fresh_first[-1])
+        self.rows = ranges(starts[owners], ends[owners])
+        self.first = np.concatenate([[0], np.cumsum(ends[owners] - starts[owners])]).astype(np.int64)
+
+
+def _runs(held: Runs, fresh: Runs, after: int, part_of: IntArray, parts: IntArray) -> Runs:
+    """The kept parts' runs with the fresh ones (their parts numbered from ``after``) merged in by value, the parts
+    numbered again (``part_of``; -1: dropped) and taken in the order ``parts`` (held ones, then fresh ones) gives.
+    The kept runs keep their order, within the values and within their parts: nothing is sorted again."""
+    kept = np.flatnonzero(part_of[held.listing] >= 0)
+    at = np.searchsorted(held.value[kept], fresh.value, side="right")  # the kept run each fresh one goes before
+    kept_at = np.arange(len(kept)) + np.searchsorted(at, np.arange(len(kept)), side="right")
+    fresh_at = at + np.arange(len(at))
+    size = len(kept) + len(at)
+    merged = []
+    for held_column, fresh_column in (
+        (part_of[held.listing], part_of[after + fresh.listing.astype(np.int64)]),
+        (held.first, fresh.first),
+        (held.last, fresh.last),
+        (held.value, fresh.value),
+    ):
+        column = np.empty(size, held_column.dtype)
+        column[kept_at] = held_column[kept]
+        column[fresh_at] = fresh_column
+        merged.append(column)
+    held_place = np.full(len(held.value), -1, np.int64)
+    held_place[kept] = kept_at
+    slots = _Taken(held.listing_first, fresh.listing_first, parts)
+    places = np.concatenate([held_place[held.by_listing], fresh_at[fresh.by_listing]])[slots.rows]
+    return Runs.laid_out(*merged, places, slots.first, held.width)
+
+
+def _plan_parts(held: MarketColumns, fresh: MarketColumns, part_of: IntArray) -> dict[str, dict[str, IntArray]]:
+    """Per plan attribute and key, the parts holding it, numbered again (a key no part holds any longer left out)."""
+    after = int(held.part_first[-1])
+    found: dict[str, dict[str, IntArray]] = {}
+    for path in {*held.plan_parts, *fresh.plan_parts}:
+        keys: dict[str, IntArray] = {}
+        held_keys, fresh_keys = held.plan_parts.get(path, {}), fresh.plan_parts.get(path, {})
+        for key in {*held_keys, *fresh_keys}:
+            sources = [held_keys.get(key, np.empty(0, np.int64)), after + fresh_keys.get(key, np.empty(0, np.int64))]
+            parts = part_of[np.concatenate(sources)]
+            parts = np.sort(parts[parts >= 0])
+            if len(parts):
+                keys[key] = parts
+        found[path] = keys
+    return found
