@@ -15,15 +15,24 @@ import numpy as np
 import pytest
 from prometheus_client import REGISTRY
 
+from precon.filters import parse
 from precon.service.stores.loading import batched
 from precon.service.stores.market_grid import Runs
 from precon.service.stores.market_stats import MarketColumns, MarketGroup
+from precon.service.stores.market_units import UnitLedger, value_key
 from precon.service.stores.simulation import day_time, newest_change_day, simulate
 from precon.service.stores.sqlite.market_columns import build_market_columns
+from precon.service.stores.sqlite.market_units import build_unit_ledger
 from precon.service.stores.sqlite.store import SQLiteStore
 from tests.catalogues import generated_catalogue
 
 START = date(2025, 6, 1)
+UNIT_FILTERS = [
+    "numberOfBedrooms = 2",
+    "units.status:Available AND units.price < 900000",
+    "NOT units.status:Sold OR squareFeet >= 900",
+    'planCategory:"Sky Suite" OR units.floor >= 10',
+]
 
 
 @pytest.fixture
@@ -35,12 +44,18 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
         opened.upsert_listings(batch, at=day_time(START))
     simulate(opened, 50, seed=4)
     opened.market_columns()  # held, as when serving
+    opened.unit_ledger()
     yield opened
     opened.close()
 
 
-def patches() -> float:
-    return REGISTRY.get_sample_value("precon_market_patches_total", {"catalogue": "market"}) or 0.0
+def patches(kind: str = "columns") -> float:
+    return REGISTRY.get_sample_value("precon_market_patches_total", {"catalogue": "market", "kind": kind}) or 0.0
+
+
+def _plain(values: Any) -> list[Any]:
+    """A column as a list, NaN as None (NaN equals nothing)."""
+    return [None if value != value else value for value in np.asarray(values).tolist()]
 
 
 def _runs(runs: Runs) -> list[tuple[Any, ...]]:
@@ -69,6 +84,34 @@ def held_as_lists(columns: MarketColumns) -> dict[str, Any]:
     return found
 
 
+def ledger_as_lists(ledger: UnitLedger) -> dict[str, Any]:
+    """What a unit ledger holds, its statuses and plan values decoded (a patch codes a new one after those held, a
+    whole build in the order it meets them)."""
+
+    def status(codes: Any) -> list[str | None]:
+        return [ledger.statuses[int(code)] if code >= 0 else None for code in np.asarray(codes).tolist()]
+
+    found: dict[str, Any] = {
+        "ids": ledger.listing_ids,
+        "codes": list(ledger.listing_codes.items()),
+        "provinces": ledger.listing_provinces,
+        "unit status": status(ledger.unit_status),
+        "status from": status(ledger.status_from),
+        "event status": status(ledger.event_status),
+        "plan values": {
+            name: [value_key(ledger.field_values[name][code]) if code >= 0 else None for code in codes.tolist()]
+            for name, codes in ledger.plan_codes.items()
+        },
+        "history seq": ledger.history_seq,
+    }
+    for name in ("plan_first", "unit_first", "event_first", "plan_sqft", "unit_plan", "unit_floor", "unit_price",
+                 "unit_text_price", "unit_born", "listing_gone", "status_first", "status_at", "price_first",
+                 "price_at", "price_from", "typed_from", "event_at", "event_kind", "event_plan", "event_floor",
+                 "event_price", "listing_deleted"):  # fmt: skip
+        found[name] = _plain(getattr(ledger, name))
+    return found
+
+
 def month_starts(first: date, months: int) -> list[int]:
     found = []
     year, month = first.year, first.month
@@ -89,6 +132,8 @@ def answers(store: SQLiteStore) -> list[Any]:
     ]
     found = [store.market_stats(boundaries, group) for group in groups]
     found.append(store.market_stats(boundaries, groups[0], provinces=frozenset({"ON"})))
+    for text in UNIT_FILTERS:
+        found += [store.market_stats(boundaries, group, unit_filter=parse(text)) for group in groups]
     return found
 
 
@@ -96,9 +141,12 @@ def assert_as_built_whole(store: SQLiteStore) -> None:
     answered = answers(store)
     held = store._market.held
     assert held is not None and held[0] == store._read_generation()
+    ledger = store._ledger.held
+    assert ledger is not None and ledger[0] == held[0]
     with store._reading() as db:
-        built = build_market_columns(db)
+        built, built_ledger = build_market_columns(db), build_unit_ledger(db)
     assert held_as_lists(held[1]) == held_as_lists(built)
+    assert ledger_as_lists(ledger[1]) == ledger_as_lists(built_ledger)
     alone = SQLiteStore(store.path)  # a store of its own, which builds its columns whole
     try:
         assert answered == answers(alone)
@@ -121,11 +169,11 @@ def sold_and_raised(_: str, doc: dict[str, Any]) -> dict[str, Any]:
     return changed
 
 
-def test_a_day_of_sales_patches_the_market_columns(store: SQLiteStore) -> None:
-    before = patches()
+def test_a_day_of_sales_patches_the_market_columns_and_the_ledger(store: SQLiteStore) -> None:
+    before, ledgers = patches(), patches("ledger")
     store.update_listings(store.listing_ids()[:8], sold_and_raised, at=later(1, store))
     assert_as_built_whole(store)
-    assert patches() == before + 1
+    assert patches() == before + 1 and patches("ledger") == ledgers + 1
 
 
 def test_plans_taken_off_and_added_and_a_launch(store: SQLiteStore) -> None:

@@ -80,13 +80,14 @@ PLAN_INDEX_PATCH_SECONDS = Histogram(
 )
 MARKET_PATCHES = Counter(
     "precon_market_patches",
-    "Market columns (market_stats) moved to a new generation by the listings a write wrote, not built whole",
-    ["catalogue"],
+    "Market columns or unit ledgers (market_stats) moved to a new generation by the listings a write wrote, "
+    "not built whole",
+    ["catalogue", "kind"],
 )
 MARKET_PATCH_SECONDS = Histogram(
     "precon_market_patch_duration_seconds",
-    "Time to patch one catalogue's market columns",
-    ["catalogue"],
+    "Time to patch one catalogue's market columns or unit ledger",
+    ["catalogue", "kind"],
     buckets=PATCH_BUCKETS_S,
 )
 DELIVERY_ATTEMPTS = Counter(
@@ -150,9 +151,10 @@ def plan_index_patched(catalogue: str, seconds: float) -> None:
     PLAN_INDEX_PATCH_SECONDS.labels(catalogue).observe(seconds)
 
 
-def market_columns_patched(catalogue: str, seconds: float) -> None:
-    MARKET_PATCHES.labels(catalogue).inc()
-    MARKET_PATCH_SECONDS.labels(catalogue).observe(seconds)
+def market_patched(catalogue: str, kind: str, seconds: float) -> None:
+    """``kind``: ``columns`` or ``ledger``."""
+    MARKET_PATCHES.labels(catalogue, kind).inc()
+    MARKET_PATCH_SECONDS.labels(catalogue, kind).observe(seconds)
 
 
 def delivery_attempted(subscription: str, attempt: int, outcome: str, succeeded: bool, seconds: float) -> None:

@@ -12,27 +12,29 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from precon.service.search.arrays import ranges
 from precon.service.stores.market_grid import MarketGrid, Runs
 from precon.service.stores.market_stats import IntArray, MarketColumns, event_months
+
+T = TypeVar("T", bound=np.generic)
 
 
 def combined(held: MarketColumns, written: Sequence[str], fresh: MarketColumns) -> MarketColumns:
     """``held`` without the listings of ``written``, with ``fresh``'s (those of ``written`` that still exist, built
     over ``held``'s grid times), listings in the order of their ids. Both must have a grid."""
     assert held.grid is not None and fresh.grid is not None
-    order = _ListingOrder(held, set(written), fresh)
-    parts = _Taken(held.part_first, fresh.part_first, order.take)
-    part_of = np.full(parts.sources, -1, np.int64)
-    part_of[parts.rows] = np.arange(len(parts.rows))
-    events = _Taken(held.event_first, fresh.event_first, parts.rows)
-    launches = _Taken(held.launch_first, fresh.launch_first, order.take)
-    event_at = np.concatenate([held.event_at, fresh.event_at])[events.rows]
-    event_kind = np.concatenate([held.event_kind, fresh.event_kind])[events.rows]
-    counts = np.concatenate([held.grid.counts, fresh.grid.counts])[parts.rows]
+    order = ListingOrder(held.listing_codes, set(written), fresh.listing_codes)
+    parts = Taken(held.part_first, fresh.part_first, order.take)
+    part_of = parts.renumbered()
+    events = Taken(held.event_first, fresh.event_first, parts.rows)
+    launches = Taken(held.launch_first, fresh.launch_first, order.take)
+    event_at, event_kind = events.pick(held.event_at, fresh.event_at), events.pick(held.event_kind, fresh.event_kind)
+    counts = parts.pick(held.grid.counts, fresh.grid.counts)
     after = int(held.part_first[-1])
     grid = MarketGrid(
         held.grid.times,
@@ -54,22 +56,23 @@ def combined(held: MarketColumns, written: Sequence[str], fresh: MarketColumns) 
         event_kind=event_kind,
         event_months=event_months(event_at, event_kind),
         launch_first=launches.first,
-        launch_at=np.concatenate([held.launch_at, fresh.launch_at])[launches.rows],
+        launch_at=launches.pick(held.launch_at, fresh.launch_at),
         listing_deleted=np.concatenate([held.listing_deleted, fresh.listing_deleted])[order.take],
         history_seq=fresh.history_seq,
     )
 
 
-class _ListingOrder:
-    """The combined listings' ids in order, and where each comes from: ``take`` holds a held listing's code, or a
-    fresh one's code after the held ones."""
+class ListingOrder:
+    """The combined listings' ids in order (``held`` and ``fresh``: codes by id, in the order of their ids; those of
+    ``written`` left out of ``held``), and where each comes from: ``take`` holds a held listing's code, or a fresh
+    one's code after the held ones."""
 
-    def __init__(self, held: MarketColumns, written: set[str], fresh: MarketColumns) -> None:
-        kept = [(listing, code) for listing, code in held.listing_codes.items() if listing not in written]
+    def __init__(self, held: dict[str, int], written: set[str], fresh: dict[str, int]) -> None:
+        kept = [(listing, code) for listing, code in held.items() if listing not in written]
         ids = [listing for listing, _ in kept]
         take = [code for _, code in kept]
-        after = len(held.listing_codes)
-        for listing, code in fresh.listing_codes.items():  # few, in the order of their ids
+        after = len(held)
+        for listing, code in fresh.items():  # few, in the order of their ids
             at = bisect.bisect_left(ids, listing)
             ids.insert(at, listing)
             take.insert(at, after + code)
@@ -77,9 +80,9 @@ class _ListingOrder:
         self.take = np.array(take, np.int64)
 
 
-class _Taken:
+class Taken:
     """Rows owned in runs (a listing's parts, a part's entries) taken for the owners ``owners`` (held ones, then
-    fresh ones after them, as :class:`_ListingOrder` numbers them): the rows (held ones, then fresh ones), and each
+    fresh ones after them, as :class:`ListingOrder` numbers them): the rows (held ones, then fresh ones), and each
     owner's first row in the result, one more."""
 
     def __init__(self, held_first: IntArray, fresh_first: IntArray, owners: IntArray) -> None:
@@ -88,6 +91,17 @@ class _Taken:
         self.sources = int(held_first[-1] + fresh_first[-1])
         self.rows = ranges(starts[owners], ends[owners])
         self.first = np.concatenate([[0], np.cumsum(ends[owners] - starts[owners])]).astype(np.int64)
+
+    def pick(self, held: npt.NDArray[T], fresh: npt.NDArray[T]) -> npt.NDArray[T]:
+        """A column of the rows (``held``'s, then ``fresh``'s) as taken."""
+        return np.concatenate([held, fresh])[self.rows]
+
+    def renumbered(self) -> IntArray:
+        """Per row of the sources (held ones, then fresh ones), its number in the result (-1: not taken), and -1
+        once more at the end (so that a row -1, none, stays -1)."""
+        found = np.full(self.sources + 1, -1, np.int64)
+        found[self.rows] = np.arange(len(self.rows))
+        return found
 
 
 def _runs(held: Runs, fresh: Runs, after: int, part_of: IntArray, parts: IntArray) -> Runs:
@@ -112,7 +126,7 @@ def _runs(held: Runs, fresh: Runs, after: int, part_of: IntArray, parts: IntArra
         merged.append(column)
     held_place = np.full(len(held.value), -1, np.int64)
     held_place[kept] = kept_at
-    slots = _Taken(held.listing_first, fresh.listing_first, parts)
+    slots = Taken(held.listing_first, fresh.listing_first, parts)
     places = np.concatenate([held_place[held.by_listing], fresh_at[fresh.by_listing]])[slots.rows]
     return Runs.laid_out(*merged, places, slots.first, held.width)
 

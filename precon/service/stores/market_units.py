@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from precon.filters import UNIT_PREFIX, And, Compare, Expr, Not, Or, compile_predicate
 from precon.service.search.arrays import ranges
@@ -45,6 +46,12 @@ from precon.service.stores.market_stats import (
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
+
+
+def value_key(value: Any) -> bytes:
+    """What tells a plan's value of a field from another (``2``, ``2.0`` and ``"2"`` are three): the ledger codes
+    each distinct one once."""
+    return orjson.dumps(value) + type(value).__name__.encode()
 
 
 def _empty_int() -> IntArray:
@@ -99,6 +106,10 @@ class UnitLedger:
     """The unit's status just before the entry (a code of :attr:`statuses`, -1: none or not known)."""
     event_price: FloatArray = field(default_factory=lambda: np.zeros(0))
     """Its price just before the entry, as a filter reads it."""
+    listing_deleted: Mask = field(default_factory=lambda: np.zeros(0, np.bool_))
+    """Per listing, whether it is a deleted listing (as it last was)."""
+    history_seq: int = 0
+    """The last history entry the ledger holds (a store's sequence number: entries after it are news)."""
 
     def codes(self, listing_ids: Sequence[str], provinces: frozenset[str] | None) -> IntArray:
         """The codes of those of ``listing_ids`` the ledger holds (in ``provinces``, when given), each once."""

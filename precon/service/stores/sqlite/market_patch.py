@@ -1,13 +1,13 @@
-"""(ours) The SQLite store's market columns moved to a new generation by reading again only the listings written
-since (:func:`market_patched`), not the whole catalogue and its history.
+"""(ours) The SQLite store's market columns and unit ledger moved to a new generation by reading again only the
+listings written since (:func:`market_patched`, :func:`ledger_patched`), not the whole catalogue and its history.
 
 A listing's columns change when its document, province or history entries do, or when it is deleted: the listings a
 write wrote are in ``listing_writes`` (as the column index reads them, :mod:`precon.service.search.column_patch`),
 entries since the held columns' last are news of their listings, and a listing deleted since is one the held columns
-have as not deleted. Those listings' columns are built on their own over the held grid's times and put in
-(:func:`precon.service.stores.market_patch.combined`). Built whole instead: a unit's state moved outside the held
-grid's times (a new month began), the history was written again from the start (a replica's snapshot), or more than
-an eighth of the catalogue was written.
+have as not deleted. Those listings are built on their own (the columns over the held grid's times) and put in
+(:mod:`precon.service.stores.market_patch`, :mod:`precon.service.stores.ledger_patch`). Built whole instead: the history
+was written again from the start (a replica's snapshot), more than an eighth of the catalogue was written, or (the
+columns) a unit's state moved outside the held grid's times (a new month began).
 """
 
 from __future__ import annotations
@@ -15,11 +15,17 @@ from __future__ import annotations
 import sqlite3
 import time
 
+import numpy as np
+import numpy.typing as npt
+
 from precon.service import metrics
 from precon.service.search.columns import catalogue_name
+from precon.service.stores.ledger_patch import combined_ledger
 from precon.service.stores.market_patch import combined
 from precon.service.stores.market_stats import MarketColumns
+from precon.service.stores.market_units import UnitLedger
 from precon.service.stores.sqlite.market_columns import LAST_ENTRY, OutsideGrid, build_market_columns
+from precon.service.stores.sqlite.market_units import build_unit_ledger
 
 _WRITTEN = (
     "SELECT l.listing_id FROM listing_writes w JOIN listings l ON l.id = w.id WHERE w.generation > ?1 "
@@ -28,24 +34,46 @@ _WRITTEN = (
 _DELETED = "SELECT listing_id FROM deleted_listings WHERE listing_id NOT IN (SELECT listing_id FROM listings)"
 
 
-def market_patched(db: sqlite3.Connection, generation: int, held: MarketColumns) -> MarketColumns | None:
-    """``held`` (of ``generation``) moved to the generation the caller's read transaction sees; None: it cannot be,
-    build it whole."""
-    if held.grid is None or int(db.execute(LAST_ENTRY).fetchone()[0]) < held.history_seq:
+def written_since(
+    db: sqlite3.Connection, generation: int, history_seq: int, codes: dict[str, int], deleted: npt.NDArray[np.bool_]
+) -> list[str] | None:
+    """The listings (in the order of their ids) whose columns may have changed since ``generation`` and the history
+    entry ``history_seq``, of columns holding ``codes`` (each listing's code) and ``deleted`` (whether each is a
+    deleted listing); None: too many to patch, or the history was written again."""
+    if int(db.execute(LAST_ENTRY).fetchone()[0]) < history_seq:
         return None
-    started = time.perf_counter()
-    written = {row[0] for row in db.execute(_WRITTEN, (generation, held.history_seq))}
-    codes, deleted = held.listing_codes, held.listing_deleted
+    written = {row[0] for row in db.execute(_WRITTEN, (generation, history_seq))}
     for (listing,) in db.execute(_DELETED):
         code = codes.get(listing)
         if code is None or not deleted[code]:
             written.add(listing)
-    if len(written) * 8 > max(len(codes), 8):
+    return None if len(written) * 8 > max(len(codes), 8) else sorted(written)
+
+
+def market_patched(db: sqlite3.Connection, generation: int, held: MarketColumns) -> MarketColumns | None:
+    """``held`` (of ``generation``) moved to the generation the caller's read transaction sees; None: it cannot be,
+    build it whole."""
+    started = time.perf_counter()
+    if held.grid is None:
+        return None
+    written = written_since(db, generation, held.history_seq, held.listing_codes, held.listing_deleted)
+    if written is None:
         return None
     try:
-        fresh = build_market_columns(db, sorted(written), held.grid.times)
+        fresh = build_market_columns(db, written, held.grid.times)
     except OutsideGrid:
         return None
-    found = combined(held, sorted(written), fresh)
-    metrics.market_columns_patched(catalogue_name(db), time.perf_counter() - started)
+    found = combined(held, written, fresh)
+    metrics.market_patched(catalogue_name(db), "columns", time.perf_counter() - started)
+    return found
+
+
+def ledger_patched(db: sqlite3.Connection, generation: int, held: UnitLedger) -> UnitLedger | None:
+    """The unit ledger ``held`` (of ``generation``) moved the same way."""
+    started = time.perf_counter()
+    written = written_since(db, generation, held.history_seq, held.listing_codes, held.listing_deleted)
+    if written is None:
+        return None
+    found = combined_ledger(held, written, build_unit_ledger(db, written))
+    metrics.market_patched(catalogue_name(db), "ledger", time.perf_counter() - started)
     return found

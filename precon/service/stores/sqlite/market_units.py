@@ -19,16 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from precon.filters.plans import number_of
 from precon.service.search.plans import PLAN_FIELDS
 from precon.service.stores import market_units
 from precon.service.stores.history import _keyed
 from precon.service.stores.market_stats import ALWAYS, CUT, INCREASE, NEVER, SOLD_EVENT
-from precon.service.stores.market_units import UnitLedger
+from precon.service.stores.market_units import UnitLedger, value_key
 from precon.service.stores.sqlite import market_columns
 from precon.service.stores.sqlite.market_columns import (
+    LAST_ENTRY,
     documents_with_entries,
     json_value,
     loose_number,
@@ -97,6 +97,7 @@ class _LedgerBuilder:
         self.ledger = UnitLedger()
         self.statuses: dict[str, int] = {}
         self.gone: list[int] = []
+        self.deleted: list[bool] = []
         self.plan_codes: dict[str, array[int]] = {name: array("i") for name in PLAN_KEPT}
         self.field_values: dict[str, dict[bytes, tuple[int, Any]]] = {name: {} for name in PLAN_KEPT}
         self.plan_sqft = array("d")
@@ -117,6 +118,7 @@ class _LedgerBuilder:
         self.ledger.listing_ids.append(listing)
         self.ledger.listing_provinces.append(province)
         self.gone.append(told.deleted if deleted and told.deleted is not None else NEVER)
+        self.deleted.append(deleted)
         listing_born = max(told.created, default=ALWAYS)
         plan_rows: dict[str, int] = {}
         for plan_key, plan in _keyed(doc.get("floorPlans"), "id").items():
@@ -142,7 +144,7 @@ class _LedgerBuilder:
                 continue
             value = plan[name]
             known = self.field_values[name]
-            key = orjson.dumps(value) + type(value).__name__.encode()
+            key = value_key(value)
             held = known.get(key)
             if held is None:
                 held = known[key] = (len(known), value)
@@ -190,6 +192,7 @@ class _LedgerBuilder:
             name: [value for _, value in known.values()] for name, known in self.field_values.items()
         }
         ledger.listing_gone = np.array(self.gone, np.int64)
+        ledger.listing_deleted = np.array(self.deleted, np.bool_)
         ledger.plan_sqft = np.frombuffer(self.plan_sqft, np.float64).copy()
         ledger.statuses = list(self.statuses)
         unit_types = (np.int32, np.float64, np.int16, np.float64, np.int8, np.int64)
@@ -211,9 +214,12 @@ class _LedgerBuilder:
         return ledger
 
 
-def build_unit_ledger(db: sqlite3.Connection) -> UnitLedger:
-    """The catalogue's unit ledger, read in the caller's read transaction."""
+def build_unit_ledger(db: sqlite3.Connection, listing_ids: list[str] | None = None) -> UnitLedger:
+    """The catalogue's unit ledger (of ``listing_ids`` only, when given), read in the caller's read transaction."""
+    last_entry = int(db.execute(LAST_ENTRY).fetchone()[0])
     builder = _LedgerBuilder()
-    for listing_id, province, doc, deleted, entries in documents_with_entries(db):
+    for listing_id, province, doc, deleted, entries in documents_with_entries(db, listing_ids):
         builder.add(listing_id, province, doc, deleted, _Listing(entries))
-    return builder.built()
+    ledger = builder.built()
+    ledger.history_seq = last_entry
+    return ledger

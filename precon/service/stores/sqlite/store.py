@@ -42,7 +42,7 @@ from precon.service.stores.sqlite.catalogue import (
 from precon.service.stores.sqlite.changes import SQLiteChanges
 from precon.service.stores.sqlite.generation_held import GenerationHeld
 from precon.service.stores.sqlite.market_columns import MARKET_VERSION, SQLiteMarket, build_market_columns
-from precon.service.stores.sqlite.market_patch import market_patched
+from precon.service.stores.sqlite.market_patch import ledger_patched, market_patched
 from precon.service.stores.sqlite.market_units import LEDGER_VERSION, build_unit_ledger
 from precon.service.stores.sqlite.writes import SQLiteWrites
 from precon.service.stores.types import (
@@ -110,7 +110,7 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
         """Each history listing's position in the column index (see :mod:`.changes`)."""
         self._market = GenerationHeld("market", MARKET_VERSION, build_market_columns, market_patched)
         """The market columns (see :mod:`.market_columns`)."""
-        self._ledger = GenerationHeld("ledger", LEDGER_VERSION, build_unit_ledger)
+        self._ledger = GenerationHeld("ledger", LEDGER_VERSION, build_unit_ledger, ledger_patched)
         """The unit ledger, once a request named a unitFilter (see :mod:`.market_units`)."""
         self._atomic = threading.local()
         """``pending``: the changes of this thread's :meth:`atomic` block, heard of after its commit."""
