@@ -123,6 +123,11 @@ class PlanIndex:
         self.fields = field_columns(value_plan, field_kind, num, codes, lookup.get("true", -1))
         self.hold_units(UnitColumns.of(units.pop(), plan_listing, first_plan, self.size))
 
+    @property
+    def first_row(self) -> IntArray:
+        """Per plan, its first unit row (a plan without units has one row standing for none)."""
+        return self._first_row
+
     def hold_units(self, units: UnitColumns, bounds: UnitBounds | None = None, steps: FloorSteps | None = None) -> None:
         """The unit rows, each plan's range of them, and each plan's bounds (made from the rows unless given)."""
         self.units = units

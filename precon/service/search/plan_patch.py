@@ -25,7 +25,7 @@ import numpy as np
 
 from precon.service import metrics
 from precon.service.search.column_patch import LEAST, MOST_SHARE
-from precon.service.search.columns import ColumnIndex, IntArray, Mask, catalogue_name
+from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask, catalogue_name
 from precon.service.search.plan_index import PlanIndex, owners, row_ranges
 from precon.service.search.plans import FieldColumns, UnitColumns, field_columns, status_codes, term_codes
 from precon.service.search.unit_bounds import ANY_STATUS, StatusBounds, UnitBounds
@@ -48,8 +48,8 @@ def plans_patched(held: PlanIndex, db: sqlite3.Connection, index: ColumnIndex) -
         db.execute("BEGIN")  # the rows of one snapshot, whatever is written meanwhile
     try:
         since = (held.generation,)
-        (written,) = db.execute(f"SELECT count(*) FROM ({_WRITTEN})", since).fetchone()
-        if written > max(LEAST, len(index.rowids) // MOST_SHARE):
+        written = np.array([r[0] for r in db.execute(_WRITTEN, since)], dtype=np.int64)
+        if len(written) > max(LEAST, len(index.rowids) // MOST_SHARE):
             return None
         rows = _Written(
             db.execute(
@@ -67,7 +67,7 @@ def plans_patched(held: PlanIndex, db: sqlite3.Connection, index: ColumnIndex) -
                 f"WHERE listing IN ({_WRITTEN}) ORDER BY rowid",
                 since,
             ).fetchall(),
-            np.array([r[0] for r in db.execute(_WRITTEN, since)], dtype=np.int64),
+            written,
         )
     finally:
         if began:
@@ -78,7 +78,7 @@ def plans_patched(held: PlanIndex, db: sqlite3.Connection, index: ColumnIndex) -
 
 
 class _Written:
-    """The written listings' rows as read again, and where each of their plans goes in the new index."""
+    """The written listings' rows as read again."""
 
     def __init__(
         self, counted: list[tuple[int, int]], values: list[tuple[Any, ...]], units: list[tuple[Any, ...]], ids: IntArray
@@ -87,14 +87,18 @@ class _Written:
         self.listing = np.array([r[0] for r in counted], dtype=np.int64)
         self.count = np.array([r[1] for r in counted], dtype=np.int64)
         self.first = np.cumsum(self.count) - self.count
-        self.position: IntArray = np.zeros(0, dtype=np.int64)
-        """Per plan read again (in listing, then index order), its position in the new index."""
 
-    def plans_of(self, rows: list[tuple[Any, ...]]) -> IntArray:
-        """The new positions of the plans that ``rows`` (listing, index, ...) belong to."""
+    def plans_of(self, rows: list[tuple[Any, ...]], position: IntArray) -> IntArray:
+        """The new positions of the plans that ``rows`` (listing, index, ...) belong to (``position``: per plan read
+        again, in listing then index order, its position in the new index)."""
         listing = np.array([r[0] for r in rows], dtype=np.int64)
         idx = np.array([r[1] for r in rows], dtype=np.int64)
-        return self.position[self.first[np.searchsorted(self.listing, listing)] + idx] if len(rows) else listing
+        return position[self.first[np.searchsorted(self.listing, listing)] + idx] if len(rows) else listing
+
+
+def _floats(rows: list[tuple[Any, ...]], at: int) -> FloatArray:
+    """Column ``at`` of the rows as numbers (None: NaN)."""
+    return np.array([np.nan if r[at] is None else r[at] for r in rows], np.float64)
 
 
 def _patch(held: PlanIndex, index: ColumnIndex, rows: _Written) -> PlanIndex:
@@ -109,7 +113,8 @@ def _patch(held: PlanIndex, index: ColumnIndex, rows: _Written) -> PlanIndex:
     moved = np.full(held.size, -1, dtype=np.int64)
     """Per held plan, its position in the new index (-1: its listing was written, its plans read again)."""
     moved[kept] = position[:kept_count]
-    rows.position = position[kept_count:]
+    added_at = position[kept_count:]
+    """Per plan read again (in listing, then index order), its position in the new index."""
 
     new = copy.copy(held)
     new.generation, new.listings, new.listing_rowids, new.size = index.generation, index.size, index.rowids, len(order)
@@ -118,14 +123,14 @@ def _patch(held: PlanIndex, index: ColumnIndex, rows: _Written) -> PlanIndex:
     new.terms = dict(held.terms)
     values = rows.values
     added_fields = field_columns(
-        rows.plans_of(values),
+        rows.plans_of(values, added_at),
         np.array([r[2] for r in values], dtype=np.int64),
-        np.array([np.nan if r[3] is None else r[3] for r in values], dtype=np.float64),
+        _floats(values, 3),
         term_codes([r[4] or "" for r in values], new.terms),
         new.terms.get("true", -1),
     )
     new.fields = {name: _merged(old, added_fields[name], moved) for name, old in held.fields.items()}
-    _hold(new, held, _units(held.units, rows, moved, new.size), moved)
+    _hold(new, held, _units(held.units, rows, added_at, moved, new.size), moved)
     return new
 
 
@@ -156,23 +161,24 @@ class _Merged:
     added_at: IntArray
 
 
-def _units(old: UnitColumns, rows: _Written, moved: IntArray, plans: int) -> _Merged:
+def _units(old: UnitColumns, rows: _Written, position: IntArray, moved: IntArray, plans: int) -> _Merged:
     """The rows of the plans kept (their units, or the row standing for none, as they were) at their new positions,
-    and those of the plans read again, grouped as a build groups them: plans never share rows, so the few rows read
-    again are ordered among themselves and put in at their plans' places, the others not sorted again."""
+    and those of the plans read again (``position``: theirs), grouped as a build groups them: plans never share rows,
+    so the few rows read again are ordered among themselves and put in at their plans' places, the others not sorted
+    again."""
     plan = moved[old.plan]
     kept = plan >= 0
     units = rows.units
     terms = dict(old.terms)
-    added_plan = rows.plans_of(units)
+    added_plan = rows.plans_of(units, position)
     listed = np.zeros(plans, dtype=np.bool_)
     listed[plan[kept]] = old.listed[old.plan[kept]]
     listed[added_plan] = True
-    bare = rows.position[~listed[rows.position]]
+    bare = position[~listed[position]]
     missing = np.full(len(bare), np.nan)
 
     def read(at: int) -> Any:
-        return np.concatenate([np.array([np.nan if r[at] is None else r[at] for r in units], np.float64), missing])
+        return np.concatenate([_floats(units, at), missing])
 
     added_plan = np.concatenate([added_plan, bare])
     status = np.concatenate([status_codes([r[2] or "" for r in units], terms), np.full(len(bare), -1, np.int32)])
@@ -240,7 +246,7 @@ def _hold(new: PlanIndex, held: PlanIndex, merged: _Merged, moved: IntArray) -> 
     part_first = np.searchsorted(added.plan, added_plans, side="left")
     part = UnitBounds(added.status, added.price, added.floor, part_first, units.terms)
     kept_old = np.flatnonzero(moved >= 0)
-    places = _Places(new.size, kept_old, moved[kept_old], added_plans, part_first, first_row, end_row, held._first_row)
+    places = _Places(new.size, kept_old, moved[kept_old], added_plans, part_first, first_row, end_row, held.first_row)
     by_status: dict[int, StatusBounds] = {}
     for code in (ANY_STATUS, *sorted(units.terms.values())):
         before, now = held.bounds.by_status.get(code), part.by_status.get(code)
