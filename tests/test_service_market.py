@@ -9,12 +9,13 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import REGISTRY
 
 from precon import filters
 from precon.client import Client
@@ -23,6 +24,7 @@ from precon.service.config import ServiceSettings
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
 from precon.service.stores.records import decode_document
+from precon.service.stores.sqlite.store import SQLiteStore
 from tests.conftest import KEY_ALL, KEY_LITE, KEY_ONTARIO, Api
 
 MARKET = "/v1/all/market_stats"
@@ -437,6 +439,44 @@ def test_a_unit_that_first_appears_sold_is_no_sale(api: Api, window: Window) -> 
     assert [e["unit"] for e in created] == ["9999"]
     assert after["unitsSold"] == before["unitsSold"] and after["unitsAvailable"] == before["unitsAvailable"]
     assert after["sellThrough"] > before["sellThrough"]  # it exists, sold: one more of each
+
+
+def patches() -> float:
+    """Market columns and unit ledgers patched so far, in this process (the service runs in it)."""
+    return sum(
+        sample.value
+        for metric in REGISTRY.collect()
+        if metric.name == "precon_market_patches"
+        for sample in metric.samples
+        if sample.name == "precon_market_patches_total"
+    )
+
+
+def test_after_a_day_of_sales_the_figures_match_the_oracle(api: Api, window: Window) -> None:
+    """A day's sales and a price rise in a few listings, then market_stats with and without a unitFilter: the
+    figures are the oracle's (on SQLite the columns and ledger held were patched with the written listings, not
+    built whole)."""
+    until = datetime.now(UTC).isoformat()
+    for unit_filter in ("", "units.price < 900000"):  # the columns and the ledger held, as when serving
+        api.ok(MARKET, since=window[0], until=until, **({"unitFilter": unit_filter} if unit_filter else {}))
+    changed = []
+    for listing in api.all_listings():
+        units = [u for plan in listing.get("floorPlans") or [] for u in plan.get("units") or []]
+        available = [u for u in units if u.get("status") == "Available" and price_of(u.get("price"))]
+        if len(available) >= 2:
+            available[0]["status"] = "Sold"
+            available[1]["price"] = price_of(available[1]["price"]) + 15_000
+            changed.append(listing)
+        if len(changed) == 3:
+            break
+    before = patches()
+    api.directory.live.upsert_listings(changed)
+    now = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+    answer = assert_matches_oracle(api, (window[0], now))
+    assert sum(p["unitsSold"] for p in answer["series"][0]["points"]) > 0
+    assert_matches_oracle(api, (window[0], now), unitFilter="units.price < 900000 AND NOT units.status:Reserved")
+    if isinstance(api.directory.live, SQLiteStore):
+        assert patches() == before + 2
 
 
 def test_the_client_reads_it(api: Api, window: Window) -> None:
