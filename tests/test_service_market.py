@@ -24,7 +24,6 @@ from precon.service.config import ServiceSettings
 from precon.service.runtime import DataDirectory
 from precon.service.server import ServerThread
 from precon.service.stores.records import decode_document
-from precon.service.stores.sqlite.store import SQLiteStore
 from tests.conftest import KEY_ALL, KEY_LITE, KEY_ONTARIO, Api
 
 MARKET = "/v1/all/market_stats"
@@ -454,8 +453,8 @@ def patches() -> float:
 
 def test_after_a_day_of_sales_the_figures_match_the_oracle(api: Api, window: Window) -> None:
     """A day's sales and a price rise in a few listings, then market_stats with and without a unitFilter: the
-    figures are the oracle's (on SQLite the columns and ledger held were patched with the written listings, not
-    built whole)."""
+    figures are the oracle's, and the columns and ledger held were patched with the written listings, not built
+    whole (on PostgreSQL, a replica's copy)."""
     until = datetime.now(UTC).isoformat()
     for unit_filter in ("", "units.price < 900000"):  # the columns and the ledger held, as when serving
         api.ok(MARKET, since=window[0], until=until, **({"unitFilter": unit_filter} if unit_filter else {}))
@@ -475,8 +474,7 @@ def test_after_a_day_of_sales_the_figures_match_the_oracle(api: Api, window: Win
     answer = assert_matches_oracle(api, (window[0], now))
     assert sum(p["unitsSold"] for p in answer["series"][0]["points"]) > 0
     assert_matches_oracle(api, (window[0], now), unitFilter="units.price < 900000 AND NOT units.status:Reserved")
-    if isinstance(api.directory.live, SQLiteStore):
-        assert patches() == before + 2
+    assert patches() >= before + 2  # on PostgreSQL, by the replica whose copy answers
 
 
 def test_the_client_reads_it(api: Api, window: Window) -> None:
