@@ -16,6 +16,7 @@ import os
 import pickle
 import platform
 import tempfile
+from datetime import date
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,9 @@ import pytest
 
 from precon.service import catalogue as generator
 from precon.service.catalogue import Catalogue, sandbox
+from precon.service.stores.loading import batched
+from precon.service.stores.simulation import day_time
+from precon.service.stores.sqlite.store import SQLiteStore
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".test-cache" / "catalogues"
@@ -69,6 +73,16 @@ def generated_catalogue(listings: int = 2500, seed: int = 0, profiles: int | Non
         pickle.dump(made, out, protocol=pickle.HIGHEST_PROTOCOL)
     os.replace(temporary, path)
     return made
+
+
+def stored_catalogue(path: Path, listings: int, seed: int, at: date) -> SQLiteStore:
+    """A SQLite store at ``path`` holding a generated catalogue, written as created at the start of day ``at``."""
+    built = generated_catalogue(listings, seed=seed)
+    store = SQLiteStore(path)
+    store.upsert_profiles(built.profiles)
+    for batch in batched(built.listings):
+        store.upsert_listings(batch, at=day_time(at))
+    return store
 
 
 def is_number(value: Any) -> bool:

@@ -21,22 +21,17 @@ from precon.filters import parse
 from precon.schema import LISTING_ATTRIBUTES
 from precon.service.search.columns import ColumnIndex
 from precon.service.search.text import TextQuery
-from precon.service.stores.loading import batched
 from precon.service.stores.simulation import day_time, simulate
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
-from tests.catalogues import generated_catalogue
+from tests.catalogues import stored_catalogue
 
 START = date(2025, 6, 1)
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    built = generated_catalogue(80, seed=11)
-    opened = SQLiteStore(tmp_path / "patched.sqlite3")
-    opened.upsert_profiles(built.profiles)
-    for batch in batched(built.listings):
-        opened.upsert_listings(batch, at=day_time(START))
+    opened = stored_catalogue(tmp_path / "patched.sqlite3", 80, 11, START)
     opened.search_listings(ListingQuery())  # the index held, as a serving store holds it
     yield opened
     opened.close()

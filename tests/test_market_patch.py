@@ -16,7 +16,6 @@ import pytest
 from prometheus_client import REGISTRY
 
 from precon.filters import parse
-from precon.service.stores.loading import batched
 from precon.service.stores.market_grid import Runs
 from precon.service.stores.market_stats import MarketColumns, MarketGroup
 from precon.service.stores.market_units import UnitLedger, value_key
@@ -24,7 +23,7 @@ from precon.service.stores.simulation import day_time, newest_change_day, simula
 from precon.service.stores.sqlite.market_columns import build_market_columns
 from precon.service.stores.sqlite.market_units import build_unit_ledger
 from precon.service.stores.sqlite.store import SQLiteStore
-from tests.catalogues import generated_catalogue
+from tests.catalogues import stored_catalogue
 
 START = date(2025, 6, 1)
 UNIT_FILTERS = [
@@ -37,11 +36,7 @@ UNIT_FILTERS = [
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    built = generated_catalogue(80, seed=21)
-    opened = SQLiteStore(tmp_path / "market.sqlite3")
-    opened.upsert_profiles(built.profiles)
-    for batch in batched(built.listings):
-        opened.upsert_listings(batch, at=day_time(START))
+    opened = stored_catalogue(tmp_path / "market.sqlite3", 80, 21, START)
     simulate(opened, 50, seed=4)
     opened.market_columns()  # held, as when serving
     opened.unit_ledger()

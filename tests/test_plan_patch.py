@@ -18,11 +18,10 @@ from prometheus_client import REGISTRY
 
 from precon.filters import parse
 from precon.service.search.plan_index import PlanIndex
-from precon.service.stores.loading import batched
 from precon.service.stores.simulation import day_time, simulate
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
-from tests.catalogues import generated_catalogue
+from tests.catalogues import stored_catalogue
 
 START = date(2025, 6, 1)
 UNIT_FILTERS = [
@@ -40,11 +39,7 @@ UNIT_FILTERS = [
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    built = generated_catalogue(80, seed=12)
-    opened = SQLiteStore(tmp_path / "plans.sqlite3")
-    opened.upsert_profiles(built.profiles)
-    for batch in batched(built.listings):
-        opened.upsert_listings(batch, at=day_time(START))
+    opened = stored_catalogue(tmp_path / "plans.sqlite3", 80, 12, START)
     opened.search_listings(ListingQuery(unit_filter=parse(UNIT_FILTERS[0])))  # both indexes held, as when serving
     yield opened
     opened.close()
