@@ -4,8 +4,9 @@ times (:mod:`.sqlite.market_patch` says which listings and reads them). Nothing 
 
 Each listing's part of the columns is its own: its parts (and their rows of the grid's counts, their counted
 entries, their available runs) and its launches, numbered after the listings before it. So the combined columns are
-the kept listings' and the written ones' taken in the order of their ids, numbered again; only the runs are ordered
-again by value (their order is the medians'). The tests hold the result to a whole build.
+the kept listings' and the written ones' taken in the order of their ids, numbered again; the written listings' runs
+are merged in among the kept ones by value (their order is the medians'), nothing is sorted again. The tests hold the
+result to a whole build (runs of one value may stand in another order: the medians do not see it).
 """
 
 from __future__ import annotations
