@@ -174,6 +174,30 @@ def test_listings_created_are_patched_in_with_their_new_words_values_and_terms(s
     assert_as_built_whole(store, store.path)
 
 
+def test_the_typo_indexes_are_kept_until_their_words_change(store: SQLiteStore) -> None:
+    """A day's sales bring no new word: both typo indexes stay (building the profiles' is most of the time a
+    generation's indexes take); a listing named with a new word makes the listings' again, which finds it by a typo;
+    the profiles' stays, and answers as one built whole."""
+    listings, profiles = store._typo_indexes()
+    store.update_listings(store.listing_ids()[:6], sold_one, at=day_time(START) + 86_400)
+    assert store._typo_indexes() == (listings, profiles) and store._typo_indexes()[0] is listings
+    listing_id = store.listing_ids()[3]
+    doc = copy.deepcopy(store.get_listings([listing_id], None)[listing_id])
+    store.upsert_listings([{**doc, "listingId": "TYPO-NEW-1", "name": "Quillothorpe Gardens"}], at=day_time(START))
+    new_listings, same_profiles = store._typo_indexes()
+    assert new_listings is not listings and same_profiles is profiles
+    assert "quillothorpe" in new_listings.variants("quilothorpe")
+    found = store.search_listings(ListingQuery(text=TextQuery.parse("quilothorpe")))
+    assert [d["listingId"] for d in found.documents] == ["TYPO-NEW-1"]
+    alone = SQLiteStore(store.path)
+    try:
+        built = alone._typo_indexes()
+        assert [i.words for i in built] == [new_listings.words, profiles.words]
+        assert built[1].variants("tornto") == profiles.variants("tornto")
+    finally:
+        alone.close()
+
+
 @pytest.mark.parametrize("change", ["deleted", "renamed", "a new city", "two days simulated"])
 def test_what_cannot_be_patched_is_built_whole(store: SQLiteStore, change: str) -> None:
     listing_id = store.listing_ids()[3]

@@ -89,14 +89,23 @@ class TypoIndex:
     """Finds the indexed words one typo away from a word, through a deletion-neighbourhood table."""
 
     def __init__(self, vocabulary: Iterable[str]) -> None:
+        self.words = tuple(vocabulary)
+        """The vocabulary it was built from, as given."""
         self._by_deletion: dict[str, list[str]] = {}
         self._vocabulary: set[str] = set()
-        for word in vocabulary:
+        for word in self.words:
             if len(word) < MIN_TYPO_WORD_LENGTH - 1:
                 continue
             self._vocabulary.add(word)
             for key in (word, *_deletions(word)):
                 self._by_deletion.setdefault(key, []).append(word)
+
+    @classmethod
+    def kept_or_built(cls, vocabulary: Iterable[str], held: TypoIndex | None) -> TypoIndex:
+        """``held`` where it was built from the same words (a write that brings no new word, and takes none away,
+        keeps it: building one is most of the time it takes), else a new one."""
+        words = tuple(vocabulary)
+        return held if held is not None and held.words == words else cls(words)
 
     def variants(self, word: str) -> frozenset[str]:
         if len(word) < MIN_TYPO_WORD_LENGTH:

@@ -74,11 +74,15 @@ class SQLiteReads(SQLiteCatalogueBase):
         return self._typo_indexes()
 
     def _typo_indexes(self) -> tuple[TypoIndex, TypoIndex]:
+        """The listings' and the profiles' typo indexes of this generation: those of the generation before where its
+        words are the same (a write of listings leaves the profiles' words as they were)."""
+
         def read() -> tuple[TypoIndex, TypoIndex]:
             db = self._db()
             listing_words = [r[0] for r in db.execute("SELECT term FROM listing_vocab")]
             profile_words = [r[0] for r in db.execute("SELECT term FROM profile_vocab")]
-            return TypoIndex(listing_words), TypoIndex(profile_words)
+            held = self._typo_cache.latest() or (None, None)
+            return TypoIndex.kept_or_built(listing_words, held[0]), TypoIndex.kept_or_built(profile_words, held[1])
 
         return self._typo_cache.get(self.generation(), read)
 
