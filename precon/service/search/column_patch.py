@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import sqlite3
 import time
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from typing import Any
 
@@ -37,7 +38,6 @@ from precon.service.search.columns import (
     TermPostings,
     TextColumn,
     TextPostings,
-    Vocabulary,
     catalogue_name,
     text_digests,
 )
@@ -161,8 +161,7 @@ def _recoded(column: TextColumn, positions: IntArray, values: list[Any], appende
                 raise _Unpatchable
             code = more.setdefault(value, len(vocabulary) + len(more))
         codes[position] = code
-    if more:
-        vocabulary = Vocabulary([*vocabulary, *more])
+    vocabulary = vocabulary.extended(list(more))
     if (np.bincount(codes[codes >= 0], minlength=len(vocabulary)) == 0).any():
         raise _Unpatchable  # a value no listing holds any more: a whole build would not name it
     return TextColumn(codes, vocabulary)
@@ -252,7 +251,7 @@ def _append(new: ColumnIndex, db: sqlite3.Connection, added: list[int]) -> None:
     ids = [r[0] for r in db.execute(f"SELECT listing_id FROM listings WHERE id IN ({marks}) ORDER BY id", added)]
     size, more = new.size, len(added)
     new.rowids = np.concatenate([new.rowids, np.array(added, dtype=np.int64)])
-    new.listing_ids = Vocabulary([*new.listing_ids, *ids])
+    new.listing_ids = new.listing_ids.extended(ids)
     new.size = size + more
 
     def longer(values: np.ndarray[Any, Any], fill: Any) -> np.ndarray[Any, Any]:
@@ -287,25 +286,25 @@ def _words_appended(postings: TextPostings, db: sqlite3.Connection, added: list[
     for doc, length in db.execute(f"SELECT doc, sum({WEIGHT_SQL}) FROM temp.patch_instances GROUP BY doc"):
         lengths[at[doc]] = length
     db.execute("DELETE FROM temp.patch_fts")
-    words = sorted({*postings.words, *(term for term, _, _ in found)})
-    index_of = {word: k for k, word in enumerate(words)}
-    held = np.diff(postings.offsets)
-    old_word = np.array([index_of[word] for word in postings.words], dtype=np.int64)
-    new_word = np.array([index_of[term] for term, _, _ in found], dtype=np.int64)
-    before = np.zeros(len(words), dtype=np.int64)
-    before[old_word] = held
-    per_word = before + np.bincount(new_word, minlength=len(words))
+    held_words = postings.words
+    terms = [term for term, _, _ in found]
+    # A word's postings are its held listings', then the created ones' (whose positions come after): each created
+    # one's goes in at the end of its word's run, or where a word it brings first stands in the order.
+    places = postings.offsets[[bisect_right(held_words, term) for term in terms]]
+    owners = np.insert(postings.owners, places, np.array([at[doc] for _, doc, _ in found], dtype=np.int32))
+    counts = np.insert(postings.counts, places, np.array([count for _, _, count in found], dtype=np.float32))
+    brought = sorted({term for term in terms if not _holds(held_words, term)})
+    words = sorted([*held_words, *brought]) if brought else held_words
+    per_word = np.zeros(len(words), dtype=np.int64)
+    held_at = np.arange(len(held_words)) + np.searchsorted(np.array(brought, dtype=object), held_words)
+    per_word[held_at] = np.diff(postings.offsets)
+    per_word += np.bincount([bisect_left(words, term) for term in terms], minlength=len(words))
     offsets = np.concatenate([[0], np.cumsum(per_word)]).astype(np.int64)
-    owners = np.empty(int(offsets[-1]), dtype=np.int32)
-    counts = np.empty(int(offsets[-1]), dtype=np.float32)
-    # A word's postings are its held listings', then the created ones' (whose positions come after).
-    entry_word = np.repeat(old_word, held)
-    rank = np.arange(len(postings.owners)) - np.repeat(postings.offsets[:-1], held)
-    owners[offsets[entry_word] + rank] = postings.owners
-    counts[offsets[entry_word] + rank] = postings.counts
-    new_rank = np.arange(len(new_word)) - np.searchsorted(new_word, new_word, side="left")
-    places = offsets[new_word] + before[new_word] + new_rank
-    owners[places] = [at[doc] for _, doc, _ in found]
-    counts[places] = [count for _, _, count in found]
     average = float(lengths.mean()) if len(lengths) and lengths.any() else 1.0
     return TextPostings(words, offsets, owners, counts, lengths, average)
+
+
+def _holds(words: list[str], word: str) -> bool:
+    """Whether the sorted ``words`` hold ``word``."""
+    at = bisect_left(words, word)
+    return at < len(words) and words[at] == word

@@ -55,6 +55,19 @@ class Vocabulary:
         self.order: npt.NDArray[np.int32] = np.argsort(self.values, kind="stable").astype(np.int32)
         self.sorted: npt.NDArray[np.bytes_] = self.values[self.order]
 
+    def extended(self, more: Sequence[str]) -> Vocabulary:
+        """This vocabulary with ``more`` coded after its own values (as one made of both would code them), without
+        decoding its own."""
+        if not more:
+            return self
+        added = [value.encode() for value in more]
+        width = max(self.values.dtype.itemsize, *(len(value) for value in added)) or 1
+        grown = Vocabulary.__new__(Vocabulary)
+        grown.values = np.concatenate([self.values.astype(f"S{width}"), np.array(added, dtype=f"S{width}")])
+        grown.order = np.argsort(grown.values, kind="stable").astype(np.int32)
+        grown.sorted = grown.values[grown.order]
+        return grown
+
     def __len__(self) -> int:
         return len(self.values)
 
