@@ -37,6 +37,8 @@ class GenerationHeld(Generic[T]):
         self.lock = threading.Lock()
         self.held: tuple[int, T] | None = None
         """The value and the generation it is of."""
+        self._before: tuple[int, T] | None = None
+        """While a new generation's is made (under the lock): the one before, to patch."""
 
     def get(self, store: SQLiteCatalogueBase) -> T:
         generation = store.generation()
@@ -45,26 +47,30 @@ class GenerationHeld(Generic[T]):
             if held is not None and held[0] == generation:
                 return held[1]
             self.held = None
-            if self.patch is None:
-                held = None  # the generation before is let go before the next is built
+            self._before = held if self.patch is not None else None
+            del held  # the generation before is let go before the next is built whole (see _read)
             if store._shared is None:
-                _, value, whole = self._read(store, held)
+                _, value, whole = self._read(store)
                 if whole:  # what the build held, handed back (glibc would keep it for the process)
                     release_free_memory()
             else:
-                value = self._mapped(store, held)
+                value = self._mapped(store)
+                self._before = None  # (another process may have built it: nothing was read here)
             self.held = (generation, value)
             return value
 
-    def _read(self, store: SQLiteCatalogueBase, held: tuple[int, T] | None) -> tuple[int, T, bool]:
-        """The value of the generation read, and whether it was built whole."""
+    def _read(self, store: SQLiteCatalogueBase) -> tuple[int, T, bool]:
+        """The value of the generation read, and whether it was built whole: the one before (``_before``, taken
+        here) patched, else, that one let go, built."""
+        before, self._before = self._before, None
         with store._reading() as db:
-            patched = None if held is None or self.patch is None else self.patch(db, *held)
+            patched = None if before is None or self.patch is None else self.patch(db, *before)
             if patched is not None:
                 return store._read_generation(), patched, False
+            del before
             return store._read_generation(), self.build(db), True
 
-    def _mapped(self, store: SQLiteCatalogueBase, held: tuple[int, T] | None) -> T:
+    def _mapped(self, store: SQLiteCatalogueBase) -> T:
         """The value as one process built (or patched) it, mapped from the files it wrote."""
         shared = store._shared
         assert shared is not None
@@ -73,7 +79,7 @@ class GenerationHeld(Generic[T]):
             return f"{self.version}-{store._index_key(generation)}"
 
         def build() -> tuple[str, T]:
-            generation, value, _ = self._read(store, held)
+            generation, value, _ = self._read(store)
             return key(generation), value
 
         value: T = shared.get(self.kind, lambda: key(store.generation()), build)
