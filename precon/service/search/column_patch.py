@@ -144,23 +144,29 @@ def _scalars(new: ColumnIndex, db: sqlite3.Connection, written: list[int], posit
         if attribute.kind == "text":
             new.text[attribute.path] = _recoded(new.text[attribute.path], positions, values, appended)
         else:
-            numbers = new.numbers[attribute.path].copy()
-            numbers[positions] = [np.nan if v is None else v for v in values]
-            new.numbers[attribute.path] = numbers
+            now = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+            if not np.array_equal(new.numbers[attribute.path][positions], now, equal_nan=True):
+                numbers = new.numbers[attribute.path].copy()
+                numbers[positions] = now
+                new.numbers[attribute.path] = numbers
 
 
 def _recoded(column: TextColumn, positions: IntArray, values: list[Any], appended: int) -> TextColumn:
     """The column with these positions' values; a value it never held is taken only from a listing created (from
     position ``appended``), coded after the others, as a whole build codes values in the order they first appear."""
-    codes = column.codes.copy()
     vocabulary, more = column.vocabulary, {}
-    for position, value in zip(positions.tolist(), values, strict=True):
+    now = np.empty(len(positions), dtype=column.codes.dtype)
+    for k, (position, value) in enumerate(zip(positions.tolist(), values, strict=True)):
         code = -1 if value is None else vocabulary.get(value)
         if code is None:
             if position < appended:  # a value the index has never held, in a listing it held
                 raise _Unpatchable
             code = more.setdefault(value, len(vocabulary) + len(more))
-        codes[position] = code
+        now[k] = code
+    if not more and np.array_equal(column.codes[positions], now):
+        return column  # the written listings hold the values they held
+    codes = column.codes.copy()
+    codes[positions] = now
     vocabulary = vocabulary.extended(list(more))
     if (np.bincount(codes[codes >= 0], minlength=len(vocabulary)) == 0).any():
         raise _Unpatchable  # a value no listing holds any more: a whole build would not name it
@@ -200,9 +206,13 @@ def _terms(postings: TermPostings, written: Mask, held: list[tuple[str, int]], a
     unknown = {term for term, _ in held if term not in postings.lookup}
     if any(position < appended for term, position in held if term in unknown):
         raise _Unpatchable  # a term no listing held, in a listing the index held
+    mine = written[postings.owners]
+    if not unknown and _same(postings.codes[mine], postings.owners[mine], [(postings.lookup[t], p) for t, p in held]):
+        return postings  # the written listings hold the terms they held: nothing to move
     if unknown:
         postings = _with_terms(postings, unknown)
-    keep = ~written[postings.owners]
+        mine = written[postings.owners]
+    keep = ~mine
     owners, codes = postings.owners[keep], postings.codes[keep]
     added = np.array(sorted((postings.lookup[term], position) for term, position in held), dtype=np.int64)
     added = added.reshape(-1, 2)
@@ -218,7 +228,10 @@ def _terms(postings: TermPostings, written: Mask, held: list[tuple[str, int]], a
 
 def _numbers(postings: NumberPostings, written: Mask, held: list[tuple[float, int]]) -> NumberPostings:
     """The postings with the ``written`` positions' numbers now ``held`` (ordered by value, then owner)."""
-    keep = ~written[postings.owners]
+    mine = written[postings.owners]
+    if _same(postings.values[mine], postings.owners[mine], held):
+        return postings  # the written listings hold the numbers they held
+    keep = ~mine
     values, owners = postings.values[keep], postings.owners[keep]
     added = sorted(held)
     new_values = np.array([value for value, _ in added], dtype=np.float64)
@@ -232,6 +245,11 @@ def _numbers(postings: NumberPostings, written: Mask, held: list[tuple[float, in
     held_keys = (2 * groups + 1) << 32 | owners
     at = np.searchsorted(held_keys, (2 * low.astype(np.int64) + present) << 32 | new_owners)
     return NumberPostings(np.insert(values, at, new_values), np.insert(owners, at, new_owners))
+
+
+def _same(values: np.ndarray[Any, Any], owners: np.ndarray[Any, Any], held: list[tuple[Any, int]]) -> bool:
+    """Whether the postings (``values``, ``owners``) are those of ``held`` (value, owner), in any order."""
+    return len(held) == len(owners) and sorted(zip(values.tolist(), owners.tolist(), strict=True)) == sorted(held)
 
 
 def _with_terms(postings: TermPostings, terms: set[str]) -> TermPostings:
