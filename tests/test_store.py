@@ -50,6 +50,8 @@ TEXT_ATTRIBUTES = {
     "photos.tags": ["exterior", "lobby"],
     "paymentStructures.type": ["Condo", "Freehold"],
     "summary": ["x"],
+    "floorPlans.units.floor": ["2", "12", "PH"],
+    "floorPlans.units.unitNumber": ["201", "1203"],
 }
 NUMBER_ATTRIBUTES = {
     "startPrice": (200_000, 2_500_000),
@@ -62,6 +64,9 @@ NUMBER_ATTRIBUTES = {
     "floorPlans.squareFeet": (300, 3000),
     "paymentStructures.totalDeposit": (5, 25),
     "lat": (42, 55),
+    "floorPlans.units.price": (300_000, 1_500_000),
+    "floorPlans.units.floor": (0, 40),
+    "floorPlans.units.unitNumber": (100, 3000),
 }
 BOOLEAN_ATTRIBUTES = ["isFeatured", "constructionStartedTBD", "floorPlans.contactForPricing", "hasLocker"]
 

@@ -40,6 +40,8 @@ from precon.service.search.text import MIN_PREFIX_LENGTH, TextQuery
 Mask = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+Fallback = Callable[[Expr, Mask | None], Mask]
+"""What answers a test the column index does not hold: the test, and the listings it is asked about (None: all)."""
 EARTH_RADIUS_M = 6_371_000.0
 
 
@@ -391,35 +393,47 @@ class ColumnIndex:
         found = np.clip(found, 0, max(self.size - 1, 0))
         return found[self.rowids[found] == rowids] if self.size else np.empty(0, np.int64)
 
-    def filter(self, expr: Expr, fallback: Callable[[Expr], Mask]) -> Mask:
-        """The listings that satisfy ``expr``; paths the index does not hold are answered by ``fallback``."""
+    def filter(self, expr: Expr, fallback: Fallback, among: Mask | None = None) -> Mask:
+        """The listings that satisfy ``expr``, exactly among ``among`` (every listing when None; outside it, the
+        caller keeps none). Tests of paths the index does not hold are answered by ``fallback``, asked only about
+        the listings the province and an AND's other tests leave: those are tested first."""
         if isinstance(expr, And):
-            result = self.filter(expr.items[0], fallback)
-            for item in expr.items[1:]:
-                result &= self.filter(item, fallback)
+            result = among
+            for item in sorted(expr.items, key=lambda item: not self.holds(item)):
+                found = self.filter(item, fallback, result)
+                result = found if result is None else result & found
+            assert result is not None
             return result
         if isinstance(expr, Or):
-            result = self.filter(expr.items[0], fallback)
+            result = self.filter(expr.items[0], fallback, among)
             for item in expr.items[1:]:
-                result |= self.filter(item, fallback)
+                result |= self.filter(item, fallback, among)
             return result
         if isinstance(expr, Not):
-            return ~self.filter(expr.expr, fallback)
+            return ~self.filter(expr.expr, fallback, among)
         attribute = LISTING_ATTRIBUTES.get(canonical_path(expr.attr))
         if isinstance(expr, Match):
-            return self._match(attribute, expr, fallback)
+            return fallback(expr, among) if attribute is None else self._match(attribute, expr)
         if isinstance(expr, Compare) and expr.op == "!=":
-            return ~self.filter(Compare(expr.attr, "=", expr.value), fallback)
+            return ~self.filter(Compare(expr.attr, "=", expr.value), fallback, among)
         if attribute is None or attribute.kind == "text":
-            return fallback(expr)
+            return fallback(expr, among)
         if attribute.kind == "bool":
             return self.none()
         assert isinstance(expr, Compare | Range)
         return self._numeric(attribute, *numeric_bounds(expr))
 
-    def _match(self, attribute: IndexedAttribute | None, expr: Match, fallback: Callable[[Expr], Mask]) -> Mask:
-        if attribute is None:
-            return fallback(expr)
+    @staticmethod
+    def holds(expr: Expr) -> bool:
+        """Whether the index answers ``expr`` alone, no test of it left to the fallback."""
+        if isinstance(expr, And | Or):
+            return all(ColumnIndex.holds(item) for item in expr.items)
+        if isinstance(expr, Not):
+            return ColumnIndex.holds(expr.expr)
+        attribute = LISTING_ATTRIBUTES.get(canonical_path(expr.attr))
+        return attribute is not None and (isinstance(expr, Match) or attribute.kind != "text")
+
+    def _match(self, attribute: IndexedAttribute, expr: Match) -> Mask:
         if attribute.kind == "number":
             try:
                 number = float(expr.value.strip())

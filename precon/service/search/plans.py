@@ -21,7 +21,7 @@ import functools
 import math
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -163,6 +163,22 @@ def unit_column(name: str) -> str:
     if column not in ("status", "price", "floor"):
         raise ValueError(f"{name!r} is not a unit field; use one of units.price, units.floor, units.status")
     return column
+
+
+UNIT_PATHS = {"floorPlans.units.price": "units.price", "floorPlans.units.floor": "units.floor"}
+"""The paths of a unit's price and floor in a listing, and their names in a ``unitFilter``."""
+
+
+def as_unit_comparison(expr: Expr) -> Compare | Range | None:
+    """A ``filterQuery`` comparison of units' prices or floors (``floorPlans.units.price < 700000``) as the unit
+    test it is (``units.price < 700000``): a listing meets it where one of its units does, the value read as a number
+    as the evaluator reads one (:func:`~precon.filters.plans.number_of`). None for anything else: a ``Match``
+    also compares a value's text (``floorPlans.units.floor:PH``), which the floor plans' index does not hold."""
+    if not isinstance(expr, Compare | Range) or expr.attr not in UNIT_PATHS:
+        return None
+    if isinstance(expr, Compare) and expr.op == "!=":
+        return None  # NOT of "=": the caller's to negate, over listings
+    return replace(expr, attr=UNIT_PATHS[expr.attr])
 
 
 def match_targets(expr: Match) -> tuple[str, str | None, float | None]:

@@ -20,10 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from precon.filters import Expr
 from precon.schema import SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
 from precon.service.search.column_patch import WRITES_SCHEMA
-from precon.service.search.columns import ColumnIndex, FloatArray, Mask
+from precon.service.search.columns import ColumnIndex, FloatArray
 from precon.service.search.plan_index import PlanIndex
 from precon.service.search.plans import PLAN_SCHEMA, PLAN_TABLES
 from precon.service.search.shared import GenerationSignal, SharedIndexes
@@ -31,6 +30,7 @@ from precon.service.search.sql_filter import FILTER_KEYS
 from precon.service.search.text import FTS_OPTIONS, TypoIndex
 from precon.service.sqlite_files import Connections
 from precon.service.stores.records import PerGeneration, decode_document
+from precon.service.stores.sqlite.document_masks import DocumentMasks
 from precon.service.stores.types import CatalogueChange
 
 GENERATION_RECHECK_S = 1.0
@@ -216,7 +216,7 @@ class SQLiteCatalogueBase:
     _column_index: ColumnIndex | None
     _plan_index: PlanIndex | None
     _index_lock: threading.Lock
-    _fallback_masks: dict[tuple[int, Expr], Mask]
+    _document_masks: DocumentMasks
     _text_cache: OrderedDict[tuple[int, str], FloatArray]
     background_index: bool = False
     """Whether a new generation's column index is built on a thread while searches use the one before (a replica's

@@ -27,6 +27,7 @@ from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mas
 from precon.service.search.facets import facet_for
 from precon.service.search.plan_index import PlanIndex
 from precon.service.search.plan_patch import plans_patched
+from precon.service.search.plans import as_unit_comparison
 from precon.service.search.sql_filter import FILTER_KEYS
 from precon.service.search.text import TextQuery, TypoIndex
 from precon.service.stores.records import (
@@ -175,7 +176,6 @@ class SQLiteReads(SQLiteCatalogueBase):
                 plans = None if self._plan_index is None else self._plan_rows(index)
                 with self._index_lock:
                     self._column_index = index
-                    self._fallback_masks.clear()
                     if plans is not None:
                         self._plan_index = plans
                 if self.generation() == index.generation:
@@ -195,7 +195,6 @@ class SQLiteReads(SQLiteCatalogueBase):
                 if index is None or index.generation != generation:
                     index = self._build_columns(generation)
                     self._column_index = index
-                    self._fallback_masks.clear()
         return index
 
     def _build_columns(self, generation: int) -> ColumnIndex:
@@ -252,25 +251,13 @@ class SQLiteReads(SQLiteCatalogueBase):
         plans: PlanIndex = self._shared.get("plans", lambda: key, lambda: (key, build()))
         return plans
 
-    def _fallback_mask(self, index: ColumnIndex, expr: Expr) -> Mask:
-        """Listings matching a filter on a path the index does not hold: the evaluator over each document."""
-        cached = self._fallback_masks.get((index.generation, expr))
-        if cached is None:
-            rowids = np.array(
-                [
-                    row[0]
-                    for row in self._db().execute(
-                        "SELECT id FROM listing_docs WHERE precon_match(doc, ?) ORDER BY id", (FILTER_KEYS.key(expr),)
-                    )
-                ],
-                dtype=np.int64,
-            )
-            cached = index.none()
-            cached[index.positions_of_rowids(rowids)] = True
-            if len(self._fallback_masks) >= 64:
-                self._fallback_masks.pop(next(iter(self._fallback_masks)))
-            self._fallback_masks[(index.generation, expr)] = cached
-        return cached.copy()
+    def _unindexed(self, index: ColumnIndex, expr: Expr, among: Mask | None) -> Mask:
+        """Listings matching a test of a path the column index does not hold: a unit's price or floor compared from
+        the floor plans' index, anything else from the documents (:class:`DocumentMasks`)."""
+        unit_test = as_unit_comparison(expr)
+        if unit_test is not None:
+            return self._plans(index).listings_matching(unit_test, among=among)
+        return self._document_masks.mask(self._db(), index, expr, among)
 
     def _text_scores(self, index: ColumnIndex, text: TextQuery) -> FloatArray:
         """Per listing, its relevance to the text (NaN where it does not match), kept for repeated questions:
@@ -317,7 +304,7 @@ class SQLiteReads(SQLiteCatalogueBase):
         a circle, each listing's distance from its centre (infinite where not measured)."""
         mask = index.everything() if query.province is None else index.in_province(query.province)
         if query.filter is not None:
-            mask &= index.filter(query.filter, lambda expr: self._fallback_mask(index, expr))
+            mask &= index.filter(query.filter, lambda expr, among: self._unindexed(index, expr, among), mask)
         if query.unit_filter is not None:
             mask = self._plans(index).listings_matching(query.unit_filter, among=mask)
         score = None

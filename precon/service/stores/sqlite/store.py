@@ -40,6 +40,7 @@ from precon.service.stores.sqlite.catalogue import (
     _schema,
 )
 from precon.service.stores.sqlite.changes import SQLiteChanges
+from precon.service.stores.sqlite.document_masks import DocumentMasks
 from precon.service.stores.sqlite.generation_held import GenerationHeld
 from precon.service.stores.sqlite.market_columns import MARKET_VERSION, SQLiteMarket, build_market_columns
 from precon.service.stores.sqlite.market_patch import ledger_patched, market_patched
@@ -88,7 +89,7 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
         self._column_index = None
         self._plan_index = None
         self._index_lock = threading.Lock()
-        self._fallback_masks = {}
+        self._document_masks = DocumentMasks()
         self._text_cache = OrderedDict()
         self.path = Path(path)
         self._shared = SharedIndexes(self.path) if shared_indexes else None
