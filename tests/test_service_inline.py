@@ -82,7 +82,7 @@ def test_what_the_indexes_do_not_answer_runs_in_a_thread(tmp_path: Path, stores:
     live, sandbox = stores
     service = service_over(tmp_path, live, sandbox)
     thread_of_search(service)
-    # Text in some fields only is FTS5's column filter: SQL.
+    # Text in some fields only is FTS5's column filter: a query to SQLite.
     assert thread_of_search(service, text_in_some_fields=True)[0] is False
     # The floor-plan index is built on the first unitFilter of a generation.
     assert thread_of_search(service, unit_filter=True)[0] is False
@@ -90,15 +90,8 @@ def test_what_the_indexes_do_not_answer_runs_in_a_thread(tmp_path: Path, stores:
     assert thread_of_search(service, unit_filter=True)[0] is True
 
 
-def test_the_sql_engine_and_remote_checks_run_in_a_thread(tmp_path: Path, stores: tuple) -> None:
+def test_remote_checks_run_in_a_thread(tmp_path: Path, stores: tuple) -> None:
     live, sandbox = stores
-    sql = SQLiteStore(live.path, engine="sql")
-    try:
-        service = service_over(tmp_path, sql, sandbox)
-        thread_of_search(service)
-        assert thread_of_search(service)[0] is False
-    finally:
-        sql.close()
     # Rate limits kept in Redis are a round trip: the key check is never on the loop (the search after it, which
     # asks neither, is, once the indexes are in memory).
     remote = service_over(tmp_path, live, sandbox, redis_url="redis://127.0.0.1:1/0")

@@ -19,7 +19,7 @@ from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
 from tests.catalogues import generated_catalogue
 from tests.conftest import KEY_ALL, KEY_LITE, Api
-from tests.store_support import both_engines, every_id
+from tests.store_support import every_id, reference_facets, reference_order, stored_store
 
 SEED = 5
 COUNT = 300
@@ -106,12 +106,10 @@ def records() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def stores(
-    tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]
-) -> Iterator[tuple[SQLiteStore, SQLiteStore]]:
+def store(tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]) -> Iterator[SQLiteStore]:
     path = tmp_path_factory.mktemp("units") / "catalogue.sqlite3"
-    with both_engines(path, records, generated_catalogue(COUNT, SEED).profiles) as engines:
-        yield engines
+    with stored_store(path, records, generated_catalogue(COUNT, SEED).profiles) as opened:
+        yield opened
 
 
 # Unit expressions drawn from the catalogue's own values, in the spellings a client may use.
@@ -186,30 +184,24 @@ def test_the_unit_fields_are_the_floor_plan_fields_the_contract_names() -> None:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(expr=unit_expressions)
-def test_engines_agree_with_the_evaluator_per_floor_plan(
-    stores: tuple[SQLiteStore, SQLiteStore], records: list[dict[str, Any]], expr: filters.Expr
+def test_unit_filters_agree_with_the_evaluator_per_floor_plan(
+    store: SQLiteStore, records: list[dict[str, Any]], expr: filters.Expr
 ) -> None:
-    columns, sql = stores
     expected = sorted(r["listingId"] for r in records if unit_oracle(expr, r))
-    found = every_id(columns, unit_filter=expr)
+    found = every_id(store, unit_filter=expr)
     assert sorted(found) == expected
-    assert every_id(sql, unit_filter=expr) == found
+    assert found == reference_order(store, found, ListingQuery())
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(expr=unit_expressions, province=st.sampled_from([None, "on", "bc"]))
 def test_unit_filter_is_anded_with_the_rest_and_scopes_the_facets(
-    stores: tuple[SQLiteStore, SQLiteStore], records: list[dict[str, Any]], expr: filters.Expr, province: str | None
+    store: SQLiteStore, records: list[dict[str, Any]], expr: filters.Expr, province: str | None
 ) -> None:
-    columns, sql = stores
     listing_filter = filters.parse("type:Condo OR sellingStatus:Pending")
     facets = ("type", "sellingStatus", "builders", "floorPlans.numberOfBedrooms")
-    answers = [
-        store.search_listings(
-            ListingQuery(province=province, filter=listing_filter, unit_filter=expr, facets=facets, limit=10_000)
-        )
-        for store in (columns, sql)
-    ]
+    asked = ListingQuery(province=province, filter=listing_filter, unit_filter=expr, facets=facets, limit=10_000)
+    hits = store.search_listings(asked)
     states = {"on": "Ontario", "bc": "British Columbia"}
     expected = [
         r
@@ -218,11 +210,11 @@ def test_unit_filter_is_anded_with_the_rest_and_scopes_the_facets(
         and filters.evaluate(listing_filter, r)
         and unit_oracle(expr, r)
     ]
-    for hits in answers:
-        assert hits.total == len(expected)
-        assert sorted(d["listingId"] for d in hits.documents) == sorted(r["listingId"] for r in expected)
-    assert answers[0].facets == answers[1].facets
-    assert dict(answers[0].facets["sellingStatus"]) == dict(Counter(r["sellingStatus"] for r in expected))
+    assert hits.total == len(expected)
+    found = [d["listingId"] for d in hits.documents]
+    assert sorted(found) == sorted(r["listingId"] for r in expected)
+    assert hits.facets == reference_facets(store, found, facets, asked.max_facet_values)
+    assert dict(hits.facets["sellingStatus"]) == dict(Counter(r["sellingStatus"] for r in expected))
 
 
 def test_plans_follow_upserts_deletes_and_a_reindex(tmp_path: Path, records: list[dict[str, Any]]) -> None:
@@ -250,9 +242,6 @@ def test_plans_follow_upserts_deletes_and_a_reindex(tmp_path: Path, records: lis
     store.close()
     reopened = SQLiteStore(path)
     assert sorted(every_id(reopened, unit_filter=two_beds)) == expected
-    sql = SQLiteStore(path, engine="sql")
-    assert sorted(every_id(sql, unit_filter=two_beds)) == expected
-    sql.close()
     reopened.close()
 
 

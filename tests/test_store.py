@@ -1,8 +1,10 @@
-"""The store's two search engines against each other and against the reference evaluator."""
+"""The store's search against the reference evaluator (filters), and against the stored rows read in SQL (facet
+counts, the order)."""
 
 from __future__ import annotations
 
 import math
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,12 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precon import filters
+from precon.schema import SEARCHABLE_LISTING_WEIGHTS
 from precon.service.runtime import load
 from precon.service.search.text import TextQuery
+from precon.service.stores.records import province_of
 from precon.service.stores.sqlite.store import SCHEMA_VERSION, SQLiteStore
 from precon.service.stores.types import GeoCircle, ListingQuery
 from tests.catalogues import generated_catalogue
-from tests.store_support import both_engines, every_id
+from tests.store_support import DEFAULT_ORDER, every_id, reference_facets, reference_order, stored_store
 
 SEED = 5
 COUNT = 300
@@ -30,12 +34,10 @@ def records() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def stores(
-    tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]
-) -> Iterator[tuple[SQLiteStore, SQLiteStore]]:
+def store(tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]) -> Iterator[SQLiteStore]:
     path = tmp_path_factory.mktemp("store") / "catalogue.sqlite3"
-    with both_engines(path, records, generated_catalogue(COUNT, SEED).profiles) as engines:
-        yield engines
+    with stored_store(path, records, generated_catalogue(COUNT, SEED).profiles) as opened:
+        yield opened
 
 
 # Filters drawn from the catalogue's own values, on indexed and unindexed paths alike.
@@ -106,14 +108,13 @@ expressions = st.recursive(
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(expr=expressions)
-def test_engines_agree_with_the_evaluator(
-    stores: tuple[SQLiteStore, SQLiteStore], records: list[dict[str, Any]], expr: filters.Expr
+def test_filters_agree_with_the_evaluator(
+    store: SQLiteStore, records: list[dict[str, Any]], expr: filters.Expr
 ) -> None:
-    columns, sql = stores
     expected = sorted(r["listingId"] for r in records if filters.evaluate(expr, r))
-    found = every_id(columns, filter=expr)
+    found = every_id(store, filter=expr)
     assert sorted(found) == expected
-    assert every_id(sql, filter=expr) == found
+    assert found == reference_order(store, found, ListingQuery())
 
 
 def _haversine_m(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
@@ -129,11 +130,10 @@ def _haversine_m(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
     radius=st.one_of(st.floats(0, 400_000), st.sampled_from([0.0, 1_000.0, 1_000_000.0])),
 )
 def test_a_circle_finds_every_listing_within_its_radius(
-    stores: tuple[SQLiteStore, SQLiteStore], records: list[dict[str, Any]], lat: float, lng: float, radius: float
+    store: SQLiteStore, records: list[dict[str, Any]], lat: float, lng: float, radius: float
 ) -> None:
-    """The column engine measures only the listings in the circle's bounding box: none inside the circle is lost."""
-    columns, _ = stores
-    found = set(every_id(columns, circle=GeoCircle(lat, lng, radius)))
+    """The column index measures only the listings in the circle's bounding box: none inside the circle is lost."""
+    found = set(every_id(store, circle=GeoCircle(lat, lng, radius)))
     for record in records:
         geo = record.get("_geoloc")
         if not isinstance(geo, dict) or geo.get("lat") is None or geo.get("lng") is None:
@@ -171,8 +171,7 @@ def test_a_circle_across_the_antimeridian_finds_listings_on_both_sides(tmp_path:
         {"order": "trending"},
     ],
 )
-def test_engines_agree_on_order_and_facets(stores: tuple[SQLiteStore, SQLiteStore], query: dict[str, Any]) -> None:
-    columns, sql = stores
+def test_order_and_facets_agree_with_the_stored_rows(store: SQLiteStore, query: dict[str, Any]) -> None:
     facets = (
         "type",
         "sellingStatus",
@@ -184,32 +183,42 @@ def test_engines_agree_on_order_and_facets(stores: tuple[SQLiteStore, SQLiteStor
         "floorPlans.numberOfBedrooms",
         "completionYear",
     )
-    a = columns.search_listings(ListingQuery(limit=10_000, facets=facets, **query))
-    b = sql.search_listings(ListingQuery(limit=10_000, facets=facets, **query))
-    assert a.total == b.total and a.total > 0
-    assert a.facets == b.facets
+    asked = ListingQuery(limit=10_000, facets=facets, **query)
+    hits = store.search_listings(asked)
+    found = [d["listingId"] for d in hits.documents]
+    assert hits.total == len(found) > 0
+    assert hits.facets == reference_facets(store, found, facets, asked.max_facet_values)
     if "text" in query:
-        # The same listings match; the column engine ranks them with its own field-weighted BM25 over FTS5's
-        # index, the SQL engine with FTS5's bm25(): the orders may differ where scores are close.
-        assert sorted(d["listingId"] for d in a.documents) == sorted(d["listingId"] for d in b.documents)
-        assert all(s is not None for s in a.scores) and a.scores == sorted(a.scores, reverse=True)  # type: ignore[type-var]
+        # The listings FTS5 matches, ranked by the column index's field-weighted BM25 over FTS5's index.
+        with sqlite3.connect(f"file:{store.path}?mode=ro", uri=True) as db:
+            matched = db.execute(
+                "SELECT l.listing_id FROM listing_fts f JOIN listings l ON l.id = f.rowid WHERE listing_fts MATCH ?",
+                (query["text"].fts_expression(),),
+            ).fetchall()
+        assert sorted(found) == sorted(row[0] for row in matched)
+        assert all(s is not None for s in hits.scores) and hits.scores == sorted(hits.scores, reverse=True)  # type: ignore[type-var]
         return
-    assert [d["listingId"] for d in a.documents] == [d["listingId"] for d in b.documents]
-    assert a.scores == b.scores
+    assert found == reference_order(store, found, asked)
+    expr = asked.filter
+    everything = store.search_listings(ListingQuery(limit=10_000)).documents
+    if asked.circle is None:
+        expected = [
+            r["listingId"]
+            for r in everything
+            if (expr is None or filters.evaluate(expr, r))
+            and (asked.province is None or province_of(r.get("state")) == asked.province)
+        ]
+        assert sorted(found) == sorted(expected)
 
 
-def test_text_relevance_puts_the_best_matches_first(
-    stores: tuple[SQLiteStore, SQLiteStore], records: list[dict[str, Any]]
-) -> None:
-    columns, sql = stores
+def test_text_relevance_puts_the_best_matches_first(store: SQLiteStore, records: list[dict[str, Any]]) -> None:
     for record in records[:25]:
         text = TextQuery.parse(f"{record['name']} {record['cityOrDistrict']}")
-        for store in (columns, sql):
-            hits = store.search_listings(ListingQuery(text=text, limit=3))
-            assert hits.documents[0]["name"] == record["name"], (record["name"], store.engine)
+        hits = store.search_listings(ListingQuery(text=text, limit=3))
+        assert hits.documents[0]["name"] == record["name"], record["name"]
     city = records[0]["cityOrDistrict"]
     in_name = [r for r in records if city.lower() in r["name"].lower()]
-    ranked = every_id(columns, text=TextQuery.parse(city))
+    ranked = every_id(store, text=TextQuery.parse(city))
     if in_name:  # a word in the name (weight 10) outranks the same word only in the address
         assert ranked.index(in_name[0]["listingId"]) < len(ranked) / 2
 
@@ -293,3 +302,27 @@ def test_a_file_of_an_older_layout_is_reindexed_and_keeps_its_records(
     assert every_id(reopened, filter=filters.parse("type:Condo")) == every_id(store, filter=filters.parse("type:Condo"))
     assert every_id(reopened, order="trending")[0] == records[3]["listingId"]
     reopened.close()
+
+
+@pytest.mark.parametrize("words", ["toronto", "condo", "park", "lofts vancouver"])
+def test_text_in_some_fields_is_found_and_ranked_by_fts5(store: SQLiteStore, words: str) -> None:
+    """v1-lite matches only the fields it shows: FTS5's column filter finds those listings and its bm25() ranks
+    them, ties in the default order; filters, province and facets apply as to any search."""
+    text = TextQuery.parse(words)
+    assert text is not None
+    text.columns = ("name", "cityOrDistrict")
+    weights = ", ".join(str(w) for w in SEARCHABLE_LISTING_WEIGHTS)
+    with sqlite3.connect(f"file:{store.path}?mode=ro", uri=True) as db:
+        ranked = db.execute(
+            f"SELECT l.listing_id, -bm25(listing_fts, {weights}) AS score FROM listing_fts f "
+            f"JOIN listings l ON l.id = f.rowid WHERE listing_fts MATCH ? ORDER BY score DESC, {DEFAULT_ORDER}",
+            (text.fts_expression(),),
+        ).fetchall()
+    ranked = [(i, round(score, 6)) for i, score in ranked]
+    for province in (None, "on"):
+        asked = ListingQuery(text=text, province=province, facets=("type",), limit=10_000)
+        hits = store.search_listings(asked)
+        kept = {d["listingId"] for d in store.search_listings(ListingQuery(province=province, limit=10_000)).documents}
+        expected = [(i, score) for i, score in ranked if i in kept]
+        assert [(d["listingId"], s) for d, s in zip(hits.documents, hits.scores, strict=True)] == expected
+        assert hits.facets == reference_facets(store, [i for i, _ in expected], ("type",), asked.max_facet_values)

@@ -18,7 +18,7 @@ from precon.service.search.unit_steps import FloorSteps
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
 from tests.catalogues import generated_catalogue
-from tests.store_support import both_engines, every_id
+from tests.store_support import reference_order, stored_store
 from tests.test_service_unit_filter import odd_listings, plans_of, unit_expressions, unit_oracle
 
 SEED = 11
@@ -53,12 +53,10 @@ def records() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def stores(
-    tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]
-) -> Iterator[tuple[SQLiteStore, SQLiteStore]]:
+def store(tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, Any]]) -> Iterator[SQLiteStore]:
     path = tmp_path_factory.mktemp("unit-index") / "catalogue.sqlite3"
-    with both_engines(path, records, generated_catalogue(COUNT, SEED).profiles) as engines:
-        yield engines
+    with stored_store(path, records, generated_catalogue(COUNT, SEED).profiles) as opened:
+        yield opened
 
 
 def brute_force(expr: filters.Expr, record: dict[str, Any]) -> tuple[list[int], int]:
@@ -76,11 +74,12 @@ def brute_force(expr: filters.Expr, record: dict[str, Any]) -> tuple[list[int], 
     return plans, units
 
 
-def check(store: SQLiteStore, sql: SQLiteStore, records: list[dict[str, Any]], expr: filters.Expr) -> None:
+def check(store: SQLiteStore, records: list[dict[str, Any]], expr: filters.Expr) -> None:
     expected = sorted(r["listingId"] for r in records if unit_oracle(expr, r))
     hits = store.search_listings(ListingQuery(unit_filter=expr, limit=10_000))
     assert sorted(d["listingId"] for d in hits.documents) == expected
-    assert every_id(sql, unit_filter=expr) == [d["listingId"] for d in hits.documents]
+    found_ids = [d["listingId"] for d in hits.documents]
+    assert found_ids == reference_order(store, found_ids, ListingQuery())
     found_plans = hits.matched if hits.documents else []  # an empty page has nothing to say
     assert found_plans is not None and len(found_plans) == len(hits.documents)
     for document, found in zip(hits.documents, found_plans, strict=True):
@@ -92,13 +91,12 @@ def check(store: SQLiteStore, sql: SQLiteStore, records: list[dict[str, Any]], e
 
 
 def test_matched_floor_plans_spliced_into_stored_bytes_say_what_the_documents_do(
-    stores: tuple[SQLiteStore, SQLiteStore],
+    store: SQLiteStore,
 ) -> None:
-    columns, _ = stores
     for question in [*QUESTIONS, "numberOfBedrooms >= 2", "NOT startPrice > 0"]:
         expr = filters.parse(question)
         assert expr is not None
-        hits = columns.search_listings(ListingQuery(unit_filter=expr, limit=10_000, raw=True))
+        hits = store.search_listings(ListingQuery(unit_filter=expr, limit=10_000, raw=True))
         blobs = hits.blobs or []
         for _ in range(2):  # the second time, from the labels kept
             spliced = with_matched_floor_plans([b'{"x":1}'] * len(blobs), blobs, hits.source, expr, hits.matched)
@@ -108,39 +106,31 @@ def test_matched_floor_plans_spliced_into_stored_bytes_say_what_the_documents_do
 
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_floor_price_and_status_questions_match_brute_force(
-    stores: tuple[SQLiteStore, SQLiteStore], records: list[dict[str, Any]], question: str
+    store: SQLiteStore, records: list[dict[str, Any]], question: str
 ) -> None:
     expr = filters.parse(question)
     assert expr is not None
-    check(*stores, records, expr)
+    check(store, records, expr)
 
 
-def test_questions_with_a_listing_filter_and_paging(
-    stores: tuple[SQLiteStore, SQLiteStore], records: list[dict[str, Any]]
-) -> None:
-    columns, _ = stores
+def test_questions_with_a_listing_filter_and_paging(store: SQLiteStore, records: list[dict[str, Any]]) -> None:
     listing_filter = filters.parse("type:Condo")
     for question in QUESTIONS[:4]:
         expr = filters.parse(question)
         expected = [r for r in records if filters.evaluate(listing_filter, r) and unit_oracle(expr, r)]
-        whole = columns.search_listings(ListingQuery(filter=listing_filter, unit_filter=expr, limit=10_000))
+        whole = store.search_listings(ListingQuery(filter=listing_filter, unit_filter=expr, limit=10_000))
         assert sorted(d["listingId"] for d in whole.documents) == sorted(r["listingId"] for r in expected)
-        page = columns.search_listings(
-            ListingQuery(filter=listing_filter, unit_filter=expr, offset=3, limit=5, raw=True)
-        )
+        page = store.search_listings(ListingQuery(filter=listing_filter, unit_filter=expr, offset=3, limit=5, raw=True))
         assert page.blobs is not None and page.matched == (whole.matched or [])[3:8]
 
 
-def test_plans_without_units_fail_unit_conditions(
-    stores: tuple[SQLiteStore, SQLiteStore], records: list[dict[str, Any]]
-) -> None:
-    columns, _ = stores
-    hits = columns.search_listings(ListingQuery(filter=filters.parse("listingId:ODD001"), limit=5))
+def test_plans_without_units_fail_unit_conditions(store: SQLiteStore, records: list[dict[str, Any]]) -> None:
+    hits = store.search_listings(ListingQuery(filter=filters.parse("listingId:ODD001"), limit=5))
     odd = hits.documents[0]
     for question in ("units.price < 100000000", "units.floor >= -100", "units.status:available"):
         expr = filters.parse(question)
         assert expr is not None
-        found = columns.search_listings(
+        found = store.search_listings(
             ListingQuery(filter=filters.parse("listingId:ODD001"), unit_filter=expr, limit=5)
         ).matched
         assert found is not None and found[0].plans == brute_force(expr, odd)[0]
@@ -150,9 +140,9 @@ def test_plans_without_units_fail_unit_conditions(
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(expr=unit_expressions)
 def test_any_unit_expression_matches_brute_force(
-    stores: tuple[SQLiteStore, SQLiteStore], records: list[dict[str, Any]], expr: filters.Expr
+    store: SQLiteStore, records: list[dict[str, Any]], expr: filters.Expr
 ) -> None:
-    check(*stores, records, expr)
+    check(store, records, expr)
 
 
 NAN = float("nan")

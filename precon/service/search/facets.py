@@ -1,18 +1,17 @@
 """Facets: a small class per kind of attribute, as Datasette has one per kind of facet.
 
-A listing facet is counted by two engines that must agree to the byte: over the in-memory column index (numpy over
-codes, postings and bitmaps) and in SQL (the cross-check, and the answer while no column index is ready). Each class
-knows both ways for its kind of attribute, so that they sit side by side, and the key each stored value counts
-under: a text value's label (its first spelling), a number's or a boolean's key from :mod:`precon.facet_keys`,
-which the client's own counting shares. Ranking and limiting are :func:`precon.facet_keys.top` for every engine.
-:func:`facet_for` picks the class from how :mod:`precon.schema` classifies the attribute.
+A listing facet is counted over the in-memory column index (numpy over codes, postings and bitmaps). Each class
+knows how for its kind of attribute, and the key each stored value counts under: a text value's label (its first
+spelling), a number's or a boolean's key from :mod:`precon.facet_keys`, which the client's own counting shares.
+Ranking and limiting are :func:`precon.facet_keys.top`, as the client ranks. :func:`facet_for` picks the class from
+how :mod:`precon.schema` classifies the attribute; the tests hold every facet to counts made from the records
+themselves.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,10 +32,10 @@ REFERENCE_ATTRIBUTES = frozenset(LISTING_REFERENCE_FIELDS.values())
 
 
 class Facet(ABC):
-    """The facet of one indexed attribute: its counts over the column index and in SQL, its keys."""
+    """The facet of one indexed attribute: its counts over the column index, its keys."""
 
     labelled = True
-    """Whether a value is shown by its label: the SQL engine reads the labels only for such a facet."""
+    """Whether a value is shown by its label (the first spelling stored), not as it is held."""
 
     def __init__(self, attribute: IndexedAttribute) -> None:
         self.attribute = attribute
@@ -46,33 +45,10 @@ class Facet(ABC):
     def count_columns(self, index: ColumnIndex, mask: Mask, limit: int | None) -> Counts:
         """The values counted over the listings of ``mask``, ranked, the first ``limit`` (None: all)."""
 
-    @abstractmethod
-    def select(self, where: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
-        """The SQL of (stored value, count) rows over the listings ``l`` that ``where`` keeps, and its parameters."""
-
-    def key(self, stored: Any, labels: Labels) -> str:
-        """What a stored value (a folded term, a number, a 0 or 1) is counted and shown as."""
-        return labels.get((self.path, stored), stored)
-
-    def count_sql(
-        self,
-        db: sqlite3.Connection,
-        where: str,
-        params: Sequence[Any],
-        labels: Callable[[], Labels],
-        limit: int | None,
-    ) -> Counts:
-        """:meth:`count_columns`' answer from SQL in one query; ``labels`` is asked only by a labelled facet (a read
-        of the labels, when the generation's are not held yet)."""
-        sql, sql_params = self.select(where, params)
-        rows = db.execute(sql, sql_params).fetchall()
-        held = labels() if self.labelled else {}
-        return top([(self.key(value, held), int(count)) for value, count in rows], limit)
-
 
 class ScalarFacet(Facet):
-    """A single-valued text attribute (``sellingStatus``, ``cityOrDistrict``): a code per listing in the index, a
-    column in SQL; values shown by their labels."""
+    """A single-valued text attribute (``sellingStatus``, ``cityOrDistrict``): a code per listing in the index;
+    values shown by their labels."""
 
     def count_columns(self, index: ColumnIndex, mask: Mask, limit: int | None) -> Counts:
         column = index.text[self.path]
@@ -82,13 +58,10 @@ class ScalarFacet(Facet):
             counts = np.bincount(codes[codes >= 0], minlength=len(column.vocabulary))
         return _ranked(_labelled(self.path, column.vocabulary, index.labels), counts, limit)
 
-    def select(self, where: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
-        return _column_select(self.attribute, where, params)
-
 
 class ArrayFacet(Facet):
     """A list of text values (``type``, ``amenities``): postings per value in the index (bitmaps where they are
-    smaller), rows of ``listing_terms`` in SQL; a listing counts once per value it holds."""
+    smaller); a listing counts once per value it holds."""
 
     def count_columns(self, index: ColumnIndex, mask: Mask, limit: int | None) -> Counts:
         postings = index.terms[self.path]
@@ -98,9 +71,6 @@ class ArrayFacet(Facet):
         terms = postings.vocabulary
         keys = _labelled(self.path, terms, index.labels) if self.labelled else _as_stored(terms)
         return _ranked(keys, counts, limit)
-
-    def select(self, where: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
-        return _rows_select(self.attribute, "listing_terms", "term", where, params)
 
 
 class ReferenceFacet(ArrayFacet):
@@ -118,13 +88,10 @@ class NestedFacet(ArrayFacet):
         super().__init__(attribute)
         self.labelled = attribute.kind == "text"
 
-    def key(self, stored: Any, labels: Labels) -> str:
-        return super().key(stored, labels) if self.labelled else str(stored)
-
 
 class NumericFacet(Facet):
-    """Values held as numbers: a numeric attribute, single (a column) or in a list (``floorPlans.startPrice``: rows of
-    ``listing_numbers``), and a single-valued boolean (0 or 1 in its column). Counted by distinct value."""
+    """Values held as numbers: a numeric attribute, single (a column) or in a list (``floorPlans.startPrice``: its
+    number postings), and a single-valued boolean (0 or 1 in its column). Counted by distinct value."""
 
     labelled = False
 
@@ -142,14 +109,6 @@ class NumericFacet(Facet):
         unique, counts = np.unique(values, return_counts=True)
         key = self._key
         return _ranked(lambda positions: [key(value) for value in unique[positions].tolist()], counts, limit)
-
-    def select(self, where: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
-        if self.attribute.multi:
-            return _rows_select(self.attribute, "listing_numbers", "num", where, params)
-        return _column_select(self.attribute, where, params)
-
-    def key(self, stored: Any, labels: Labels) -> str:
-        return self._key(stored)
 
 
 def facet_class(attribute: IndexedAttribute) -> type[Facet]:
@@ -172,22 +131,6 @@ def facet_for(name: str) -> Facet:
     """The facet of the attribute ``name`` (or an alias of it) stands for; KeyError for one the index does not
     hold (the API lets through only facetable names)."""
     return _FACETS[canonical_path(name)]
-
-
-def _column_select(attribute: IndexedAttribute, where: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
-    column = "l." + attribute.column
-    sql = f"SELECT {column}, count(*) FROM listings l WHERE {where} AND {column} IS NOT NULL GROUP BY 1"
-    return sql, list(params)
-
-
-def _rows_select(
-    attribute: IndexedAttribute, table: str, value: str, where: str, params: Sequence[Any]
-) -> tuple[str, list[Any]]:
-    sql = (
-        f"SELECT {value}, count(*) FROM {table} WHERE attr = ? "
-        f"AND listing IN (SELECT l.id FROM listings l WHERE {where}) GROUP BY {value}"
-    )
-    return sql, [attribute.path, *params]
 
 
 def _labelled(path: str, terms: Vocabulary | list[str], labels: Labels) -> Keys:

@@ -10,9 +10,9 @@ a listing matches when at least one of its floor plans satisfies the whole expre
   element), typed as the evaluator reads it: text (folded as :func:`precon.filters.fold_text` folds, with its
   numeric reading, if any, for comparisons), a boolean, or a number.
 
-The SQL engine tests a listing with ``EXISTS`` over its plans; the column engine
-(:class:`~precon.service.search.plan_index.PlanIndex`) tests every plan at once in numpy and reduces to the listings
-that own a matching plan. Here: the rows, the SQL, and the columns of plans and units the column engine holds.
+The floor plans' index (:class:`~precon.service.search.plan_index.PlanIndex`) reads them into numpy, tests every
+plan at once and reduces to the listings that own a matching plan. Here: the rows, and the columns of plans and units
+that index holds.
 """
 
 from __future__ import annotations
@@ -41,10 +41,9 @@ from precon.filters import (
     numeric_bounds,
 )
 from precon.filters.parsing import parse_number
-from precon.filters.plans import names_units, number_of
+from precon.filters.plans import number_of
 from precon.service.search.sql_filter import as_number
 
-Fragment = tuple[str, list[Any]]
 Mask = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -187,76 +186,6 @@ def match_targets(expr: Match) -> tuple[str, str | None, float | None]:
     word = {"true": "true", "1": "true", "false": "false", "0": "false"}.get(folded)
     number = parse_number(expr.value.strip())
     return folded, word, None if number is None else float(number)
-
-
-# ----------------------------------------------------------------------------------------------------------
-# SQL
-# ----------------------------------------------------------------------------------------------------------
-
-
-class UnitFilterCompiler:
-    """Turns a unit expression into SQL over one floor plan ``p`` (a row of ``listing_plans``)."""
-
-    def listing_clause(self, expr: Expr) -> Fragment:
-        """The listings ``l`` with at least one floor plan (and, where ``expr`` names units, one unit ``u`` of it;
-        a plan without units once, its ``u`` null) for which ``expr`` holds."""
-        sql, params = self.compile(expr)
-        if names_units(expr):
-            rows = "listing_plans p LEFT JOIN listing_plan_units u ON u.listing = p.listing AND u.idx = p.idx"
-            return f"EXISTS (SELECT 1 FROM {rows} WHERE p.listing = l.id AND ({sql}))", params
-        return f"EXISTS (SELECT 1 FROM listing_plans p WHERE p.listing = l.id AND ({sql}))", params
-
-    def compile(self, expr: Expr) -> Fragment:
-        if isinstance(expr, And | Or):
-            parts, params = [], []
-            for item in expr.items:
-                sql, item_params = self.compile(item)
-                parts.append(f"({sql})")
-                params += item_params
-            return (" AND " if isinstance(expr, And) else " OR ").join(parts), params
-        if isinstance(expr, Not):
-            sql, params = self.compile(expr.expr)
-            return f"NOT ({sql})", params
-        if isinstance(expr, Compare) and expr.op == "!=":
-            return self.compile(Not(Compare(expr.attr, "=", expr.value)))
-        if expr.attr.startswith(UNIT_PREFIX):
-            return self._unit_test(expr)
-        field = field_code(expr.attr)
-        if isinstance(expr, Match):
-            folded, word, number = match_targets(expr)
-            tests, params = [f"v.kind = {TEXT} AND v.term = ?"], [folded]
-            if word is not None:
-                tests.append(f"v.kind = {BOOL} AND v.term = ?")
-                params.append(word)
-            if number is not None:
-                tests.append(f"v.kind = {NUMBER} AND v.num = ?")
-                params.append(number)
-            return self._exists(field, " OR ".join(f"({t})" for t in tests), params)
-        low, high = numeric_bounds(expr)
-        return self._exists(field, "v.num BETWEEN ? AND ?", [low, high])
-
-    @staticmethod
-    def _unit_test(expr: Match | Compare | Range) -> Fragment:
-        """A test of unit ``u``'s field: false where the plan has no unit (``u`` null), as a missing field is."""
-        column = unit_column(expr.attr)
-        if isinstance(expr, Match):
-            folded, _, number = match_targets(expr)
-            if column == "status":
-                return "coalesce(u.status = ?, 0)", [folded]
-            if number is None:
-                return "0", []
-            return f"coalesce(u.{column} = ?, 0)", [number]
-        low, high = numeric_bounds(expr)
-        numeric = "u.status_num" if column == "status" else f"u.{column}"
-        return f"coalesce({numeric} BETWEEN ? AND ?, 0)", [low, high]
-
-    @staticmethod
-    def _exists(field: int, test: str, params: list[Any]) -> Fragment:
-        return (
-            "EXISTS (SELECT 1 FROM listing_plan_values v WHERE v.listing = p.listing AND v.idx = p.idx "
-            f"AND v.field = ? AND ({test}))",
-            [field, *params],
-        )
 
 
 # ----------------------------------------------------------------------------------------------------------

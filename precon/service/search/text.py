@@ -176,3 +176,12 @@ def searchable_text(record: dict[str, Any], attributes: Sequence[str]) -> list[s
 FTS_OPTIONS = "tokenize='unicode61 remove_diacritics 2', prefix='2 3'"
 """How FTS5 splits and indexes the listings' and profiles' text (a table made to tokenize some of it the same way
 takes these too)."""
+
+
+def bm25_join(table: str, weights: Sequence[float], alias: str) -> str:
+    """Joins the rows of ``alias`` to their matches in the FTS5 ``table`` (one ``?``: the match expression), each
+    with its field-weighted BM25 rank as ``f.rank`` (lower is better)."""
+    return (
+        f"JOIN (SELECT rowid AS fts_id, bm25({table}, {', '.join(str(w) for w in weights)}) AS rank FROM {table} "
+        f"WHERE {table} MATCH ?) f ON f.fts_id = {alias}.id"
+    )

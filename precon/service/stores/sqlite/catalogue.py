@@ -201,7 +201,8 @@ class SQLiteCatalogueBase:
     of :class:`~precon.service.stores.sqlite.store.SQLiteStore` shares; its ``__init__`` sets these."""
 
     path: Path
-    engine: Literal["columns", "sql"]
+    engine: Literal["sqlite"] = "sqlite"
+    """Which kind of store this is (PostgreSQL's is ``postgres``)."""
     listeners: list[Callable[[list[CatalogueChange]], None]]
     """Called with the changes of every write, after it is committed (webhook events hang here)."""
     _connections: Connections

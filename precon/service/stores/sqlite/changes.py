@@ -62,10 +62,7 @@ class SQLiteChanges(SQLiteReads, SQLiteHistory):
         now and of the deleted ones whose last document it matches."""
         if matching is None:
             return self.listing_history(query)
-        index = None
-        if self.engine == "columns" and not (matching.text is not None and matching.text.columns):
-            index = self._index_to_search()
-        page = None if index is None else self._changes_over_columns(query, matching, index)
+        page = self._changes_over_columns(query, matching, self._index_to_search())
         if page is not None:
             return page
         listing_ids = (*self.matching_listing_ids(matching), *self.deleted_matching(matching))

@@ -1,12 +1,11 @@
 """The read path of the SQLite store: listing and profile searches, facets, lookups and similarity.
 
 :class:`SQLiteReads` is the part of :class:`~precon.service.stores.sqlite.store.SQLiteStore` that answers questions.
-A listing search runs on the in-memory column index (``engine="columns"``:
-:class:`~precon.service.search.columns.ColumnIndex`, with the floor plans'
-:class:`~precon.service.search.plan_index.PlanIndex`) or on SQL alone (``engine="sql"``, the cross-check:
-:mod:`precon.service.stores.sqlite.sql_search`); both give the same answers, their facets counted by the same
-classes (:mod:`precon.service.search.facets`). The caches here (text relevance, typo vocabulary, labels, fallback
-filters) follow the catalogue's generation.
+A listing search runs on the in-memory column index (:class:`~precon.service.search.columns.ColumnIndex`, with
+the floor plans' :class:`~precon.service.search.plan_index.PlanIndex` and, for paths neither holds, the stored
+documents: :mod:`precon.service.stores.sqlite.document_masks`), its facets counted by
+:mod:`precon.service.search.facets`; text matched in some fields only (v1-lite's) is found and ranked by FTS5. The
+caches here (text relevance, typo vocabulary, labels, the documents' answers) follow the catalogue's generation.
 """
 
 from __future__ import annotations
@@ -15,13 +14,12 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from precon.filters import Expr
-from precon.schema import SEARCHABLE_PROFILE_WEIGHTS
+from precon.schema import SEARCHABLE_LISTING_WEIGHTS, SEARCHABLE_PROFILE_WEIGHTS
 from precon.service.search.column_patch import patched
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.search.facets import facet_for
@@ -29,7 +27,7 @@ from precon.service.search.plan_index import PlanIndex
 from precon.service.search.plan_patch import plans_patched
 from precon.service.search.plans import as_unit_comparison
 from precon.service.search.sql_filter import FILTER_KEYS
-from precon.service.search.text import TextQuery, TypoIndex
+from precon.service.search.text import TextQuery, TypoIndex, bm25_join
 from precon.service.stores.records import (
     BOX_MARGIN_DEG,
     _bounding_box,
@@ -43,7 +41,6 @@ from precon.service.stores.records import (
     with_typo_retry,
 )
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
-from precon.service.stores.sqlite.sql_search import bm25_join, search_listings_sql
 from precon.service.stores.types import (
     GeoCircle,
     ListingQuery,
@@ -101,24 +98,19 @@ class SQLiteReads(SQLiteCatalogueBase):
         return self._attribute_cache.get(self.generation(), read)
 
     def search_listings(self, query: ListingQuery) -> SearchHits:
-        text = query.text
-        # Text matched in some fields only (v1-lite) is FTS5's column filter: the in-memory postings weigh every
-        # field together, so such a question goes to SQL.
-        index = None
-        if self.engine == "columns" and not (text is not None and text.columns):
-            index = self._index_to_search()
+        index = self._index_to_search()
 
         def search(text: TextQuery | None) -> SearchHits:
-            return self._search_sql(query, text) if index is None else self._search_columns(query, text, index)
+            return self._search_columns(query, text, index)
 
-        return with_typo_retry(search, text, lambda: self._typo_indexes_to_search()[0])
+        return with_typo_retry(search, query.text, lambda: self._typo_indexes_to_search()[0])
 
     def answers_from_memory(self, text_in_some_fields: bool, unit_filter: bool) -> bool:
         """Whether a listing search would be answered from indexes this process already holds for the current
         generation (with :attr:`background_index`, the one it searches while the current one is built): CPU for a
         few milliseconds and a read of the page's records, no index to build, no FTS5 query. Such a search may run
         on the event loop (see :meth:`precon.service.api.calls.Service.run_listing_search`)."""
-        if self.engine != "columns" or text_in_some_fields:
+        if text_in_some_fields:
             return False
         index = self._column_index
         if self.background_index:
@@ -137,26 +129,23 @@ class SQLiteReads(SQLiteCatalogueBase):
         """Builds the in-memory indexes now rather than on the first query. With :attr:`background_index`, the
         column index is built on its thread (the one before serves meanwhile), unless ``now``: a replica starting,
         or one that has just written through itself and reads its writes."""
-        if self.engine == "columns":
-            if self.background_index and not now:
-                self._index_to_search()
-            else:
-                self._columns()
+        if self.background_index and not now:
+            self._index_to_search()
+        else:
+            self._columns()
         self._typo_indexes()
         self._labels()
 
-    # The column engine: the default.
-
-    def _index_to_search(self) -> ColumnIndex | None:
+    def _index_to_search(self) -> ColumnIndex:
         """The column index a listing search uses now: the current generation's, built first if need be. With
         :attr:`background_index` (a replica's copy, which follows every write), a new generation's index is built on
         a thread instead, and until it is ready searches use the index of the generation before: they answer as the
-        catalogue stood then, whole (a page holding a record written since is answered by SQL, as it stands now).
-        None (SQL answers) before any index was built."""
-        if not self.background_index:
-            return self._columns()
+        catalogue stood then, whole (a page holding a record deleted since is answered again on the current one).
+        Before any index was built, the current one is built first."""
         index = self._column_index
-        if index is not None and index.generation == self.generation():
+        if not self.background_index or index is None:
+            return self._columns()
+        if index.generation == self.generation():
             return index
         with self._index_lock:
             if self._index_thread is None:
@@ -268,11 +257,30 @@ class SQLiteReads(SQLiteCatalogueBase):
         if cached is not None:
             self._text_cache.move_to_end(key)
             return cached
-        score = index.search_text.scores(text, index.size)
+        score = self._fields_scores(index, text) if text.columns else index.search_text.scores(text, index.size)
         with self._index_lock:
             self._text_cache[key] = score
             while len(self._text_cache) > TEXT_CACHE_ENTRIES:
                 self._text_cache.popitem(last=False)
+        return score
+
+    def _fields_scores(self, index: ColumnIndex, text: TextQuery) -> FloatArray:
+        """Per listing its relevance to text matched in some fields only (v1-lite's): FTS5's column filter finds
+        them and its bm25() ranks them (the in-memory postings weigh every field together)."""
+        weights = ", ".join(str(w) for w in SEARCHABLE_LISTING_WEIGHTS)
+        found = self._db().execute(
+            f"SELECT rowid, bm25(listing_fts, {weights}) FROM listing_fts WHERE listing_fts MATCH ?",
+            (text.fts_expression(),),
+        )
+        rows = found.fetchall()
+        rowids = np.array([row[0] for row in rows], dtype=np.int64)
+        # Rounded as FTS5's rank always was here (Python's round, which numpy's differs from in the last digit).
+        ranks = np.array([round(-row[1], 6) for row in rows], dtype=np.float64)
+        positions = np.searchsorted(index.rowids, rowids)
+        held = positions < index.size  # not a listing written since the index was built
+        held[held] = index.rowids[positions[held]] == rowids[held]
+        score = np.full(index.size, np.nan)
+        score[positions[held]] = ranks[held]
         return score
 
     def _search_columns(self, query: ListingQuery, text: TextQuery | None, index: ColumnIndex) -> SearchHits:
@@ -286,8 +294,12 @@ class SQLiteReads(SQLiteCatalogueBase):
         marks = ", ".join("?" * len(page_rowids))
         sql = f"SELECT id, doc FROM listing_docs WHERE id IN ({marks})"
         blobs = dict(self._db().execute(sql, page_rowids).fetchall())
-        if len(blobs) < len(page_rowids):  # written since the index was built (a replica's copy follows writes)
-            return self._search_sql(query, text)
+        if len(blobs) < len(page_rowids):  # deleted since the index was built (a replica's copy follows writes)
+            current = self._columns()
+            if current.generation != index.generation:
+                return self._search_columns(query, text, current)
+        page = np.array([p for p, r in zip(page.tolist(), page_rowids, strict=True) if r in blobs], dtype=np.int64)
+        page_rowids = [r for r in page_rowids if r in blobs]
         scores = [None if score is None else float(score[p]) for p in page]
         matched = None if query.unit_filter is None else self._plans(index).page_matches(query.unit_filter, page)
         if query.raw:
@@ -357,13 +369,6 @@ class SQLiteReads(SQLiteCatalogueBase):
             return first_by(distance)
         return index.in_default_order(mask, wanted)
 
-    # The SQL engine: the same answers from SQLite alone, slower on broad queries; kept as the cross-check.
-
-    def _search_sql(self, query: ListingQuery, text: TextQuery | None) -> SearchHits:
-        """In one read transaction, so that the count, the page and the facets see one state of the catalogue."""
-        with self._reading() as db:
-            return search_listings_sql(db, query, text, self._labels)
-
     def get_listings(self, ids: Sequence[str], province: str | None) -> dict[str, dict[str, Any]]:
         if not ids:
             return {}
@@ -383,19 +388,9 @@ class SQLiteReads(SQLiteCatalogueBase):
 
     def matching_listing_ids(self, query: ListingQuery) -> list[str]:
         """The ids of every listing the query matches now (a changes feed keeps their entries)."""
-        index = None
-        if self.engine == "columns" and not (query.text is not None and query.text.columns):
-            index = self._index_to_search()
-        if index is not None:
-            mask, _, _ = self._matching(query, query.text, index)
-            return [index.listing_ids[int(position)] for position in np.flatnonzero(mask)]
-        ids: list[str] = []
-        while True:
-            page = replace(query, offset=len(ids), limit=1000, facets=(), raw=False)
-            hits = self._search_sql(page, query.text)
-            ids += [str(document.get("listingId")) for document in hits.documents]
-            if not hits.documents or len(ids) >= hits.total:
-                return ids
+        index = self._index_to_search()
+        mask, _, _ = self._matching(query, query.text, index)
+        return [index.listing_ids[int(position)] for position in np.flatnonzero(mask)]
 
     def listings_holding_plans(self, plan_ids: Iterable[str]) -> dict[str, list[str]]:
         """For each of ``plan_ids`` that a stored floor plan carries, the ids of the listings holding it."""

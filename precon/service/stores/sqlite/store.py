@@ -24,7 +24,6 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Literal
 
 from precon.service.search.shared import GenerationSignal, SharedIndexes
 from precon.service.sqlite_files import Connections
@@ -74,18 +73,12 @@ log = logging.getLogger("precon.store")
 
 
 class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
-    """A catalogue in one SQLite file (WAL): one connection per thread, writes serialised by SQLite.
+    """A catalogue in one SQLite file (WAL): one connection per thread, writes serialised by SQLite. Listing searches
+    run on the in-memory column index (:mod:`precon.service.stores.sqlite.reads`)."""
 
-    Listing searches run on the in-memory column index (``engine="columns"``, the default) or on SQL alone
-    (``engine="sql"``); both give the same answers.
-    """
-
-    def __init__(
-        self, path: str | Path, engine: Literal["columns", "sql"] = "columns", shared_indexes: bool = False
-    ) -> None:
+    def __init__(self, path: str | Path, shared_indexes: bool = False) -> None:
         """``shared_indexes``: the in-memory indexes are files beside the catalogue, built by one process and mapped
         by every process that serves it (see :class:`SharedIndexes`), instead of a copy built in each."""
-        self.engine = engine
         self._column_index = None
         self._plan_index = None
         self._index_lock = threading.Lock()
