@@ -11,11 +11,14 @@ The generator's own tests (tests/test_catalogue_consistency.py's determinism and
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import pickle
 import platform
+import random
 import tempfile
+from collections.abc import Callable
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -83,6 +86,30 @@ def stored_catalogue(path: Path, listings: int, seed: int, at: date) -> SQLiteSt
     for batch in batched(built.listings):
         store.upsert_listings(batch, at=day_time(at))
     return store
+
+
+def random_moves(
+    rng: random.Random, drop_sizes: bool = False, move_floors: bool = False
+) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """An update for ``update_listings`` that moves a random part of a listing: a plan's size in three (taken away
+    instead, half the time, with ``drop_sizes``), a unit's status and price in five (and floor, with
+    ``move_floors``)."""
+
+    def moved(_: str, doc: dict[str, Any]) -> dict[str, Any]:
+        changed = copy.deepcopy(doc)
+        for plan in changed.get("floorPlans") or []:
+            if rng.random() < 0.3:
+                size = rng.randint(400, 1500)
+                plan["squareFeet"] = rng.choice([size, None]) if drop_sizes else size
+            for unit in plan.get("units") or []:
+                if rng.random() < 0.2:
+                    unit["status"] = rng.choice(["Available", "Sold", "Reserved"])
+                    unit["price"] = rng.choice([unit.get("price"), rng.randint(400_000, 2_000_000), None])
+                    if move_floors:
+                        unit["floor"] = rng.choice([unit.get("floor"), rng.randint(1, 40)])
+        return changed
+
+    return moved
 
 
 def is_number(value: Any) -> bool:

@@ -23,7 +23,7 @@ from precon.service.stores.simulation import day_time, newest_change_day, simula
 from precon.service.stores.sqlite.market_columns import build_market_columns
 from precon.service.stores.sqlite.market_units import build_unit_ledger
 from precon.service.stores.sqlite.store import SQLiteStore
-from tests.catalogues import stored_catalogue
+from tests.catalogues import random_moves, stored_catalogue
 
 START = date(2025, 6, 1)
 UNIT_FILTERS = [
@@ -246,16 +246,7 @@ def test_days_of_random_writes_and_a_simulated_market_stay_as_built_whole(store:
     ids = store.listing_ids()
     before = patches()
 
-    def moved(_: str, doc: dict[str, Any]) -> dict[str, Any]:
-        changed = copy.deepcopy(doc)
-        for plan in changed.get("floorPlans") or []:
-            if rng.random() < 0.3:
-                plan["squareFeet"] = rng.choice([rng.randint(400, 1500), None])
-            for unit in plan.get("units") or []:
-                if rng.random() < 0.2:
-                    unit["status"] = rng.choice(["Available", "Sold", "Reserved"])
-                    unit["price"] = rng.choice([unit.get("price"), rng.randint(400_000, 2_000_000), None])
-        return changed
+    moved = random_moves(rng, drop_sizes=True)
 
     for day in range(5):
         store.update_listings(rng.sample(ids, k=rng.randint(1, 6)), moved, at=later(1 + day, store))

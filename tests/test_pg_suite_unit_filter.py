@@ -13,7 +13,7 @@ from tests.test_service_unit_filter import *  # noqa: F403 - the module's tests,
 # Tests of that module that do not go through the service (``api``): they run there, once.
 for _name in (
     "test_the_unit_fields_are_the_floor_plan_fields_the_contract_names",
-    "test_engines_agree_with_the_evaluator_per_floor_plan",
+    "test_unit_filters_agree_with_the_evaluator_per_floor_plan",
     "test_unit_filter_is_anded_with_the_rest_and_scopes_the_facets",
     "test_plans_follow_upserts_deletes_and_a_reindex",
 ):

@@ -21,7 +21,7 @@ from precon.service.search.plan_index import PlanIndex
 from precon.service.stores.simulation import day_time, simulate
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
-from tests.catalogues import stored_catalogue
+from tests.catalogues import random_moves, stored_catalogue
 
 START = date(2025, 6, 1)
 UNIT_FILTERS = [
@@ -223,17 +223,7 @@ def test_days_of_simulated_market_and_random_writes_stay_as_built_whole(store: S
     ids = store.listing_ids()
     before = patches()
 
-    def moved(_: str, doc: dict[str, Any]) -> dict[str, Any]:
-        changed = copy.deepcopy(doc)
-        for plan in changed.get("floorPlans") or []:
-            if rng.random() < 0.3:
-                plan["squareFeet"] = rng.randint(400, 1500)
-            for unit in plan.get("units") or []:
-                if rng.random() < 0.2:
-                    unit["status"] = rng.choice(["Available", "Sold", "Reserved"])
-                    unit["price"] = rng.choice([unit.get("price"), rng.randint(400_000, 2_000_000), None])
-                    unit["floor"] = rng.choice([unit.get("floor"), rng.randint(1, 40)])
-        return changed
+    moved = random_moves(rng, move_floors=True)
 
     for day in range(6):
         store.update_listings(rng.sample(ids, k=rng.randint(1, 6)), moved, at=day_time(START) + (day + 5) * 86_400)

@@ -33,7 +33,7 @@ def combined_ledger(held: UnitLedger, written: Sequence[str], fresh: UnitLedger)
     ledger = UnitLedger(
         listing_ids=order.ids,
         listing_codes=dict(zip(order.ids, range(len(order.ids)), strict=True)),
-        listing_provinces=_taken([*held.listing_provinces, *fresh.listing_provinces], order.take),
+        listing_provinces=order.picked(held.listing_provinces, fresh.listing_provinces),
         plan_first=plans.first,
         unit_first=units.first,
         event_first=events.first,
@@ -45,7 +45,7 @@ def combined_ledger(held: UnitLedger, written: Sequence[str], fresh: UnitLedger)
         unit_price=units.pick(held.unit_price, fresh.unit_price),
         unit_text_price=units.pick(held.unit_text_price, fresh.unit_text_price),
         unit_born=units.pick(held.unit_born, fresh.unit_born),
-        listing_gone=np.concatenate([held.listing_gone, fresh.listing_gone])[order.take],
+        listing_gone=order.pick(held.listing_gone, fresh.listing_gone),
         status_first=status_entries.first,
         status_at=status_entries.pick(held.status_at, fresh.status_at),
         status_from=status_entries.pick(held.status_from, status_of[fresh.status_from.astype(np.int64)].astype(float)),
@@ -59,7 +59,7 @@ def combined_ledger(held: UnitLedger, written: Sequence[str], fresh: UnitLedger)
         event_floor=events.pick(held.event_floor, fresh.event_floor),
         event_status=events.pick(held.event_status, status_of[fresh.event_status].astype(np.int16)),
         event_price=events.pick(held.event_price, fresh.event_price),
-        listing_deleted=np.concatenate([held.listing_deleted, fresh.listing_deleted])[order.take],
+        listing_deleted=order.pick(held.listing_deleted, fresh.listing_deleted),
         history_seq=fresh.history_seq,
     )
     ledger.field_values = {name: list(values) for name, values in held.field_values.items()}
@@ -86,7 +86,3 @@ def _recoded(known: list[Any], values: list[Any], key: Any) -> IntArray:
 def _after(plans: IntArray, after: int) -> IntArray:
     """Fresh plan rows numbered after the held ones (-1, none, stays -1)."""
     return np.where(plans < 0, -1, plans.astype(np.int64) + after)
-
-
-def _taken(values: list[Any], take: IntArray) -> list[Any]:
-    return [values[source] for source in take.tolist()]

@@ -23,6 +23,7 @@ from precon.service.stores.market_grid import MarketGrid, Runs
 from precon.service.stores.market_stats import IntArray, MarketColumns, event_months
 
 T = TypeVar("T", bound=np.generic)
+V = TypeVar("V")
 
 
 def combined(held: MarketColumns, written: Sequence[str], fresh: MarketColumns) -> MarketColumns:
@@ -44,21 +45,20 @@ def combined(held: MarketColumns, written: Sequence[str], fresh: MarketColumns) 
         _runs(held.grid.per_sqft, fresh.grid.per_sqft, after, part_of, parts.rows),
     )
     assert held.listing_counts is not None and fresh.listing_counts is not None
-    provinces = [*held.listing_provinces, *fresh.listing_provinces]
     return MarketColumns(
         listing_codes=dict(zip(order.ids, range(len(order.ids)), strict=True)),
-        listing_provinces=[provinces[source] for source in order.take.tolist()],
+        listing_provinces=order.picked(held.listing_provinces, fresh.listing_provinces),
         part_first=parts.first,
         plan_parts=_plan_parts(held, fresh, part_of),
         grid=grid,
-        listing_counts=np.concatenate([held.listing_counts, fresh.listing_counts])[order.take],
+        listing_counts=order.pick(held.listing_counts, fresh.listing_counts),
         event_first=events.first,
         event_at=event_at,
         event_kind=event_kind,
         event_months=event_months(event_at, event_kind),
         launch_first=launches.first,
         launch_at=launches.pick(held.launch_at, fresh.launch_at),
-        listing_deleted=np.concatenate([held.listing_deleted, fresh.listing_deleted])[order.take],
+        listing_deleted=order.pick(held.listing_deleted, fresh.listing_deleted),
         history_seq=fresh.history_seq,
     )
 
@@ -79,6 +79,15 @@ class ListingOrder:
             take.insert(at, after + code)
         self.ids = ids
         self.take = np.array(take, np.int64)
+
+    def pick(self, held: npt.NDArray[T], fresh: npt.NDArray[T]) -> npt.NDArray[T]:
+        """A per-listing column (``held``'s, then ``fresh``'s) in the combined listings' order."""
+        return np.concatenate([held, fresh])[self.take]
+
+    def picked(self, held: list[V], fresh: list[V]) -> list[V]:
+        """A per-listing list (``held``'s, then ``fresh``'s) in the combined listings' order."""
+        both = [*held, *fresh]
+        return [both[source] for source in self.take.tolist()]
 
 
 class Taken:
