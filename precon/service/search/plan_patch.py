@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from precon.service import metrics
+from precon.service.search.arrays import Splice
 from precon.service.search.column_patch import LEAST, MOST_SHARE
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask, catalogue_name
 from precon.service.search.plan_index import PlanIndex, owners, row_ranges
@@ -186,10 +187,7 @@ def _units(old: UnitColumns, rows: _Written, position: IntArray, moved: IntArray
     order = np.lexsort((price, status, added_plan))
     added = UnitColumns(added_plan[order], status[order], status_num[order], price[order], floor[order], terms, listed)
     at = np.searchsorted(plan[kept], added.plan)
-
-    def merged(held: Any, new: Any) -> Any:
-        return np.insert(held[kept], at, new)
-
+    merged = Splice(kept, at)
     whole = UnitColumns(
         merged(plan, added.plan),
         merged(old.status, added.status),
