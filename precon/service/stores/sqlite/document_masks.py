@@ -75,7 +75,7 @@ class DocumentMasks:
         if len(undecided):
             started = time.perf_counter()
             whole = len(undecided) > WHOLE_SHARE * index.size
-            found = _matching(db, expr, None if whole else undecided)
+            found = matching_documents(db, expr, None if whole else undecided)
             if whole:
                 decided, matched = index.rowids, np.intersect1d(found, index.rowids, assume_unique=True)
             else:
@@ -115,7 +115,7 @@ class DocumentMasks:
                 self._held.popitem(last=False)
 
 
-def _matching(db: sqlite3.Connection, expr: Expr, rowids: IntArray | None) -> IntArray:
+def matching_documents(db: sqlite3.Connection, expr: Expr, rowids: IntArray | None) -> IntArray:
     """The row ids (sorted) of the listings among ``rowids`` (every listing when None) whose stored document
     satisfies ``expr``, by the reference evaluator."""
     predicate = compile_predicate(expr)

@@ -1,0 +1,132 @@
+"""Benchmark of filterQuery tests on paths the indexes do not hold, against reading every document for them.
+
+A ``filterQuery`` may name any path of a listing (``floorPlans.units.unitNumber:201``, ``floorPlans.units.price <
+700000``). Until 2026-12-07 the store answered such a test by reading and testing every stored document, once per
+generation and expression (the first such search after any write waited again). Now a unit's price or floor compared
+as a number comes from the floor plans' index, and any other such test reads only the documents still in question,
+each once per expression, kept across writes (``precon/service/stores/sqlite/document_masks.py``).
+
+At ``--listings`` listings (the catalogue ``bench/after_write.py`` makes, in ``--data``, copied), ``--rounds``
+rounds, each: a day's updates (``--written`` listings, a unit sold and another's price raised), then, each timed in
+the process (the store, not HTTP):
+
+* **units' price, a new bound**: ``floorPlans.units.price < <a new bound each round>``;
+* **unit number, after a day's updates**: ``floorPlans.units.unitNumber:201``, the same each round;
+* **unit number in a city, a new one**: ``cityOrDistrict:<a city> AND floorPlans.units.unitNumber:<new>``;
+* **unit number, a new one**: ``floorPlans.units.unitNumber:<new>`` over the whole catalogue;
+* **every document read**, the baseline: the documents read and tested as the store did before, for the last one.
+
+Run (from the project root)::
+
+    .venv/bin/python bench/document_filters.py --listings 20000 --rounds 5
+
+Figures go to stdout and, as JSON, to ``bench/out/document_filters-<listings>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from after_write import OUT, catalogue, sold_one  # bench/, where this runs from
+from prometheus_client import REGISTRY
+
+from precon.filters import parse
+from precon.service.runtime import settle_heap
+from precon.service.stores.sqlite.document_masks import matching_documents
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
+
+KINDS = ("units' price, a new bound", "unit number, after a day's updates", "unit number in a city, a new one",
+         "unit number, a new one", "every document read")  # fmt: skip
+
+
+def timed(store: SQLiteStore, question: str) -> float:
+    started = time.perf_counter()
+    store.search_listings(ListingQuery(filter=parse(question), facets=("type",), limit=20))
+    return (time.perf_counter() - started) * 1000
+
+
+def every_document(store: SQLiteStore, question: str) -> float:
+    """The documents read and tested for ``question`` as the store did before: every one."""
+    expr = parse(question)
+    assert expr is not None
+    started = time.perf_counter()
+    matching_documents(store._db(), expr, None)
+    return (time.perf_counter() - started) * 1000
+
+
+def documents_read() -> float:
+    return REGISTRY.get_sample_value("precon_documents_filtered_total", {"catalogue": "work"}) or 0.0
+
+
+def run(path: Path, rounds: int, written: int) -> dict[str, Any]:
+    store = SQLiteStore(path)
+    times: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    read: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    try:
+        cities = [value for value, _ in store.search_listings(ListingQuery(facets=("cityOrDistrict",), limit=0))
+                  .facets["cityOrDistrict"]]  # fmt: skip
+        ids = store.listing_ids()
+        store.search_listings(ListingQuery(unit_filter=parse("units.price < 1"), limit=1))  # both indexes held
+        timed(store, "floorPlans.units.unitNumber:201")
+        settle_heap()  # as a serving process does once started
+        for round_ in range(rounds):
+            day = ids[round_ * written : (round_ + 1) * written]
+            store.update_listings(day, sold_one)
+            number = 301 + 100 * round_
+            for kind, question in (
+                (KINDS[0], f"floorPlans.units.price < {600_000 + 1_000 * round_}"),
+                (KINDS[1], "floorPlans.units.unitNumber:201"),
+                (KINDS[2], f'cityOrDistrict:"{cities[round_ % len(cities)]}" AND floorPlans.units.unitNumber:{number}'),
+                (KINDS[3], f"floorPlans.units.unitNumber:{number + 2}"),
+            ):
+                before = documents_read()
+                times[kind].append(timed(store, question))
+                read[kind].append(documents_read() - before)
+            times[KINDS[4]].append(every_document(store, f"floorPlans.units.unitNumber:{number + 2}"))
+            read[KINDS[4]].append(float(len(ids)))
+    finally:
+        store.close()
+    return {
+        kind: {
+            "p50_ms": statistics.median(values),
+            "p95_ms": max(values) if len(values) < 20 else statistics.quantiles(values, n=20)[18],
+            "documents_read_p50": statistics.median(read[kind]),
+        }
+        for kind, values in times.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--listings", type=int, default=2500)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--written", type=int, default=20)
+    parser.add_argument("--history-days", type=int, default=730)
+    parser.add_argument("--data", type=Path, default=None)
+    args = parser.parse_args()
+    data = args.data or OUT / f"after-write-{args.listings}-{args.history_days}d"
+    data.mkdir(parents=True, exist_ok=True)
+    work = data / "work.sqlite3"
+    shutil.copy(catalogue(data, args.listings, args.history_days), work)
+    figures = run(work, args.rounds, args.written)
+    baseline = figures[KINDS[4]]["p50_ms"]
+    for kind in KINDS:
+        found = figures[kind]
+        found["to_every_document_p50"] = found["p50_ms"] / baseline
+        print(f"{kind:>36}: p50 {found['p50_ms']:9.1f} ms  p95 {found['p95_ms']:9.1f} ms  "
+              f"documents read {found['documents_read_p50']:8.0f}  {found['to_every_document_p50']:.3f}x of every "
+              "document read")  # fmt: skip
+    OUT.mkdir(exist_ok=True)
+    result = {"listings": args.listings, "rounds": args.rounds, "written": args.written, **figures}
+    (OUT / f"document_filters-{args.listings}.json").write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
