@@ -29,6 +29,7 @@ import numpy as np
 
 from precon.schema import MULTI_ATTRIBUTES, SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS
 from precon.service import metrics
+from precon.service.search.arrays import Splice
 from precon.service.search.columns import (
     WEIGHT_SQL,
     ColumnIndex,
@@ -218,8 +219,9 @@ def _terms(postings: TermPostings, written: Mask, held: list[tuple[str, int]], a
     added = added.reshape(-1, 2)
     # Postings are ordered by code, then owner: one key of both finds where each new one goes, in one call.
     at = np.searchsorted(codes.astype(np.int64) << 32 | owners, added[:, 0] << 32 | added[:, 1])
-    owners = np.insert(owners, at, added[:, 1].astype(np.int32))
-    codes = np.insert(codes, at, added[:, 0].astype(np.int32))
+    spliced = Splice(keep, at)
+    owners = spliced(postings.owners, added[:, 1].astype(np.int32))
+    codes = spliced(postings.codes, added[:, 0].astype(np.int32))
     offsets = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(postings.vocabulary)))])
     if (np.diff(offsets) == 0).any():  # a term no listing holds any more: a whole build would not name it
         raise _Unpatchable
@@ -244,7 +246,8 @@ def _numbers(postings: NumberPostings, written: Mask, held: list[tuple[float, in
     groups = np.searchsorted(values, values, side="left").astype(np.int64)
     held_keys = (2 * groups + 1) << 32 | owners
     at = np.searchsorted(held_keys, (2 * low.astype(np.int64) + present) << 32 | new_owners)
-    return NumberPostings(np.insert(values, at, new_values), np.insert(owners, at, new_owners))
+    spliced = Splice(keep, at)
+    return NumberPostings(spliced(postings.values, new_values), spliced(postings.owners, new_owners))
 
 
 def _same(values: np.ndarray[Any, Any], owners: np.ndarray[Any, Any], held: list[tuple[Any, int]]) -> bool:
