@@ -17,7 +17,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from precon.filters import parse
+from precon.service.search import plan_layers
 from precon.service.search.plan_index import PlanIndex
+from precon.service.search.plan_layers import MOST_LAYERS, LayeredPlans
 from precon.service.stores.simulation import day_time, simulate
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
@@ -142,11 +144,31 @@ def unit_answers(store: SQLiteStore) -> list[Any]:
 
 
 def assert_as_built_whole(store: SQLiteStore) -> None:
+    """The held plans answer as a whole build: a patched index holds what it holds, plan by plan; a layered one
+    (the held index and a layer of the listings written since) answers every filter, listing and page alike."""
     answered = unit_answers(store)
     held = store._plan_index
     assert held is not None and held.generation == store._read_generation()
     built = whole(store)
-    assert decoded(held) == decoded(built)
+    positions = np.arange(built.listings)
+    for text in UNIT_FILTERS:
+        expr = parse(text)
+        assert (held.listings_matching(expr) == built.listings_matching(expr)).all(), text
+        among = positions % 3 == 0
+        assert (held.listings_matching(expr, among) == built.listings_matching(expr, among)).all(), text
+        assert held.page_matches(expr, positions) == built.page_matches(expr, positions), text
+    alone = SQLiteStore(store.path)  # a store of its own, which builds both indexes whole
+    try:
+        assert answered == unit_answers(alone)
+    finally:
+        alone.close()
+    for plans in (held.base, *held.layers) if isinstance(held, LayeredPlans) else (held,):
+        assert_well_formed(plans)
+    if not isinstance(held, LayeredPlans):
+        assert decoded(held) == decoded(built)
+
+
+def assert_well_formed(held: PlanIndex) -> None:
     units = held.units  # grouped as a build groups them: by plan, then status, then price
     assert (np.lexsort((units.price, units.status, units.plan)) == np.arange(len(units.plan))).all()
     for code, found in held.bounds.by_status.items():  # each status's first row of a plan starts its group there
@@ -155,14 +177,6 @@ def assert_as_built_whole(store: SQLiteStore) -> None:
             assert (units.status[found.first[some]] == code).all()
             starts = found.first[some]
             assert ((starts == held._first_row[some]) | (units.status[np.maximum(starts - 1, 0)] != code)).all()
-    for text in UNIT_FILTERS:
-        expr = parse(text)
-        assert (held.listings_matching(expr) == built.listings_matching(expr)).all(), text
-    alone = SQLiteStore(store.path)  # a store of its own, which builds both indexes whole
-    try:
-        assert answered == unit_answers(alone)
-    finally:
-        alone.close()
 
 
 def sold_and_raised(_: str, doc: dict[str, Any]) -> dict[str, Any]:
@@ -211,6 +225,23 @@ def test_a_listing_created_is_patched_in(store: SQLiteStore) -> None:
     assert patches() == before + 1
 
 
+def test_a_listing_created_after_a_layer_is_in_the_next(store: SQLiteStore) -> None:
+    """A layer made before a listing was created holds fewer listings than the column index after it."""
+    ids = store.listing_ids()
+    store.update_listings(ids[:6], sold_and_raised, at=day_time(START) + 86_400)
+    assert_as_built_whole(store)  # a layer is made when a question needs the new generation
+    template = copy.deepcopy(store.get_listings([ids[7]], None)[ids[7]])
+    template.update(listingId="PLANS-NEW-2", name="Layered Anew")
+    for plan in template.get("floorPlans") or []:
+        plan.pop("id", None)
+    store.upsert_listings([template], at=day_time(START) + 2 * 86_400)
+    assert_as_built_whole(store)
+    store.update_listings(ids[3:9], sold_and_raised, at=day_time(START) + 3 * 86_400)
+    assert_as_built_whole(store)
+    held = store._plan_index
+    assert isinstance(held, LayeredPlans) and len(held.layers) == 3
+
+
 def test_a_deleted_listing_builds_it_whole(store: SQLiteStore) -> None:
     before = patches()
     store.delete_listing(store.listing_ids()[4], at=day_time(START) + 4 * 86_400)
@@ -231,3 +262,32 @@ def test_days_of_simulated_market_and_random_writes_stay_as_built_whole(store: S
     simulate(store, 3, seed=9)
     assert_as_built_whole(store)
     assert patches() >= before + 6
+
+
+def test_a_layer_holds_the_listings_written_since_the_held_index_until_too_many_are(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each write adds a layer of the listings it wrote (one written again answers from its newest layer); at the
+    most layers they are merged into one; past the most listings in them, the held index is patched with them and
+    has no layer again."""
+    ids = store.listing_ids()
+    base = store._plan_index
+    assert isinstance(base, PlanIndex)
+    for day in range(MOST_LAYERS):
+        written = ids[5 * day : 5 * day + 10]  # half of them written the day before too
+        store.update_listings(written, sold_and_raised, at=day_time(START) + (day + 1) * 86_400)
+        assert_as_built_whole(store)
+        held = store._plan_index
+        assert isinstance(held, LayeredPlans) and held.base is base and len(held.layers) == day + 1
+        assert int(np.count_nonzero(held.source == day + 1)) == 10
+        assert int(np.count_nonzero(held.source)) == 5 * day + 10
+    store.update_listings(ids[60:63], sold_and_raised, at=day_time(START) + 10 * 86_400)
+    assert_as_built_whole(store)
+    held = store._plan_index
+    assert isinstance(held, LayeredPlans) and held.base is base and len(held.layers) == 1  # merged into one
+    assert int(np.count_nonzero(held.source == 1)) == 5 * MOST_LAYERS + 5 + 3
+    monkeypatch.setattr(plan_layers, "LAYER_LEAST", 40)
+    before = patches()
+    store.update_listings(ids[70:72], sold_and_raised, at=day_time(START) + 11 * 86_400)
+    assert_as_built_whole(store)
+    assert isinstance(store._plan_index, PlanIndex) and store._plan_index is not base and patches() == before + 1

@@ -77,23 +77,34 @@ class PlanIndex:
     owner: IntArray
     """Per plan, the position of its listing in the column index."""
 
-    def __init__(self, db: sqlite3.Connection, listing_rowids: IntArray, generation: int) -> None:
+    def __init__(
+        self, db: sqlite3.Connection, listing_rowids: IntArray, generation: int, written_since: int | None = None
+    ) -> None:
+        """Every plan of the listings of ``listing_rowids`` (the column index's), read in ``db``; with
+        ``written_since``, only the plans of the listings written after that generation (a layer: see
+        :mod:`.plan_layers`)."""
         self.generation = generation
         self.listings = len(listing_rowids)
+        only, since = "", ()
+        if written_since is not None:
+            only, since = " WHERE listing IN (SELECT id FROM listing_writes WHERE generation > ?)", (written_since,)
         began = not db.in_transaction
         if began:
             db.execute("BEGIN")  # both reads from one snapshot, whatever is written meanwhile
         try:
-            per_listing = db.execute("SELECT listing, count(*) FROM listing_plans GROUP BY listing ORDER BY listing")
+            per_listing = db.execute(
+                f"SELECT listing, count(*) FROM listing_plans{only} GROUP BY listing ORDER BY listing", since
+            )
             counted = per_listing.fetchall()
             # Values come back as comma-joined columns of one scan: millions of rows, parsed in C. quote() writes
             # a REAL with the digits it takes to read back the same double.
             values = db.execute(
                 "SELECT group_concat(listing), group_concat(idx), group_concat(field * 4 + kind), "
                 "group_concat(CASE WHEN num IS NULL THEN 'nan' ELSE quote(num) END), "
-                "group_concat(ifnull(term, ''), char(31)) FROM listing_plan_values"
+                f"group_concat(ifnull(term, ''), char(31)) FROM listing_plan_values{only}",
+                since,
             ).fetchone()
-            units = [db.execute(UNIT_COLUMNS_SQL).fetchone()]  # handed over, so that its text is freed once read
+            units = [db.execute(UNIT_COLUMNS_SQL + only, since).fetchone()]  # handed over: its text freed once read
         finally:
             if began:
                 db.execute("COMMIT")

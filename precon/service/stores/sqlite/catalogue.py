@@ -23,7 +23,7 @@ from typing import Literal
 from precon.schema import SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
 from precon.service.search.column_patch import WRITES_SCHEMA
 from precon.service.search.columns import ColumnIndex, FloatArray
-from precon.service.search.plan_index import PlanIndex
+from precon.service.search.plan_layers import Plans
 from precon.service.search.plans import PLAN_SCHEMA, PLAN_TABLES
 from precon.service.search.shared import GenerationSignal, SharedIndexes
 from precon.service.search.sql_filter import FILTER_KEYS
@@ -215,7 +215,7 @@ class SQLiteCatalogueBase:
     _recording: bool
     _atomic: threading.local
     _column_index: ColumnIndex | None
-    _plan_index: PlanIndex | None
+    _plan_index: Plans | None
     _index_lock: threading.Lock
     _document_masks: DocumentMasks
     _text_cache: OrderedDict[tuple[int, str], FloatArray]

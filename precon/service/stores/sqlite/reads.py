@@ -24,6 +24,7 @@ from precon.service.search.column_patch import patched
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.search.facets import facet_for
 from precon.service.search.plan_index import PlanIndex
+from precon.service.search.plan_layers import Plans, base_of, layered
 from precon.service.search.plan_patch import plans_patched
 from precon.service.search.plans import as_unit_comparison
 from precon.service.search.sql_filter import FILTER_KEYS
@@ -169,7 +170,7 @@ class SQLiteReads(SQLiteCatalogueBase):
                         self._plan_index = plans
                 if self.generation() == index.generation:
                     return
-        except Exception:  # the next search tries again; until then SQL answers
+        except Exception:  # the next search tries again; until then the index before answers
             log.exception("building the column index of %s failed", self.path)
         finally:
             with self._index_lock:
@@ -213,7 +214,7 @@ class SQLiteReads(SQLiteCatalogueBase):
             db.execute("COMMIT")
             db.execute("PRAGMA temp_store=MEMORY")
 
-    def _plans(self, index: ColumnIndex) -> PlanIndex:
+    def _plans(self, index: ColumnIndex) -> Plans:
         """The floor plans in columns, for ``unitFilter``: built on the first such query of a generation."""
         plans = self._plan_index
         if plans is None or plans.generation != index.generation:
@@ -224,20 +225,22 @@ class SQLiteReads(SQLiteCatalogueBase):
                     self._plan_index = plans
         return plans
 
-    def _plan_rows(self, index: ColumnIndex) -> PlanIndex:
+    def _plan_rows(self, index: ColumnIndex) -> Plans:
         """The floor plans of ``index``'s listings in columns (mapped, when another process built them): the ones
-        held moved to its generation by the listings written since (:mod:`~precon.service.search.plan_patch`), else
-        read whole."""
+        held with a layer of the listings written since (:mod:`~precon.service.search.plan_layers`), or moved to
+        its generation by them (:mod:`~precon.service.search.plan_patch`) once too many were, else read whole."""
 
-        def build() -> PlanIndex:
+        def build() -> Plans:
             held = self._plan_index
-            found = None if held is None else plans_patched(held, self._db(), index)
+            if held is None:
+                return PlanIndex(self._db(), index.rowids, index.generation)
+            found = layered(held, self._db(), index) or plans_patched(base_of(held), self._db(), index)
             return found if found is not None else PlanIndex(self._db(), index.rowids, index.generation)
 
         if self._shared is None:
             return build()
         key = self._index_key(index.generation)
-        plans: PlanIndex = self._shared.get("plans", lambda: key, lambda: (key, build()))
+        plans: Plans = self._shared.get("plans", lambda: key, lambda: (key, build()))
         return plans
 
     def _unindexed(self, index: ColumnIndex, expr: Expr, among: Mask | None) -> Mask:
