@@ -180,19 +180,25 @@ def patches() -> dict[str, float]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def work_copy(description: str | None, rounds: int) -> tuple[argparse.Namespace, Path]:
+    """The command's arguments (``--listings``, ``--rounds``, ``--written``, ``--history-days``, ``--data``) and a
+    copy of their catalogue (made once in ``--data``) to write to."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--listings", type=int, default=2500)
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--written", type=int, default=20)
     parser.add_argument("--history-days", type=int, default=730)
     parser.add_argument("--data", type=Path, default=None)
     args = parser.parse_args()
     data = args.data or OUT / f"after-write-{args.listings}-{args.history_days}d"
     data.mkdir(parents=True, exist_ok=True)
-    source = catalogue(data, args.listings, args.history_days)
     work = data / "work.sqlite3"
-    shutil.copy(source, work)
+    shutil.copy(catalogue(data, args.listings, args.history_days), work)
+    return args, work
+
+
+def main() -> None:
+    args, work = work_copy(__doc__, rounds=20)
     figures = run(work, args.rounds, args.written)
     patched = patches()
     ratio = figures["after a day's updates"]["p95_ms"] / figures["warm"]["p95_ms"]

@@ -25,15 +25,13 @@ Figures go to stdout and, as JSON, to ``bench/out/document_filters-<listings>.js
 
 from __future__ import annotations
 
-import argparse
 import json
-import shutil
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from after_write import OUT, catalogue, sold_one  # bench/, where this runs from
+from after_write import OUT, sold_one, work_copy  # bench/, where this runs from
 from prometheus_client import REGISTRY
 
 from precon.filters import parse
@@ -104,17 +102,7 @@ def run(path: Path, rounds: int, written: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--listings", type=int, default=2500)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--written", type=int, default=20)
-    parser.add_argument("--history-days", type=int, default=730)
-    parser.add_argument("--data", type=Path, default=None)
-    args = parser.parse_args()
-    data = args.data or OUT / f"after-write-{args.listings}-{args.history_days}d"
-    data.mkdir(parents=True, exist_ok=True)
-    work = data / "work.sqlite3"
-    shutil.copy(catalogue(data, args.listings, args.history_days), work)
+    args, work = work_copy(__doc__, rounds=5)
     figures = run(work, args.rounds, args.written)
     baseline = figures[KINDS[4]]["p50_ms"]
     for kind in KINDS:
