@@ -22,7 +22,7 @@ from precon.service.search.plan_index import PlanIndex
 from precon.service.search.plan_layers import MOST_LAYERS, LayeredPlans
 from precon.service.stores.simulation import day_time, simulate
 from precon.service.stores.sqlite.store import SQLiteStore
-from precon.service.stores.types import ListingQuery
+from precon.service.stores.types import ListingQuery, ProfileQuery
 from tests.catalogues import random_moves, stored_catalogue
 
 START = date(2025, 6, 1)
@@ -240,6 +240,15 @@ def test_a_listing_created_after_a_layer_is_in_the_next(store: SQLiteStore) -> N
     assert_as_built_whole(store)
     held = store._plan_index
     assert isinstance(held, LayeredPlans) and len(held.layers) == 3
+
+
+def test_a_write_of_profiles_alone_makes_an_empty_layer(store: SQLiteStore) -> None:
+    """A generation with no listing written (a profile renamed) still answers: its layer holds no plan."""
+    profile = store.search_profiles(ProfileQuery(limit=1)).documents[0]
+    store.upsert_profiles([{**profile, "name": f"{profile.get('name', '')} Renamed"}])
+    assert_as_built_whole(store)
+    held = store._plan_index
+    assert isinstance(held, LayeredPlans) and held.layers[-1].size == 0
 
 
 def test_a_deleted_listing_builds_it_whole(store: SQLiteStore) -> None:
