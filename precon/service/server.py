@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from precon.service.protocol import JsonErrorsProtocol
 
 STARTUP_TIMEOUT_S = 30.0
+KEEP_ALIVE_S = 75
 
 
 class ServerThread:
@@ -26,6 +27,9 @@ class ServerThread:
             access_log=False,
             lifespan="on",
             http=JsonErrorsProtocol,
+            # Longer than a client's own idle limit (httpx's is 5 s): the client drops an idle connection first, never
+            # sends a request on one the server is closing (uvicorn's 5 s raced httpx's on a busy machine).
+            timeout_keep_alive=KEEP_ALIVE_S,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="precon-service", daemon=True)
