@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from precon.filters import Expr, Match, names_units, numeric_bounds
 from precon.service.search.arrays import ranges
+from precon.service.search.column_patch import WRITTEN_SINCE
 from precon.service.search.plans import (
     PLAN_FIELDS,
     UNIT_COLUMNS_SQL,
@@ -87,7 +88,7 @@ class PlanIndex:
         self.listings = len(listing_rowids)
         only, since = "", ()
         if written_since is not None:
-            only, since = " WHERE listing IN (SELECT id FROM listing_writes WHERE generation > ?)", (written_since,)
+            only, since = f" WHERE listing IN ({WRITTEN_SINCE})", (written_since,)
         began = not db.in_transaction
         if began:
             db.execute("BEGIN")  # both reads from one snapshot, whatever is written meanwhile

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from precon.filters import Expr
 from precon.service import metrics
+from precon.service.search.column_patch import written_since
 from precon.service.search.columns import ColumnIndex, Mask, catalogue_name
 from precon.service.search.plan_index import PlanIndex
 from precon.service.search.plans import IntArray, PlanMatch
@@ -98,15 +99,13 @@ def layered(held: Plans, db: sqlite3.Connection, index: ColumnIndex) -> LayeredP
     if began:
         db.execute("BEGIN")  # the written listings and their rows from one snapshot
     try:
-        rowids = np.array(
-            [r[0] for r in db.execute("SELECT id FROM listing_writes WHERE generation > ?", (since,))], dtype=np.int64
-        )
+        rowids = written_since(db, since)
         source = np.zeros(len(index.rowids), dtype=np.int16)
         if isinstance(held, LayeredPlans) and not merged:
             source[:listings] = held.source
         else:
             layers = []
-        source[index.positions_of_rowids(np.sort(rowids))] = len(layers) + 1
+        source[index.positions_of_rowids(rowids)] = len(layers) + 1
         if (source[listings:] == 0).any():
             return None  # a listing created since that no write names: not read into the layer
         if int(np.count_nonzero(source)) > max(LAYER_LEAST, len(index.rowids) // LAYER_SHARE):

@@ -25,14 +25,13 @@ import numpy as np
 
 from precon.service import metrics
 from precon.service.search.arrays import Splice
-from precon.service.search.column_patch import LEAST, MOST_SHARE
+from precon.service.search.column_patch import WRITTEN_SINCE as _WRITTEN
+from precon.service.search.column_patch import too_many_written, written_since
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask, catalogue_name
 from precon.service.search.plan_index import PlanIndex, owners, row_ranges
 from precon.service.search.plans import FieldColumns, UnitColumns, field_columns, status_codes, term_codes
 from precon.service.search.unit_bounds import ANY_STATUS, StatusBounds, UnitBounds
 from precon.service.search.unit_steps import FloorSteps
-
-_WRITTEN = "SELECT id FROM listing_writes WHERE generation > ?"
 
 
 def plans_patched(held: PlanIndex, db: sqlite3.Connection, index: ColumnIndex) -> PlanIndex | None:
@@ -49,8 +48,8 @@ def plans_patched(held: PlanIndex, db: sqlite3.Connection, index: ColumnIndex) -
         db.execute("BEGIN")  # the rows of one snapshot, whatever is written meanwhile
     try:
         since = (held.generation,)
-        written = np.array([r[0] for r in db.execute(_WRITTEN, since)], dtype=np.int64)
-        if len(written) > max(LEAST, len(index.rowids) // MOST_SHARE):
+        written = written_since(db, held.generation)
+        if too_many_written(len(written), len(index.rowids)):
             return None
         rows = _Written(
             db.execute(

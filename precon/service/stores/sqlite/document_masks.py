@@ -30,7 +30,7 @@ import numpy as np
 from precon.filters import Expr, compile_predicate
 from precon.service import metrics
 from precon.service.collector import collector_paused
-from precon.service.search.column_patch import LEAST, MOST_SHARE
+from precon.service.search.column_patch import too_many_written, written_since
 from precon.service.search.columns import ColumnIndex, IntArray, Mask, catalogue_name
 from precon.service.stores.records import decode_document
 
@@ -95,13 +95,9 @@ class DocumentMasks:
             return _NOTHING, _NOTHING
         if held.generation == index.generation:
             return held.decided, held.matched
-        written = np.array(
-            [r[0] for r in db.execute("SELECT id FROM listing_writes WHERE generation > ?", (held.generation,))],
-            dtype=np.int64,
-        )
-        if len(written) > max(LEAST, index.size // MOST_SHARE):
+        written = written_since(db, held.generation)
+        if too_many_written(len(written), index.size):
             return _NOTHING, _NOTHING
-        written.sort()
         return np.setdiff1d(held.decided, written, assume_unique=True), np.setdiff1d(held.matched, written, True)
 
     def _keep(self, expr: Expr, decided: _Decided) -> None:
