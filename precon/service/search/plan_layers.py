@@ -46,31 +46,34 @@ class LayeredPlans:
         self.generation = layers[-1].generation
         self.listings = len(source)
         self.listing_rowids = layers[-1].listing_rowids
+        # Which listings each index answers for, made once: every question asks each of them.
+        self._held_answers = source == 0
+        # A layer made before a listing was created is shorter; one answering for no listing is not asked.
+        answers = [(layer, (source == k)[: layer.listings]) for k, layer in enumerate(layers, start=1)]
+        self._layer_answers = [(layer, mine) for layer, mine in answers if mine.any()]
 
     def listings_matching(self, expr: Expr, among: Mask | None = None) -> Mask:
         """As :meth:`PlanIndex.listings_matching`: each listing's answer from the index that holds it."""
         held = self.base.listings
         found = np.zeros(self.listings, dtype=np.bool_)
         found[:held] = self.base.listings_matching(expr, None if among is None else among[:held])
-        found &= self.source == 0
-        for number, layer in enumerate(self.layers, start=1):
-            mine = (self.source == number)[: layer.listings]  # a layer before a listing was created is shorter
-            if mine.any():
-                found[: layer.listings] |= layer.listings_matching(
-                    expr, mine if among is None else among[: layer.listings] & mine
-                )
+        found &= self._held_answers
+        for layer, mine in self._layer_answers:
+            found[: layer.listings] |= layer.listings_matching(
+                expr, mine if among is None else among[: layer.listings] & mine
+            )
         return found
 
     def page_matches(self, expr: Expr, positions: IntArray) -> list[PlanMatch]:
         """As :meth:`PlanIndex.page_matches`, each listing's from the index that holds it."""
-        found: list[PlanMatch | None] = [None] * len(positions)
+        found: list[PlanMatch] = [None] * len(positions)  # type: ignore[list-item]  # every slot is filled below
         sources = self.source[positions]
         for number, index in enumerate([self.base, *self.layers]):
             at = np.flatnonzero(sources == number)
             if len(at):
                 for slot, match in zip(at.tolist(), index.page_matches(expr, positions[at]), strict=True):
                     found[slot] = match
-        return [match for match in found if match is not None]
+        return found
 
 
 Plans = PlanIndex | LayeredPlans
