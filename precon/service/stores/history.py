@@ -8,7 +8,8 @@ An entry is ``{"at", "listingId", "scope", "plan", "unit", "field", "change", "f
   value differs is ``updated`` with its two values, arrays and objects compared whole;
 * ``updatedAt`` alone changing is no change, nor is a plan's ``lastUpdated``.
 
-A plan without an ``id`` is known by its position, a unit without a ``unitNumber`` by its position in its plan.
+Plans and units are known by their keys (:mod:`precon.record_keys`): a plan without an ``id`` by its position, a
+unit without a ``unitNumber`` by its position in its plan.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 import orjson
+
+from precon.record_keys import plans_by_key, units_by_key
 
 Scope = Literal["listing", "floorPlan", "unit"]
 Entry = dict[str, Any]
@@ -53,7 +56,7 @@ def _changes(listing_id: str, at: str, old: Mapping[str, Any] | None, new: Mappi
         return
     for field, before, after in _fields(old, new, "listing"):
         yield entry("listing", None, None, field, "updated", before, after)
-    old_plans, new_plans = _keyed(old.get("floorPlans"), "id"), _keyed(new.get("floorPlans"), "id")
+    old_plans, new_plans = plans_by_key(old), plans_by_key(new)
     for plan_key in _union(old_plans, new_plans):
         before_plan, after_plan = old_plans.get(plan_key), new_plans.get(plan_key)
         if before_plan is after_plan or (before_plan == after_plan and _same_types(before_plan, after_plan)):
@@ -63,8 +66,7 @@ def _changes(listing_id: str, at: str, old: Mapping[str, Any] | None, new: Mappi
             continue
         for field, before, after in _fields(before_plan, after_plan, "floorPlan"):
             yield entry("floorPlan", plan_key, None, field, "updated", before, after)
-        old_units = _keyed(before_plan.get("units"), "unitNumber")
-        new_units = _keyed(after_plan.get("units"), "unitNumber")
+        old_units, new_units = units_by_key(before_plan), units_by_key(after_plan)
         for unit_key in _union(old_units, new_units):
             before_unit, after_unit = old_units.get(unit_key), new_units.get(unit_key)
             if before_unit is after_unit or (before_unit == after_unit and _same_types(before_unit, after_unit)):
@@ -96,25 +98,6 @@ def _same_types(old: Any, new: Any) -> bool:
     if isinstance(old, Mapping) and isinstance(new, Mapping):
         return [type(value) for value in old.values()] == [type(value) for value in new.values()]
     return type(old) is type(new)
-
-
-def _keyed(items: Any, key: str) -> dict[str, Mapping[str, Any]]:
-    """The records of a list by their ``key`` (their position where they lack one), in order."""
-    if isinstance(items, Mapping):
-        items = [items]
-    if isinstance(items, list):
-        try:  # the usual list: records each with a key of its own
-            found: dict[str, Mapping[str, Any]] = {item[key]: item for item in items}
-            if len(found) == len(items) and all(type(name) is str and name for name in found):
-                return found
-        except (TypeError, KeyError):
-            pass
-    found = {}
-    for position, item in enumerate(items if isinstance(items, list) else ()):
-        if isinstance(item, Mapping):
-            name = item.get(key)
-            found[str(name) if isinstance(name, str | int) and str(name) else f"#{position}"] = item
-    return found
 
 
 def _union(first: Mapping[str, Any], second: Mapping[str, Any]) -> list[str]:

@@ -22,11 +22,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from precon import filters
+from precon.record_keys import plans_by_key, units_by_key
 from precon.schema import FLOOR_PLAN_RECORD_FIELDS, LISTING_FIELDS, UNIT_RECORD_FIELDS
 from precon.service.search.documents import DocumentFilter
 from precon.service.search.plans import floor_plans
@@ -56,32 +57,24 @@ def relevant(entry: Mapping[str, Any], fields: frozenset[str]) -> bool:
     return any(fields & FIELDS_OF_SCOPE[scope] for scope in HELD_BY.get(str(entry.get("scope")), ()))
 
 
-def _keyed(items: Any, key: str) -> dict[str, dict[str, Any]]:
-    """The records of a list by ``key`` (``#position`` without one), as history entries name them."""
-    found: dict[str, dict[str, Any]] = {}
-    for position, item in enumerate(items if isinstance(items, list) else ()):
-        if isinstance(item, dict):
-            name = item.get(key)
-            found[str(name) if isinstance(name, str | int) and str(name) else f"#{position}"] = item
-    return found
-
-
 def reverted(after: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The listing before a write, from what it is after and the write's entries (where the store kept no earlier
     document): each update undone, each plan or unit the write created taken out. A plan or unit it deleted cannot
     be put back (its entry holds nothing of it)."""
     before = {**after, "floorPlans": [{**plan} for plan in floor_plans(dict(after))]}
-    plans = _keyed(before["floorPlans"], "id")
-    for plan in plans.values():
+    plans = cast(dict[str, dict[str, Any]], plans_by_key(before))  # the copies just made
+    for plan in plans.values():  # units copied too: what the entries undo is changed in the copies
         if isinstance(plan.get("units"), list):
             plan["units"] = [{**unit} if isinstance(unit, dict) else unit for unit in plan["units"]]
+        elif isinstance(plan.get("units"), dict):
+            plan["units"] = {**plan["units"]}
     created: list[Any] = []
     for entry in entries:
         scope, change, name = entry.get("scope"), entry.get("change"), entry.get("field")
         plan = plans.get(str(entry.get("plan")))
         record = before if scope == "listing" else plan
         if scope == "unit" and plan is not None:
-            record = _keyed(plan.get("units"), "unitNumber").get(str(entry.get("unit")))
+            record = cast(dict[str, Any] | None, units_by_key(plan).get(str(entry.get("unit"))))
         if record is None:
             continue
         if change == "created" and record is not before:

@@ -2,8 +2,8 @@
 and of its deleted listings as they last were) and the history entries ``market_stats`` needs, read once per
 generation and kept (one pass over the documents and over ``listing_history``).
 
-Units and floor plans are known as history knows them (:func:`precon.service.stores.history._keyed`: by
-``unitNumber`` and ``id``, else by position), so that an entry finds the unit it is of.
+Units and floor plans are known by their keys, as history knows them (:mod:`precon.record_keys`: by ``unitNumber``
+and ``id``, else by position), so that an entry finds the unit it is of.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import numpy as np
 import orjson
 
 from precon.filters import Expr
+from precon.record_keys import plans_by_key, units_by_key
 from precon.service.collector import collector_paused
 from precon.service.stores import market_grid, market_stats
-from precon.service.stores.history import _keyed
 from precon.service.stores.market_grid import (
     MarketGrid,
     Placed,
@@ -250,9 +250,9 @@ class _Builder:
         touched = history.units.get(listing, {})
         self.parts = {}
         plan_of: dict[str, PlanKeys] = {}
-        for plan_key, plan in _keyed(doc.get("floorPlans"), "id").items():
+        for plan_key, plan in plans_by_key(doc).items():
             plan_of[plan_key] = keys = self._plan_keys(plan)
-            units = _keyed(plan.get("units"), "unitNumber")
+            units = units_by_key(plan)
             if not units:
                 continue
             self.unit_part.extend([self._part(keys)] * len(units))

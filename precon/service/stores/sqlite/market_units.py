@@ -3,7 +3,7 @@ of its deleted listings as they last were) as a row, with its plan's fields and 
 the documents and ``listing_history`` (the market columns' pass, :mod:`.market_columns`), when a ``market_stats``
 request first names a ``unitFilter`` in a generation.
 
-Units and plans are known as history knows them (:func:`precon.service.stores.history._keyed`), so that an entry finds
+Units and plans are known by their keys, as history knows them (:mod:`precon.record_keys`), so that an entry finds
 its unit; a unit's entries that no unit of the document holds any more (a unit removed) still count, with its plan
 where the plan is still there.
 """
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from precon.filters.plans import number_of
+from precon.record_keys import plans_by_key, units_by_key
 from precon.service.search.plans import PLAN_FIELDS
 from precon.service.stores import market_units
-from precon.service.stores.history import _keyed
 from precon.service.stores.market_stats import ALWAYS, CUT, INCREASE, NEVER, SOLD_EVENT
 from precon.service.stores.market_units import UnitLedger, value_key
 from precon.service.stores.sqlite import market_columns
@@ -121,13 +121,13 @@ class _LedgerBuilder:
         self.deleted.append(deleted)
         listing_born = max(told.created, default=ALWAYS)
         plan_rows: dict[str, int] = {}
-        for plan_key, plan in _keyed(doc.get("floorPlans"), "id").items():
+        for plan_key, plan in plans_by_key(doc).items():
             row = plan_rows[plan_key] = len(self.plan_sqft)
             self._plan_fields(plan)
             sqft = loose_number(plan.get("squareFeet"))
             self.plan_sqft.append(sqft if sqft > 0 else math.nan)
             plan_born = max(listing_born, told.plan_created.get(plan_key, ALWAYS))
-            for unit_key, unit in _keyed(plan.get("units"), "unitNumber").items():
+            for unit_key, unit in units_by_key(plan).items():
                 created = told.unit_created.get((plan_key, unit_key), ALWAYS)
                 self._unit(row, unit, max(plan_born, created), told.moves.pop((plan_key, unit_key), []))
         for (plan_key, _), entries in told.moves.items():  # units no longer in the listing
