@@ -3,6 +3,7 @@ rate-limit buckets in a file."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import sys
 import threading
@@ -38,6 +39,44 @@ def test_an_index_is_built_once_and_mapped_read_only(tmp_path: Path) -> None:
     newer = shared.get("columns", lambda: "1-6", lambda: build("1-6"))
     assert builds == ["1-5", "1-6"] and list(newer["numbers"]) == list(range(10))
     assert [p.name for p in shared.root.iterdir() if p.is_dir()] == [f"columns-{CODE_VERSION}-1-6"]
+
+
+def _directory_files(shared: SharedIndexes, kind: str) -> dict[str, os.stat_result]:
+    [directory] = [p for p in shared.root.iterdir() if p.is_dir() and p.name.startswith(f"{kind}-")]
+    return {p.name: p.stat() for p in directory.iterdir()}
+
+
+def test_a_patched_generation_writes_only_its_new_arrays_and_links_the_rest(tmp_path: Path) -> None:
+    """An index of the next generation that keeps most arrays of the one before (a patch) writes only the arrays it
+    made, into a new pack, and links the pack of the others (one file, two directories): a write costs the disk what
+    it changed. The same array twice in an index is one array read back."""
+    shared = SharedIndexes(tmp_path / "catalogue.sqlite3")
+    big = np.arange(200_000, dtype=np.int64)
+    first = shared.get("columns", lambda: "1-5", lambda: ("1-5", {"big": big, "small": np.arange(3), "words": ["a"]}))
+    [old_pack] = [name for name in _directory_files(shared, "columns") if name.endswith(".pack")]
+    changed = np.array([7, 8, 9], dtype=np.int32)
+    patched = {**first, "small": changed, "again": changed}
+    second = shared.get("columns", lambda: "1-6", lambda: ("1-6", patched))
+    files = _directory_files(shared, "columns")  # the directory of 1-5 removed: the pack lives on, linked here
+    packs = {name: status for name, status in files.items() if name.endswith(".pack")}
+    assert old_pack in packs and packs[old_pack].st_size >= big.nbytes
+    [new_pack] = set(packs) - {old_pack}
+    assert packs[new_pack].st_size <= 64 + changed.nbytes  # only the array the patch made
+    assert list(second["big"]) == list(big) and list(second["small"]) == [7, 8, 9] == list(second["again"])
+    assert second["again"] is second["small"] and second["words"] == ["a"]
+    assert not second["small"].flags.writeable and second["small"].dtype == np.int32
+
+
+def test_a_pack_kept_for_a_small_part_of_it_is_written_out_again(tmp_path: Path) -> None:
+    """A generation that keeps only a small array of a large pack does not hold the whole pack alive: what it keeps
+    is written into its own pack, and the large one goes with the directory before."""
+    shared = SharedIndexes(tmp_path / "catalogue.sqlite3")
+    first = shared.get("plans", lambda: "1-5", lambda: ("1-5", [np.zeros(100_000), np.ones(10)]))
+    [old_pack] = [name for name in _directory_files(shared, "plans") if name.endswith(".pack")]
+    second = shared.get("plans", lambda: "1-6", lambda: ("1-6", [np.arange(5.0), first[1]]))
+    packs = {name: s.st_size for name, s in _directory_files(shared, "plans").items() if name.endswith(".pack")}
+    assert old_pack not in packs and sum(packs.values()) <= 64 + 15 * 8
+    assert list(second[0]) == [0, 1, 2, 3, 4] and list(second[1]) == [1.0] * 10
 
 
 def _pickle_of_a_class_that_moved() -> bytes:

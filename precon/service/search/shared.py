@@ -1,9 +1,15 @@
 """What the worker processes of one data directory share: the in-memory indexes as files they map, a cheap signal
 that the catalogue changed, and the lock that lets one process build what the others then read.
 
-An index object (see :mod:`precon.service.search.columns`) is written as a pickle whose numpy arrays are kept apart, one
-``.npy`` file each; reading it back maps those files (``mmap_mode="r"``), so every process that reads the same
-generation shares one copy of its arrays in the page cache instead of holding its own.
+An index object (see :mod:`precon.service.search.columns`) is written as a pickle whose numpy arrays are kept apart, in
+packs: files of arrays one after the other. Reading it back maps each pack once (read-only), so every process that
+reads the same generation shares one copy of its arrays in the page cache instead of holding its own.
+
+A write changes a few listings, and the index of the next generation is the one before patched (or layered): most of
+its arrays are the very arrays mapped from the directory before. Those are not written again: the packs holding them
+are linked (hard links) into the new directory, and only the arrays the patch made go into a new pack. So a
+generation costs the disk what it changed, as a search engine's segments do, not a copy of every index; a pack kept
+for less than half of what it holds is written out again (:data:`LEAST_LIVE_SHARE`).
 """
 
 from __future__ import annotations
@@ -12,15 +18,20 @@ import contextlib
 import ctypes
 import ctypes.util
 import fcntl
+import functools
 import gc
 import hashlib
 import io
 import logging
+import math
 import os
 import pickle
 import shutil
 import sys
 import tempfile
+import threading
+import uuid
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,46 +57,159 @@ def _code_version() -> str:
 CODE_VERSION = _code_version()
 
 
-class _ArrayPickler(pickle.Pickler):
-    def __init__(self, handle: io.BufferedWriter, directory: Path) -> None:
+PACK_SUFFIX = ".pack"
+ALIGNMENT = 64
+"""Where each array starts in a pack (a cache line: what numpy's own allocations give)."""
+LEAST_LIVE_SHARE = 0.5
+"""A pack an index links must hold at least this share of bytes it still uses; else those arrays are written again
+(so that a long run of writes does not keep packs alive for one array each)."""
+
+
+class _Origins:
+    """Where each array mapped in this process lies: its pack's name and device and inode, and its offset. Weakly
+    held: an entry goes with its array."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[weakref.ref[np.ndarray], str, tuple[int, int], int]] = {}
+        self._packs: dict[tuple[int, int], weakref.ref[np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def note(self, array: np.ndarray, pack: str, file: tuple[int, int], offset: int) -> None:
+        key = id(array)
+        with self._lock:
+            self._by_id[key] = (weakref.ref(array, lambda _: self._by_id.pop(key, None)), pack, file, offset)
+
+    def of(self, array: Any) -> tuple[str, tuple[int, int], int] | None:
+        found = self._by_id.get(id(array))
+        if found is None or found[0]() is not array:
+            return None
+        return found[1], found[2], found[3]
+
+    def mapped(self, path: Path) -> tuple[np.ndarray, tuple[int, int]]:
+        """The pack at ``path`` mapped read-only, once per process however many directories link it."""
+        status = os.stat(path)
+        file = (status.st_dev, status.st_ino)
+        with self._lock:
+            held = self._packs.get(file)
+            pack = None if held is None else held()
+            if pack is None:
+                pack = np.memmap(path, dtype=np.uint8, mode="r").view(np.ndarray)
+                self._packs[file] = weakref.ref(pack)
+        return pack, file
+
+
+ORIGINS = _Origins()
+
+
+class _PackWriter(pickle.Pickler):
+    """Pickles an index with its arrays kept apart: an array mapped from a pack another index of this kind wrote (one
+    a patch kept as it was) is linked into the new directory with that pack, not written again; any other goes into
+    the directory's own new pack."""
+
+    def __init__(self, handle: io.BufferedWriter, directory: Path, find: Callable[[str, tuple[int, int]], Path | None],
+                 avoid: frozenset[str]) -> None:  # fmt: skip
         super().__init__(handle, protocol=pickle.HIGHEST_PROTOCOL)
-        self.directory = directory
-        self.count = 0
+        self.directory, self.find, self.avoid = directory, find, avoid
+        self.name = f"{uuid.uuid4().hex}{PACK_SUFFIX}"
+        self.pack = (directory / self.name).open("wb")
+        self.size = 0
+        self.linked: dict[str, int] = {}
+        """Per pack linked, the bytes of it this index uses."""
+        self.missing: set[str] = set()
 
-    def persistent_id(self, obj: Any) -> Any:
-        if type(obj) is np.ndarray or isinstance(obj, np.memmap):
-            name = f"{self.count}.npy"
-            self.count += 1
-            np.save(self.directory / name, np.ascontiguousarray(obj), allow_pickle=False)
-            return ("npy", name)
-        return None
+    def reducer_override(self, obj: Any) -> Any:
+        # Called for objects other than str, list, dict and the like: an index's thousands of words cost nothing.
+        if not (type(obj) is np.ndarray or isinstance(obj, np.memmap)):
+            return NotImplemented
+        descriptor = np.lib.format.dtype_to_descr(obj.dtype)
+        origin = ORIGINS.of(obj)
+        if origin is not None and obj.flags.c_contiguous and self._linked(origin[0], origin[1]):
+            self.linked[origin[0]] += obj.nbytes
+            return _packed_array, (origin[0], origin[2], descriptor, obj.shape)
+        data = np.ascontiguousarray(obj)
+        offset = -(-self.size // ALIGNMENT) * ALIGNMENT
+        if data.nbytes:
+            self.pack.seek(offset)
+            self.pack.write(memoryview(data).cast("B"))
+            self.size = offset + data.nbytes
+        return _packed_array, (self.name, offset, descriptor, obj.shape)
+
+    def _linked(self, pack: str, file: tuple[int, int]) -> bool:
+        if pack in self.linked:
+            return True
+        if pack in self.avoid or pack in self.missing:
+            return False
+        source = self.find(pack, file)
+        if source is None:
+            self.missing.add(pack)
+            return False
+        try:
+            os.link(source, self.directory / pack)
+        except OSError:  # removed meanwhile, or a file system without links: its arrays are written again
+            self.missing.add(pack)
+            return False
+        self.linked[pack] = 0
+        return True
 
 
-class _ArrayUnpickler(pickle.Unpickler):
+class _PackReader(pickle.Unpickler):
     def __init__(self, handle: io.BufferedReader, directory: Path) -> None:
         super().__init__(handle)
         self.directory = directory
+        self.packs: dict[str, tuple[np.ndarray, tuple[int, int]]] = {}
 
-    def persistent_load(self, pid: Any) -> Any:
-        kind, name = pid
-        if kind != "npy":
-            raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
-        mapped = np.load(self.directory / name, mmap_mode="r", allow_pickle=False)
-        # A plain read-only ndarray over the mapping (the memmap subclass would follow every result around).
-        return mapped.view(np.ndarray) if isinstance(mapped, np.memmap) else mapped
+    def find_class(self, module: str, name: str) -> Any:
+        if module == __name__ and name == _packed_array.__name__:
+            return self._array
+        return super().find_class(module, name)
+
+    def _array(self, name: str, offset: int, descriptor: Any, shape: tuple[int, ...]) -> np.ndarray:
+        if not name.endswith(PACK_SUFFIX) or "/" in name:
+            raise pickle.UnpicklingError(f"not a pack: {name!r}")
+        dtype = np.lib.format.descr_to_dtype(descriptor)
+        size = math.prod(shape) * dtype.itemsize
+        if not size:
+            empty = np.empty(shape, dtype=dtype)
+            empty.flags.writeable = False
+            return empty
+        if name not in self.packs:
+            self.packs[name] = ORIGINS.mapped(self.directory / name)
+        pack, file = self.packs[name]
+        array = pack[offset : offset + size].view(dtype).reshape(shape)
+        ORIGINS.note(array, name, file, offset)
+        return array
 
 
-def save_index(obj: Any, directory: Path) -> None:
-    """Writes ``obj`` into ``directory`` (made here): its arrays as ``.npy`` files, the rest as one pickle."""
-    directory.mkdir(parents=True)
-    with (directory / INDEX_FILE).open("wb") as handle:
-        _ArrayPickler(handle, directory).dump(obj)
+def _packed_array(name: str, offset: int, descriptor: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """What a pickled array names: read only through :func:`load_index`, which maps its pack."""
+    raise pickle.UnpicklingError("an index's arrays are read by load_index")
+
+
+def save_index(obj: Any, directory: Path, find: Callable[[str, tuple[int, int]], Path | None] | None = None) -> None:
+    """Writes ``obj`` into ``directory`` (made here): the rest as one pickle, its arrays in one new pack, except those
+    mapped from a pack ``find`` locates (by name and device and inode): that pack is linked into ``directory``
+    instead, unless this index would use less than :data:`LEAST_LIVE_SHARE` of it."""
+    avoid: frozenset[str] = frozenset()
+    while True:
+        directory.mkdir(parents=True)
+        with (directory / INDEX_FILE).open("wb") as handle:
+            writer = _PackWriter(handle, directory, find or (lambda pack, file: None), avoid)
+            with writer.pack:
+                writer.dump(obj)
+        sparse = {pack for pack, used in writer.linked.items()
+                  if used < LEAST_LIVE_SHARE * os.stat(directory / pack).st_size}  # fmt: skip
+        if not sparse:
+            if not writer.size:
+                (directory / writer.name).unlink()
+            return
+        shutil.rmtree(directory)
+        avoid |= sparse
 
 
 def load_index(directory: Path) -> Any:
-    """What :func:`save_index` wrote, its arrays mapped read-only from their files."""
+    """What :func:`save_index` wrote, its arrays read-only views of its packs, mapped."""
     with (directory / INDEX_FILE).open("rb") as handle:
-        return _ArrayUnpickler(handle, directory).load()
+        return _PackReader(handle, directory).load()
 
 
 @contextlib.contextmanager
@@ -102,10 +226,19 @@ def file_lock(path: Path) -> Iterator[None]:
 def release_free_memory() -> None:
     """Hands the heap a build left behind back to the system (glibc keeps freed memory otherwise)."""
     gc.collect()
-    name = ctypes.util.find_library("c")
-    if sys.platform.startswith("linux") and name:
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(name).malloc_trim(0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim``, looked up once (finding the C library runs ``ldconfig``), or None elsewhere."""
+    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
+    try:
+        return ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        return None
 
 
 class SharedIndexes:
@@ -120,6 +253,16 @@ class SharedIndexes:
 
     def __init__(self, catalogue: Path) -> None:
         self.root = catalogue.with_name(catalogue.name + ".index")
+
+    def _find(self, pack: str, file: tuple[int, int]) -> Path | None:
+        """A directory's link to the pack of this name, device and inode (the one an array was mapped from), if one
+        is still there."""
+        for path in self.root.glob(f"*/{pack}"):
+            with contextlib.suppress(OSError):
+                status = os.stat(path)
+                if (status.st_dev, status.st_ino) == file:
+                    return path
+        return None
 
     def _directory(self, kind: str, key: str) -> Path:
         return self.root / f"{kind}-{CODE_VERSION}-{key}"
@@ -140,7 +283,7 @@ class SharedIndexes:
                 shutil.rmtree(wanted, ignore_errors=True)
                 temporary = Path(tempfile.mkdtemp(prefix=f".{kind}-", dir=self.root))
                 temporary.rmdir()
-                save_index(built, temporary)
+                save_index(built, temporary, self._find)
                 os.rename(temporary, wanted)
             del built
             release_free_memory()
