@@ -60,6 +60,8 @@ CODE_VERSION = _code_version()
 PACK_SUFFIX = ".pack"
 ALIGNMENT = 64
 """Where each array starts in a pack (a cache line: what numpy's own allocations give)."""
+TRIM_AFTER_BYTES = 16 << 20
+"""An index that wrote this many bytes of arrays was built whole (or nearly): the heap it used is handed back."""
 LEAST_LIVE_SHARE = 0.5
 """A pack an index links must hold at least this share of bytes it still uses; else those arrays are written again
 (so that a long run of writes does not keep packs alive for one array each)."""
@@ -121,7 +123,7 @@ class _PackWriter(pickle.Pickler):
         # Called for objects other than str, list, dict and the like: an index's thousands of words cost nothing.
         if not (type(obj) is np.ndarray or isinstance(obj, np.memmap)):
             return NotImplemented
-        descriptor = np.lib.format.dtype_to_descr(obj.dtype)
+        descriptor = _descriptor(obj.dtype)
         origin = ORIGINS.of(obj)
         if origin is not None and obj.flags.c_contiguous and self._linked(origin[0], origin[1]):
             self.linked[origin[0]] += obj.nbytes
@@ -180,15 +182,20 @@ class _PackReader(pickle.Unpickler):
         return array
 
 
+@functools.lru_cache(maxsize=256)
+def _descriptor(dtype: np.dtype[Any]) -> Any:
+    return np.lib.format.dtype_to_descr(dtype)
+
+
 def _packed_array(name: str, offset: int, descriptor: Any, shape: tuple[int, ...]) -> np.ndarray:
     """What a pickled array names: read only through :func:`load_index`, which maps its pack."""
     raise pickle.UnpicklingError("an index's arrays are read by load_index")
 
 
-def save_index(obj: Any, directory: Path, find: Callable[[str, tuple[int, int]], Path | None] | None = None) -> None:
+def save_index(obj: Any, directory: Path, find: Callable[[str, tuple[int, int]], Path | None] | None = None) -> int:
     """Writes ``obj`` into ``directory`` (made here): the rest as one pickle, its arrays in one new pack, except those
     mapped from a pack ``find`` locates (by name and device and inode): that pack is linked into ``directory``
-    instead, unless this index would use less than :data:`LEAST_LIVE_SHARE` of it."""
+    instead, unless this index would use less than :data:`LEAST_LIVE_SHARE` of it. The bytes of arrays written."""
     avoid: frozenset[str] = frozenset()
     while True:
         directory.mkdir(parents=True)
@@ -201,7 +208,7 @@ def save_index(obj: Any, directory: Path, find: Callable[[str, tuple[int, int]],
         if not sparse:
             if not writer.size:
                 (directory / writer.name).unlink()
-            return
+            return writer.size
         shutil.rmtree(directory)
         avoid |= sparse
 
@@ -279,14 +286,16 @@ class SharedIndexes:
                 return loaded
             built_key, built = build()
             wanted = self._directory(kind, built_key)
+            written = 0
             if not wanted.is_dir() or _readable(wanted) is None:
                 shutil.rmtree(wanted, ignore_errors=True)
                 temporary = Path(tempfile.mkdtemp(prefix=f".{kind}-", dir=self.root))
                 temporary.rmdir()
-                save_index(built, temporary, self._find)
+                written = save_index(built, temporary, self._find)
                 os.rename(temporary, wanted)
             del built
-            release_free_memory()
+            if written >= TRIM_AFTER_BYTES:  # a build, not a patch: what it held is handed back
+                release_free_memory()
             for stale in self.root.iterdir():
                 if stale != wanted and stale.is_dir() and stale.name.startswith((f"{kind}-", f".{kind}-")):
                     shutil.rmtree(stale, ignore_errors=True)
