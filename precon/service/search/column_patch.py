@@ -152,7 +152,7 @@ def _scalars(new: ColumnIndex, db: sqlite3.Connection, written: list[int], posit
     if updated.dtype.itemsize > new.updated.dtype.itemsize:
         new.updated = new.updated.astype(updated.dtype)
     new.updated[positions] = updated
-    new.order()
+    new.reorder(positions)
     new.text, new.numbers = dict(new.text), dict(new.numbers)
     for offset, attribute in enumerate(SCALAR_ATTRIBUTES, start=7):
         values = [r[offset] for r in rows]

@@ -11,6 +11,7 @@ be, and gives the same answers as the SQL it replaces (the tests compare them).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import sqlite3
@@ -20,6 +21,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -330,6 +332,24 @@ class ColumnIndex:
         self.order_rank: IntArray = np.empty(self.size, dtype=np.int64)
         self.order_rank[self.default_order] = np.arange(self.size)
 
+    def reorder(self, moved: IntArray) -> None:
+        """The default order again after the listings at ``moved`` changed their place in it (a write updates them)
+        or came (created, after the others): the others keep their order, and each moved one is put where it now
+        belongs, found by bisection (a whole sort of 50,000 listings is 20 ms; this, a few)."""
+        by_id = np.empty(self.size, dtype=np.int64)
+        by_id[self.listing_ids.order] = np.arange(self.size)
+        held = self.default_order
+        kept = held[~np.isin(held, moved)]
+        featured, updated = self.featured, self.updated
+
+        def key(position: Any) -> tuple[int, _Descending, int]:
+            return -int(featured[position]), _Descending(bytes(updated[position])), int(by_id[position])
+
+        placed = sorted((bisect_left(kept, key(p), key=key), key(p), p) for p in moved.tolist())
+        self.default_order = np.insert(kept, [at for at, _, _ in placed], [p for _, _, p in placed]).astype(np.int64)
+        self.order_rank = np.empty(self.size, dtype=np.int64)
+        self.order_rank[self.default_order] = np.arange(self.size)
+
     @staticmethod
     def _encode(values: list[str | None]) -> tuple[npt.NDArray[np.int32], Vocabulary]:
         lookup: dict[str, int] = {}
@@ -542,3 +562,22 @@ def _bitmaps(values: int, holders: Callable[[int], npt.NDArray[np.integer]], wor
         row[holders(code)] = True
         bitmaps[code] = np.packbits(row, bitorder="little").view(np.uint64)
     return bitmaps
+
+
+@functools.total_ordering
+class _Descending:
+    """A value that sorts the other way round (the most recently updated first)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: bytes) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and self.value == other.value
+
+    def __lt__(self, other: _Descending) -> bool:
+        return self.value > other.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
