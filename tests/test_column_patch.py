@@ -5,6 +5,7 @@ makes, array by array, and searches answer the same as a store that builds its i
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import random
@@ -20,7 +21,7 @@ from prometheus_client import REGISTRY
 from precon.filters import parse
 from precon.schema import LISTING_ATTRIBUTES
 from precon.service.search.columns import ColumnIndex
-from precon.service.search.text import TextQuery
+from precon.service.search.text import TextQuery, TypoIndex
 from precon.service.stores.simulation import day_time, simulate
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
@@ -174,24 +175,42 @@ def test_listings_created_are_patched_in_with_their_new_words_values_and_terms(s
     assert_as_built_whole(store, store.path)
 
 
+@contextlib.contextmanager
+def sql_watched(store: SQLiteStore) -> Iterator[list[str]]:
+    """The statements this thread's connection to the store runs meanwhile."""
+    statements: list[str] = []
+    store._db().set_trace_callback(statements.append)
+    try:
+        yield statements
+    finally:
+        store._db().set_trace_callback(None)
+
+
 def test_the_typo_indexes_are_kept_until_their_words_change(store: SQLiteStore) -> None:
-    """A day's sales bring no new word: both typo indexes stay (building the profiles' is most of the time a
-    generation's indexes take); a listing named with a new word makes the listings' again, which finds it by a typo;
-    the profiles' stays, and answers as one built whole."""
-    listings, profiles = store._typo_indexes()
+    """A day's sales bring no new word: both typo indexes stay, and the listings' is not read from FTS5's vocabulary
+    again (the column index holds the words); a listing named with a new word makes the listings' again, which finds
+    it by a typo; the profiles' stays, and answers as one built whole."""
+
+    def both() -> tuple[TypoIndex, TypoIndex]:
+        store.search_listings(ListingQuery())  # the column index of the generation
+        return store._listing_typos(), store._profile_typos()
+
+    listings, profiles = both()
     store.update_listings(store.listing_ids()[:6], sold_one, at=day_time(START) + 86_400)
-    assert store._typo_indexes() == (listings, profiles) and store._typo_indexes()[0] is listings
+    with sql_watched(store) as statements:
+        assert both() == (listings, profiles) and both()[0] is listings
+    assert not [sql for sql in statements if "listing_vocab" in sql]
     listing_id = store.listing_ids()[3]
     doc = copy.deepcopy(store.get_listings([listing_id], None)[listing_id])
     store.upsert_listings([{**doc, "listingId": "TYPO-NEW-1", "name": "Quillothorpe Gardens"}], at=day_time(START))
-    new_listings, same_profiles = store._typo_indexes()
+    new_listings, same_profiles = both()
     assert new_listings is not listings and same_profiles is profiles
     assert "quillothorpe" in new_listings.variants("quilothorpe")
     found = store.search_listings(ListingQuery(text=TextQuery.parse("quilothorpe")))
     assert [d["listingId"] for d in found.documents] == ["TYPO-NEW-1"]
     alone = SQLiteStore(store.path)
     try:
-        built = alone._typo_indexes()
+        built = (alone._listing_typos(), alone._profile_typos())  # no column index held: read from FTS5
         assert [i.words for i in built] == [new_listings.words, profiles.words]
         assert built[1].variants("tornto") == profiles.variants("tornto")
     finally:

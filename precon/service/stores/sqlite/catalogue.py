@@ -223,7 +223,8 @@ class SQLiteCatalogueBase:
     """Whether a new generation's column index is built on a thread while searches use the one before (a replica's
     copy, which follows every write: see :meth:`~precon.service.stores.sqlite.reads.SQLiteReads._index_to_search`)."""
     _index_thread: threading.Thread | None = None
-    _typo_cache: PerGeneration[tuple[TypoIndex, TypoIndex]]
+    _typo_cache: PerGeneration[TypoIndex]
+    _profile_typo_cache: PerGeneration[TypoIndex]
     _label_cache: PerGeneration[dict[tuple[str, str], str]]
     _attribute_cache: PerGeneration[frozenset[str]]
 

@@ -62,31 +62,49 @@ class SQLiteReads(SQLiteCatalogueBase):
 
     # -- cached per generation -----------------------------------------------------------------------------
 
-    def _typo_indexes_to_search(self) -> tuple[TypoIndex, TypoIndex]:
-        """The vocabularies typos are looked up in: with :attr:`background_index`, those of the generation before
+    def _listing_typos_to_search(self) -> TypoIndex:
+        """The listings' words typos are looked up in: with :attr:`background_index`, those of the generation before
         while the current one's are built on the index's thread (a search is not held up building them)."""
         if self.background_index and not self._typo_cache.holds(self.generation()):
             held = self._typo_cache.latest()
             if held is not None:
                 self._index_to_search()
                 return held
-        return self._typo_indexes()
+        return self._listing_typos()
 
-    def _typo_indexes(self) -> tuple[TypoIndex, TypoIndex]:
-        """The listings' and the profiles' typo indexes of this generation: those of the generation before where its
-        words are the same (a write of listings leaves the profiles' words as they were)."""
+    def _listing_typos(self) -> TypoIndex:
+        """The listings' typo index of this generation: the words of its column index where that is held (reading
+        FTS5's vocabulary scans its whole index: 90 ms at 50,000 listings), kept from the generation before where they
+        are the same (a day's sales and prices change no word)."""
 
-        def read() -> tuple[TypoIndex, TypoIndex]:
-            db = self._db()
-            listing_words = [r[0] for r in db.execute("SELECT term FROM listing_vocab")]
-            profile_words = [r[0] for r in db.execute("SELECT term FROM profile_vocab")]
-            held = self._typo_cache.latest() or (None, None)
-            return TypoIndex.kept_or_built(listing_words, held[0]), TypoIndex.kept_or_built(profile_words, held[1])
+        def read() -> TypoIndex:
+            index = self._column_index
+            if index is not None and index.generation == self.generation():
+                words: Iterable[str] = index.search_text.words
+            else:
+                words = [r[0] for r in self._db().execute("SELECT term FROM listing_vocab")]
+            return TypoIndex.kept_or_built(words, self._typo_cache.latest())
 
         return self._typo_cache.get(self.generation(), read)
 
+    def _profile_typos(self) -> TypoIndex:
+        """The profiles' typo index of this generation: the one before where its words are the same (a write of
+        listings leaves them as they were). Built when a profile search first needs it (and at start)."""
+
+        def read() -> TypoIndex:
+            words = [r[0] for r in self._db().execute("SELECT term FROM profile_vocab")]
+            return TypoIndex.kept_or_built(words, self._profile_typo_cache.latest())
+
+        return self._profile_typo_cache.get(self.generation(), read)
+
     def _labels(self) -> dict[tuple[str, str], str]:
+        """Each facet value's display form: the column index's where it is of this generation (it keeps them across
+        a patch), else read."""
+
         def read() -> dict[tuple[str, str], str]:
+            index = self._column_index
+            if index is not None and index.generation == self.generation():
+                return index.labels
             rows = self._db().execute("SELECT attr, term, label FROM labels")
             return {(a, t): label for a, t, label in rows}
 
@@ -104,7 +122,7 @@ class SQLiteReads(SQLiteCatalogueBase):
         def search(text: TextQuery | None) -> SearchHits:
             return self._search_columns(query, text, index)
 
-        return with_typo_retry(search, query.text, lambda: self._typo_indexes_to_search()[0])
+        return with_typo_retry(search, query.text, self._listing_typos_to_search)
 
     def answers_from_memory(self, text_in_some_fields: bool, unit_filter: bool) -> bool:
         """Whether a listing search would be answered from indexes this process already holds for the current
@@ -134,8 +152,10 @@ class SQLiteReads(SQLiteCatalogueBase):
             self._index_to_search()
         else:
             self._columns()
-        self._typo_indexes()
+        self._listing_typos()
         self._labels()
+        if self._profile_typo_cache.latest() is None:  # at start; later, when a profile search needs it
+            self._profile_typos()
 
     def _index_to_search(self) -> ColumnIndex:
         """The column index a listing search uses now: the current generation's, built first if need be. With
@@ -159,8 +179,6 @@ class SQLiteReads(SQLiteCatalogueBase):
         index built is of the newest."""
         try:
             while True:
-                self._typo_indexes()
-                self._labels()
                 generation = self.generation()
                 index = self._build_columns(generation)
                 plans = None if self._plan_index is None else self._plan_rows(index)
@@ -168,6 +186,8 @@ class SQLiteReads(SQLiteCatalogueBase):
                     self._column_index = index
                     if plans is not None:
                         self._plan_index = plans
+                self._listing_typos()
+                self._labels()
                 if self.generation() == index.generation:
                     return
         except Exception:  # the next search tries again; until then the index before answers
@@ -480,7 +500,7 @@ class SQLiteReads(SQLiteCatalogueBase):
             with self._reading():
                 return self._search_profiles(query, text)
 
-        return with_typo_retry(search, query.text, lambda: self._typo_indexes_to_search()[1])
+        return with_typo_retry(search, query.text, self._profile_typos)
 
     def _search_profiles(self, query: ProfileQuery, text: TextQuery | None) -> SearchHits:
         db = self._db()

@@ -93,6 +93,7 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
         self._connections = Connections(self.path, _prepare_connection)
         self._write_lock = self._connections.write_lock
         self._typo_cache = PerGeneration()
+        self._profile_typo_cache = PerGeneration()
         self._label_cache = PerGeneration()
         self._attribute_cache = PerGeneration()
         self._bulk = False
