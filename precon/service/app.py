@@ -30,6 +30,8 @@ from precon.service.api.routes import facets, history, listings, profiles
 from precon.service.api.routes import webhooks as webhook_routes
 from precon.service.config import ServiceSettings
 from precon.service.errors import ApiError
+from precon.service.stores.sqlite.refresher import Refresher
+from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import CatalogueStore
 from precon.service.webhooks.delivery import DeliveryWorker
 from precon.service.webhooks.model import Outbox, RetrySchedule
@@ -54,9 +56,12 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     port: MetricsPort | None = app.state.metrics_port
     if port is not None:
         port.start()
+    refreshers = [Refresher(store).start() for store in app.state.refreshed]
     try:
         yield
     finally:
+        for refresher in refreshers:
+            refresher.stop()
         if worker is not None:
             worker.stop()
         if port is not None:
@@ -97,6 +102,8 @@ def create_app(
     )
     app.openapi = lambda: truthful_openapi(app)  # type: ignore[method-assign]
     app.state.service = service
+    # A served SQLite catalogue's indexes follow its writes (a replica's copy is followed by its own thread).
+    app.state.refreshed = [store for store in (live, sandbox) if isinstance(store, SQLiteStore)]
     app.add_middleware(RequestIdMiddleware)
     _observe(app, settings, {"live": live, "sandbox": sandbox}, webhooks)
 

@@ -157,6 +157,15 @@ class SQLiteReads(SQLiteCatalogueBase):
         if self._profile_typo_cache.latest() is None:  # at start; later, when a profile search needs it
             self._profile_typos()
 
+    def refresh(self) -> None:
+        """The indexes this process holds moved to the current generation (:mod:`.refresher`): the column index
+        with its typo index and labels, and the floor plans' index where one is held; nothing it does not hold."""
+        if self._column_index is None:
+            return
+        self.warm()
+        if self._plan_index is not None:
+            self._plans(self._index_to_search())
+
     def _index_to_search(self) -> ColumnIndex:
         """The column index a listing search uses now: the current generation's, built first if need be. With
         :attr:`background_index` (a replica's copy, which follows every write), a new generation's index is built on
