@@ -59,15 +59,21 @@ def test_the_served_app_refreshes_its_catalogue_while_it_runs_and_stops_with_it(
     settings = ServiceSettings(data_dir=tmp_path / "data", default_listings=40, default_history_days=0, dev=True)
     directory = DataDirectory.open(settings)
     other = SQLiteStore(settings.catalogue_path)
+
+    def refreshers() -> int:  # other tests of this process may be serving too
+        return sum(thread.name == "precon-refresher" for thread in threading.enumerate())
+
+    running = refreshers()
     try:
         with ServerThread(directory.app()):
+            assert refreshers() == running + 2  # the catalogue's and the sandbox's
             live = directory.live
             assert isinstance(live, SQLiteStore) and live._column_index is not None
             before = live._column_index.generation
             listing = next(iter(other.get_listings(other.listing_ids()[:1], None).values()))
             other.upsert_listings([{**listing, "startPrice": 123_456}])
             wait_until(lambda: live._column_index is not None and live._column_index.generation > before, timeout=30)
-        assert "precon-refresher" not in {thread.name for thread in threading.enumerate()}
+        assert refreshers() == running
     finally:
         other.close()
         directory.close()

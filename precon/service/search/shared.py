@@ -96,7 +96,7 @@ class _Origins:
             pack = None if held is None else held()
             if pack is None:
                 pack = np.memmap(path, dtype=np.uint8, mode="r").view(np.ndarray)
-                self._packs[file] = weakref.ref(pack)
+                self._packs[file] = weakref.ref(pack, lambda _: self._packs.pop(file, None))
         return pack, file
 
 
