@@ -55,6 +55,24 @@ def test_the_held_indexes_move_to_a_write_from_another_store_before_any_request(
             store.close()
 
 
+def test_a_bulk_write_is_left_to_the_next_request(tmp_path: Path) -> None:
+    """More listings written than a patch takes (an import's batches): the refresher builds nothing whole after
+    each; the next search does, once."""
+    served, listings = _loaded(tmp_path / "catalogue.sqlite3")
+    other = SQLiteStore(tmp_path / "catalogue.sqlite3")
+    held = served._columns()
+    try:
+        many = [{**listings[k % len(listings)], "listingId": f"BULK{k:04d}", "path": f"Listings/BULK{k:04d}"}
+                for k in range(300)]  # fmt: skip
+        other.upsert_listings(many)
+        served.refresh()
+        assert served._column_index is held
+        assert served.search_listings(ListingQuery(limit=1)).total == len(listings) + 300
+    finally:
+        served.close()
+        other.close()
+
+
 def test_the_served_app_refreshes_its_catalogue_while_it_runs_and_stops_with_it(tmp_path: Path) -> None:
     settings = ServiceSettings(data_dir=tmp_path / "data", default_listings=40, default_history_days=0, dev=True)
     directory = DataDirectory.open(settings)

@@ -20,7 +20,7 @@ import numpy as np
 
 from precon.filters import Expr
 from precon.schema import SEARCHABLE_LISTING_WEIGHTS, SEARCHABLE_PROFILE_WEIGHTS
-from precon.service.search.column_patch import patched
+from precon.service.search.column_patch import patched, too_many_written
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.search.facets import facet_for
 from precon.service.search.plan_index import PlanIndex
@@ -159,8 +159,18 @@ class SQLiteReads(SQLiteCatalogueBase):
 
     def refresh(self) -> None:
         """The indexes this process holds moved to the current generation (:mod:`.refresher`): the column index
-        with its typo index and labels, and the floor plans' index where one is held; nothing it does not hold."""
-        if self._column_index is None:
+        with its typo index and labels, and the floor plans' index where one is held; nothing it does not hold, and
+        nothing after a write of more listings than a patch takes (an import of thousands commits batch after batch:
+        the index is built whole once a request asks, not after each batch)."""
+        index = self._column_index
+        if index is None:
+            return
+        (written,) = (
+            self._db()
+            .execute("SELECT count(*) FROM listing_writes WHERE generation > ?", (index.generation,))
+            .fetchone()
+        )
+        if too_many_written(written, index.size):
             return
         self.warm()
         if self._plan_index is not None:
