@@ -55,6 +55,25 @@ def test_the_held_indexes_move_to_a_write_from_another_store_before_any_request(
             store.close()
 
 
+def test_the_market_columns_are_refreshed_where_cheap_and_left_to_requests_where_not(tmp_path: Path) -> None:
+    """The market's columns (made here in milliseconds) follow a write; the unit ledger, marked as costly, waits for
+    the request that needs it."""
+    served, listings = _loaded(tmp_path / "catalogue.sqlite3")
+    other = SQLiteStore(tmp_path / "catalogue.sqlite3")
+    try:
+        served.search_listings(UNITS)
+        served.market_columns(), served.unit_ledger()
+        served._ledger.cost_s = 10.0  # as a ledger of 50,000 listings costs
+        other.upsert_listings([{**listings[1], "startPrice": 765_432}])
+        generation = other.generation()
+        assert served.refresh()
+        assert served._market.held is not None and served._market.held[0] == generation
+        assert served._ledger.held is not None and served._ledger.held[0] < generation
+    finally:
+        served.close()
+        other.close()
+
+
 def test_a_bulk_write_is_left_to_the_next_request(tmp_path: Path) -> None:
     """More listings written than a patch takes (an import's batches): the refresher builds nothing whole after
     each; the next search does, once."""

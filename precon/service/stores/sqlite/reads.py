@@ -157,24 +157,22 @@ class SQLiteReads(SQLiteCatalogueBase):
         if self._profile_typo_cache.latest() is None:  # at start; later, when a profile search needs it
             self._profile_typos()
 
-    def refresh(self) -> None:
+    def refresh(self) -> bool:
         """The indexes this process holds moved to the current generation (:mod:`.refresher`): the column index
         with its typo index and labels, and the floor plans' index where one is held; nothing it does not hold, and
         nothing after a write of more listings than a patch takes (an import of thousands commits batch after batch:
-        the index is built whole once a request asks, not after each batch)."""
+        the index is built whole once a request asks, not after each batch). Whether it refreshed."""
         index = self._column_index
         if index is None:
-            return
-        (written,) = (
-            self._db()
-            .execute("SELECT count(*) FROM listing_writes WHERE generation > ?", (index.generation,))
-            .fetchone()
-        )
+            return False
+        since = (index.generation,)
+        (written,) = self._db().execute("SELECT count(*) FROM listing_writes WHERE generation > ?", since).fetchone()
         if too_many_written(written, index.size):
-            return
+            return False
         self.warm()
         if self._plan_index is not None:
             self._plans(self._index_to_search())
+        return True
 
     def _index_to_search(self) -> ColumnIndex:
         """The column index a listing search uses now: the current generation's, built first if need be. With

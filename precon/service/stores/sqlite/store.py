@@ -132,6 +132,16 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
         process reads through one)."""
         return functools.partial(SQLiteStore, self.path)
 
+    def refresh(self) -> bool:
+        """As :meth:`SQLiteReads.refresh`, and the market's columns and the unit ledger too where they are held and
+        cheap to keep current (:data:`~.generation_held.REFRESH_WITHIN_S`)."""
+        if not super().refresh():
+            return False
+        for held in (self._market, self._ledger):
+            if held.refreshable():
+                held.get(self)
+        return True
+
     def warm(self, now: bool = False) -> None:
         """The indexes and the history's columns (:meth:`SQLiteChanges.warm`); where indexes are shared between
         processes, the market columns too, the first time: built once, by the process that warms the data directory
