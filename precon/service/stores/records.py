@@ -83,16 +83,25 @@ def _collect(record: Any, path: str) -> list[Any]:
     """Every leaf value at a dotted path, walking into arrays element-wise (as the filter evaluator does)."""
     values = [record]
     for part in path.split("."):
-        next_values: list[Any] = []
-        for value in values:
-            if isinstance(value, dict) and part in value:
-                found = value[part]
-                if isinstance(found, list):
-                    next_values.extend(found)
+        found = [value[part] for value in values if isinstance(value, dict) and part in value]
+        if any(issubclass(kind, list) for kind in set(map(type, found))):  # hundreds of units: looked at in C
+            values = []
+            for value in found:
+                if isinstance(value, list):
+                    values.extend(value)
                 else:
-                    next_values.append(found)
-        values = next_values
+                    values.append(value)
+        else:
+            values = found
     return [v for v in values if v is not None]
+
+
+def once_each(values: list[Any]) -> list[Any]:
+    """The values each once, in the order they first come, ``True`` and ``1`` kept apart: a plan's hundreds of units
+    hold a few statuses, told apart in C where they are all text."""
+    if set(map(type, values)) <= {str}:
+        return list(dict.fromkeys(values))
+    return [value for _, value in dict.fromkeys((type(value), value) for value in values)]
 
 
 def _last_of_each(records: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> list[dict[str, Any]]:
@@ -159,6 +168,7 @@ def count_profile_facets(
 
 
 _TOP_LEVEL_MULTI = [a for a in MULTI_ATTRIBUTES if "." not in a.path]
+_DEEP_MULTI = [a for a in MULTI_ATTRIBUTES if a.path.count(".") > 1]
 _NESTED_MULTI: dict[str, list[tuple[IndexedAttribute, str]]] = {}
 for _attribute in MULTI_ATTRIBUTES:
     if "." in _attribute.path:
@@ -240,7 +250,11 @@ def index_multi(
                 add(attribute, value)
         elif values is not None:
             add(attribute, values)
-    deep_seen: set[tuple[str, type, Any]] = set()
+    for attribute in _DEEP_MULTI:  # floorPlans.units.status: every value at the path, through the arrays, once
+        if only is None or attribute.path in only:
+            for element in once_each(_collect(record, attribute.path)):
+                if isinstance(element, str | int | float):  # (True and 1 kept apart)
+                    add(attribute, element)
     for parent, children in _NESTED_MULTI.items():
         if only is not None and not (children := [child for child in children if child[0].path in only]):
             continue
@@ -253,13 +267,7 @@ def index_multi(
             if not isinstance(item, dict):
                 continue
             for attribute, leaf in children:
-                if "." in leaf:  # deeper (floorPlans.units.status): every value at the path, through arrays
-                    for element in _collect(item, leaf):
-                        # Hundreds of units hold a few statuses: each added once (True and 1 kept apart).
-                        seen = (attribute.path, type(element), element)
-                        if isinstance(element, str | int | float) and seen not in deep_seen:
-                            deep_seen.add(seen)
-                            add(attribute, element)
+                if "." in leaf:  # deeper: above, over every item at once
                     continue
                 value = item.get(leaf)
                 if isinstance(value, list):

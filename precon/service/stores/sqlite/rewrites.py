@@ -200,6 +200,8 @@ def _leaf_values(before: dict[str, Any], after: dict[str, Any], leaf: str) -> tu
 def _distinct(values: list[Any]) -> set[tuple[type, Any]]:
     """Each value (of a type indexed) once, ``True`` and ``1`` apart: a sale in a plan that still has units
     available and already had one sold leaves its statuses as they were."""
+    if set(map(type, values)) <= {str}:  # the usual: a plan's units' statuses, few among hundreds
+        return {(str, value) for value in set(values)}
     return {(type(value), value) for value in values if isinstance(value, str | int | float)}
 
 
