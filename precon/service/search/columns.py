@@ -325,10 +325,19 @@ class ColumnIndex:
 
     def order(self) -> None:
         """The default order: featured first, then most recently updated, then by id."""
+        by_id = self._id_ranks()
+        updated = np.unique(self.updated, return_inverse=True)[1].reshape(-1) if self.size else by_id
+        self._ordered(np.lexsort((by_id, -updated, -self.featured)))
+
+    def _id_ranks(self) -> IntArray:
+        """Per position, its listing id's rank among the ids (the default order's last key)."""
         by_id = np.empty(self.size, dtype=np.int64)
         by_id[self.listing_ids.order] = np.arange(self.size)
-        updated = np.unique(self.updated, return_inverse=True)[1].reshape(-1) if self.size else by_id
-        self.default_order: IntArray = np.lexsort((by_id, -updated, -self.featured)).astype(np.int64)
+        return by_id
+
+    def _ordered(self, default_order: npt.NDArray[np.integer]) -> None:
+        """Holds the default order and each position's rank in it."""
+        self.default_order: IntArray = default_order.astype(np.int64)
         self.order_rank: IntArray = np.empty(self.size, dtype=np.int64)
         self.order_rank[self.default_order] = np.arange(self.size)
 
@@ -336,8 +345,7 @@ class ColumnIndex:
         """The default order again after the listings at ``moved`` changed their place in it (a write updates them)
         or came (created, after the others): the others keep their order, and each moved one is put where it now
         belongs, found by bisection (a whole sort of 50,000 listings is 20 ms; this, a few)."""
-        by_id = np.empty(self.size, dtype=np.int64)
-        by_id[self.listing_ids.order] = np.arange(self.size)
+        by_id = self._id_ranks()
         held = self.default_order
         kept = held[~np.isin(held, moved)]
         featured, updated = self.featured, self.updated
@@ -346,9 +354,7 @@ class ColumnIndex:
             return -int(featured[position]), _Descending(bytes(updated[position])), int(by_id[position])
 
         placed = sorted((bisect_left(kept, key(p), key=key), key(p), p) for p in moved.tolist())
-        self.default_order = np.insert(kept, [at for at, _, _ in placed], [p for _, _, p in placed]).astype(np.int64)
-        self.order_rank = np.empty(self.size, dtype=np.int64)
-        self.order_rank[self.default_order] = np.arange(self.size)
+        self._ordered(np.insert(kept, [at for at, _, _ in placed], [p for _, _, p in placed]))
 
     @staticmethod
     def _encode(values: list[str | None]) -> tuple[npt.NDArray[np.int32], Vocabulary]:
