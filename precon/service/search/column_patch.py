@@ -64,6 +64,12 @@ def written_since(db: sqlite3.Connection, generation: int) -> IntArray:
     return np.sort(np.array([r[0] for r in db.execute(WRITTEN_SINCE, (generation,))], dtype=np.int64))
 
 
+def written_count(db: sqlite3.Connection, generation: int) -> int:
+    """How many listings were written since ``generation`` (counted, not read: a bulk write names thousands)."""
+    (count,) = db.execute(f"SELECT count(*) FROM ({WRITTEN_SINCE})", (generation,)).fetchone()
+    return int(count)
+
+
 def too_many_written(written: int, listings: int) -> bool:
     """Whether ``written`` listings of ``listings`` are more than an index's patch (or anything carried across
     writes) saves time on: a whole build is as cheap."""

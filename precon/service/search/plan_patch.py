@@ -25,8 +25,7 @@ import numpy as np
 
 from precon.service import metrics
 from precon.service.search.arrays import Splice
-from precon.service.search.column_patch import WRITTEN_SINCE as _WRITTEN
-from precon.service.search.column_patch import too_many_written, written_since
+from precon.service.search.column_patch import WRITTEN_SINCE, too_many_written, written_since
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask, catalogue_name
 from precon.service.search.plan_index import PlanIndex, owners, row_ranges
 from precon.service.search.plans import FieldColumns, UnitColumns, field_columns, status_codes, term_codes
@@ -53,18 +52,18 @@ def plans_patched(held: PlanIndex, db: sqlite3.Connection, index: ColumnIndex) -
             return None
         rows = _Written(
             db.execute(
-                f"SELECT listing, count(*) FROM listing_plans WHERE listing IN ({_WRITTEN}) "
+                f"SELECT listing, count(*) FROM listing_plans WHERE listing IN ({WRITTEN_SINCE}) "
                 "GROUP BY listing ORDER BY listing",
                 since,
             ).fetchall(),
             db.execute(
                 f"SELECT listing, idx, field * 4 + kind, num, term FROM listing_plan_values "
-                f"WHERE listing IN ({_WRITTEN}) ORDER BY rowid",
+                f"WHERE listing IN ({WRITTEN_SINCE}) ORDER BY rowid",
                 since,
             ).fetchall(),
             db.execute(
                 f"SELECT listing, idx, status, status_num, price, floor FROM listing_plan_units "
-                f"WHERE listing IN ({_WRITTEN}) ORDER BY rowid",
+                f"WHERE listing IN ({WRITTEN_SINCE}) ORDER BY rowid",
                 since,
             ).fetchall(),
             written,

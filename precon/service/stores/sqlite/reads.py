@@ -20,7 +20,7 @@ import numpy as np
 
 from precon.filters import Expr
 from precon.schema import SEARCHABLE_LISTING_WEIGHTS, SEARCHABLE_PROFILE_WEIGHTS
-from precon.service.search.column_patch import patched, too_many_written
+from precon.service.search.column_patch import patched, too_many_written, written_count
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.search.facets import facet_for
 from precon.service.search.plan_index import PlanIndex
@@ -165,9 +165,7 @@ class SQLiteReads(SQLiteCatalogueBase):
         index = self._column_index
         if index is None:
             return False
-        since = (index.generation,)
-        (written,) = self._db().execute("SELECT count(*) FROM listing_writes WHERE generation > ?", since).fetchone()
-        if too_many_written(written, index.size):
+        if too_many_written(written_count(self._db(), index.generation), index.size):
             return False
         self.warm()
         if self._plan_index is not None:
