@@ -62,6 +62,11 @@ class SQLiteReads(SQLiteCatalogueBase):
 
     # -- cached per generation -----------------------------------------------------------------------------
 
+    def _current_index(self) -> ColumnIndex | None:
+        """The column index held, where it is of the current generation (what follows from it need not be read)."""
+        index = self._column_index
+        return index if index is not None and index.generation == self.generation() else None
+
     def _listing_typos_to_search(self) -> TypoIndex:
         """The listings' words typos are looked up in: with :attr:`background_index`, those of the generation before
         while the current one's are built on the index's thread (a search is not held up building them)."""
@@ -78,8 +83,8 @@ class SQLiteReads(SQLiteCatalogueBase):
         are the same (a day's sales and prices change no word)."""
 
         def read() -> TypoIndex:
-            index = self._column_index
-            if index is not None and index.generation == self.generation():
+            index = self._current_index()
+            if index is not None:
                 words: Iterable[str] = index.search_text.words
             else:
                 words = [r[0] for r in self._db().execute("SELECT term FROM listing_vocab")]
@@ -102,8 +107,8 @@ class SQLiteReads(SQLiteCatalogueBase):
         a patch), else read."""
 
         def read() -> dict[tuple[str, str], str]:
-            index = self._column_index
-            if index is not None and index.generation == self.generation():
+            index = self._current_index()
+            if index is not None:
                 return index.labels
             rows = self._db().execute("SELECT attr, term, label FROM labels")
             return {(a, t): label for a, t, label in rows}
