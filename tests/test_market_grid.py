@@ -64,3 +64,42 @@ def test_no_runs_no_medians() -> None:
     runs = Runs.ordered(*(np.empty(0, np.int64),) * 3, np.empty(0), 5, WIDTH)
     found = medians(runs, [np.arange(5)], 5, np.arange(3))
     assert np.isnan(found).all()
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("seed", [4, 5])
+def test_medians_over_a_layer_beside_match_a_brute_force(case: str, seed: int) -> None:
+    """A small layer's runs beside (``market_layers``: the listings written since the base): each group's medians are
+    taken over its runs in both, ties between the layers included (their values are drawn from the same few)."""
+    groups, share, overlapping = CASES[case]
+    rng = np.random.default_rng(seed)
+    listings, fresh_listings = 400, 12
+    runs = random_runs(rng, 5 * BLOCK + 37, listings)
+    fresh = random_runs(rng, 90, fresh_listings)
+    members: list[set[int]] = [set() for _ in range(groups)]
+    fresh_members: list[set[int]] = [set() for _ in range(groups)]
+    for held, count in ((members, listings), (fresh_members, fresh_listings)):
+        for listing in rng.permutation(count)[: max(1, int(count * share))].tolist():
+            holding = rng.choice(groups, size=rng.integers(1, groups + 1) if overlapping else 1, replace=False)
+            for g in holding.tolist():
+                held[g].add(listing)
+    as_arrays = [[np.array(sorted(of), np.int64) for of in held] for held in (members, fresh_members)]
+    columns = np.arange(WIDTH)
+    found = medians(runs, as_arrays[0], listings, columns, [(fresh, as_arrays[1], fresh_listings)])
+    both = Runs.ordered(
+        np.concatenate([runs.listing, fresh.listing + listings]),
+        np.concatenate([runs.first, fresh.first]),
+        np.concatenate([runs.last, fresh.last]),
+        np.concatenate([runs.value, fresh.value]),
+        listings + fresh_listings,
+        WIDTH,
+    )
+    together = [held | {listing + listings for listing in fresh_members[g]} for g, held in enumerate(members)]
+    np.testing.assert_array_equal(found, brute_force(both, together, columns))
+
+
+def test_a_layer_beside_an_empty_base() -> None:
+    empty = Runs.ordered(*(np.empty(0, np.int64),) * 3, np.empty(0), 5, WIDTH)
+    fresh = random_runs(np.random.default_rng(9), 40, 3)
+    found = medians(empty, [np.arange(5)], 5, np.arange(WIDTH), [(fresh, [np.arange(3)], 3)])
+    np.testing.assert_array_equal(found, brute_force(fresh, [{0, 1, 2}], np.arange(WIDTH)))

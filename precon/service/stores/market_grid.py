@@ -15,6 +15,7 @@ of them, or lies before the first (the state before any entry) or after the last
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -276,25 +277,91 @@ def _tally(index: IntArray, size: int) -> IntArray:
     return np.bincount(index, minlength=size).astype(np.int64)
 
 
-def medians(runs: Runs, groups: list[IntArray], listings: int, columns: IntArray) -> FloatArray:
+def medians(
+    runs: Runs,
+    groups: list[IntArray],
+    listings: int,
+    columns: IntArray,
+    beside: Sequence[tuple[Runs, list[IntArray], int]] = (),
+) -> FloatArray:
     """Per group (the distinct listings of each) and column, the median value of the runs of its listings holding at
     that column (NaN: none). A group's runs are counted by block of the value order and time from its listings'
-    slices (the market whole's at build), then each median is found within one block."""
+    slices (the market whole's at build, less those of the listings it leaves out), then each median is found within
+    one block. ``beside``: other layers' runs (:mod:`.market_layers`), few, and each group's listings in them, as
+    (runs, groups, listings): their runs holding are read whole, and the medians taken over both."""
     found = np.full((len(groups), len(columns)), np.nan)
-    if not len(runs.value):
-        return found
     for g, members in enumerate(groups):
-        if len(members) == listings:  # every listing: every run
-            holding, member = runs.every, None
-        else:
-            holding, member = runs.holding(members), np.zeros(listings, np.bool_)
-            member[members] = True
+        holding, member = _group_holding(runs, members, listings)
+        others = [_OtherRuns(other, other_groups[g], other_listings) for other, other_groups, other_listings in beside]
         for k, column in enumerate(columns.tolist()):
             prefix = np.cumsum(holding[:, column])
-            total = int(prefix[-1])
+            extra = _merged([other.holding_at(column) for other in others])
+            total = (int(prefix[-1]) if len(prefix) else 0) + len(extra)
             if total:
-                found[g, k] = _median(runs, prefix, column, total, member)
+                low = _kth_with(runs, prefix, column, (total - 1) // 2, member, extra)
+                found[g, k] = (low + _kth_with(runs, prefix, column, total // 2, member, extra)) / 2
     return found
+
+
+def _group_holding(runs: Runs, members: IntArray, listings: int) -> tuple[IntArray, Mask | None]:
+    """Per block and grid time, how many runs of ``members`` hold then; which listings are members (None: all). A
+    group of most listings is counted as the market whole less the others."""
+    if len(members) == listings:  # every listing: every run
+        return runs.every, None
+    member = np.zeros(listings, np.bool_)
+    member[members] = True
+    if len(members) * 2 > listings:
+        return runs.every - runs.holding(np.flatnonzero(~member)), member
+    return runs.holding(members), member
+
+
+class _OtherRuns:
+    """A small layer's runs of one group's listings: their values holding at a time, read whole."""
+
+    def __init__(self, runs: Runs, members: IntArray, listings: int) -> None:
+        member = np.zeros(listings, np.bool_)
+        member[members] = True
+        chosen = member[runs.listing] if len(runs.value) else np.zeros(0, np.bool_)
+        self.first, self.last, self.value = runs.first[chosen], runs.last[chosen], runs.value[chosen]
+
+    def holding_at(self, column: int) -> FloatArray:
+        """The values of the runs holding at ``column``, ascending."""
+        return self.value[(self.first <= column) & (column < self.last)]
+
+
+def _merged(values: list[FloatArray]) -> FloatArray:
+    if len(values) == 1:
+        return values[0]
+    return np.sort(np.concatenate(values)) if values else np.empty(0)
+
+
+def _kth_with(runs: Runs, prefix: IntArray, column: int, rank: int, member: Mask | None, extra: FloatArray) -> float:
+    """The value of ``rank`` (from 0) among the runs holding at ``column`` and the values ``extra`` (ascending). An
+    extra value stands, among the runs' values, before those equal to it: the ``j``-th one at the place of the runs
+    below it, plus ``j``; those before ``rank`` are found by bisection, and the rest of the rank is the runs'."""
+    low, high = 0, len(extra)
+    while low < high:
+        middle = (low + high) // 2
+        place = _below(runs, prefix, column, member, float(extra[middle])) + middle
+        if place == rank:
+            return float(extra[middle])
+        if place < rank:
+            low = middle + 1
+        else:
+            high = middle
+    return _kth(runs, prefix, column, rank - low, member)
+
+
+def _below(runs: Runs, prefix: IntArray, column: int, member: Mask | None, value: float) -> int:
+    """How many of the runs holding at ``column`` (of the listings ``member`` marks) are of a value below ``value``."""
+    at = int(np.searchsorted(runs.value, value, side="left"))
+    block = at >> SHIFT
+    before = int(prefix[block - 1]) if block else 0
+    span = slice(block * BLOCK, at)
+    holds = (runs.first[span] <= column) & (column < runs.last[span])
+    if member is not None:
+        holds &= member[runs.listing[span]]
+    return before + int(np.count_nonzero(holds))
 
 
 def _median(runs: Runs, prefix: IntArray, column: int, total: int, member: Mask | None) -> float:
