@@ -16,7 +16,11 @@ import pytest
 from prometheus_client import REGISTRY
 
 from precon.filters import parse
+from precon.service.stores import market_layers
+from precon.service.stores.ledger_patch import combined_ledger
 from precon.service.stores.market_grid import Runs
+from precon.service.stores.market_layers import Layers, as_layers, compacted
+from precon.service.stores.market_patch import combined
 from precon.service.stores.market_stats import MarketColumns, MarketGroup
 from precon.service.stores.market_units import UnitLedger, value_key
 from precon.service.stores.simulation import day_time, newest_change_day, simulate
@@ -58,7 +62,9 @@ def _runs(runs: Runs) -> list[tuple[Any, ...]]:
     return sorted(zip(runs.value.tolist(), runs.listing.tolist(), runs.first.tolist(), runs.last.tolist(), strict=True))
 
 
-def held_as_lists(columns: MarketColumns) -> dict[str, Any]:
+def held_as_lists(held: MarketColumns | Layers[MarketColumns]) -> dict[str, Any]:
+    """What the columns hold (layers: as one)."""
+    columns = compacted(as_layers(held), combined).base
     grid = columns.grid
     assert grid is not None and columns.listing_counts is not None
     found: dict[str, Any] = {
@@ -79,9 +85,10 @@ def held_as_lists(columns: MarketColumns) -> dict[str, Any]:
     return found
 
 
-def ledger_as_lists(ledger: UnitLedger) -> dict[str, Any]:
-    """What a unit ledger holds, its statuses and plan values decoded (a patch codes a new one after those held, a
-    whole build in the order it meets them)."""
+def ledger_as_lists(held: UnitLedger | Layers[UnitLedger]) -> dict[str, Any]:
+    """What a unit ledger holds (layers: as one), its statuses and plan values decoded (a patch codes a new one after
+    those held, a whole build in the order it meets them)."""
+    ledger = compacted(as_layers(held), combined_ledger).base
 
     def status(codes: Any) -> list[str | None]:
         return [ledger.statuses[int(code)] if code >= 0 else None for code in np.asarray(codes).tolist()]
@@ -185,7 +192,7 @@ def test_plans_taken_off_and_added_and_a_launch(store: SQLiteStore) -> None:
     assert_as_built_whole(store)
     assert patches() == before + 1
     held = store._market.held
-    assert held is not None and "7" in held[1].plan_parts["floorPlans.numberOfBedrooms"]
+    assert held is not None and "7" in held_as_lists(held[1])["plan parts"]["floorPlans.numberOfBedrooms"]
 
 
 def test_a_listing_created_deleted_and_restored_is_patched(store: SQLiteStore) -> None:
@@ -266,8 +273,45 @@ def test_shared_columns_are_patched_and_mapped(store: SQLiteStore) -> None:
         patched = first.market_columns()
         assert patches() == before + 1
         assert held_as_lists(second.market_columns()) == held_as_lists(patched)
-        assert isinstance(second.market_columns().event_at, np.ndarray)
+        assert isinstance(second.market_columns().base.event_at, np.ndarray)
         assert answers(first) == answers(second) == answers(store)
     finally:
         first.close()
         second.close()
+
+
+def test_a_write_makes_the_written_listings_columns_and_keeps_the_base(store: SQLiteStore) -> None:
+    """A patch builds the written listings' columns and ledger beside the ones held (market_layers): the base is kept
+    as it is, the same arrays, and the written listings are counted from the fresh layer alone."""
+    held, ledger = store._market.held, store._ledger.held
+    assert held is not None and ledger is not None
+    written = store.listing_ids()[:3]
+    store.update_listings(written, sold_and_raised, at=later(1, store))
+    assert_as_built_whole(store)
+    patched, patched_ledger = store._market.held, store._ledger.held
+    assert patched is not None and patched_ledger is not None
+    for before, after in ((held[1], patched[1]), (ledger[1], patched_ledger[1])):
+        assert after.base is before.base
+        assert after.fresh is not None and sorted(after.fresh.listing_codes) == sorted(written)
+        assert after.replaced is not None and after.replaced.sum() == len(written)
+    store.update_listings(store.listing_ids()[2:5], sold_and_raised, at=later(2, store))
+    assert_as_built_whole(store)
+    again = store._market.held
+    assert again is not None and again[1].base is held[1].base and again[1].fresh is not None
+    assert sorted(again[1].fresh.listing_codes) == sorted(store.listing_ids()[:5])
+
+
+def test_a_fresh_layer_grown_large_is_combined_into_the_base(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(market_layers, "COMPACT_LEAST", 4)
+    held = store._market.held
+    assert held is not None
+    store.update_listings(store.listing_ids()[:3], sold_and_raised, at=later(1, store))
+    store.market_columns()
+    layered = store._market.held
+    assert layered is not None and layered[1].fresh is not None and layered[1].base is held[1].base
+    store.update_listings(store.listing_ids()[3:6], sold_and_raised, at=later(2, store))
+    assert_as_built_whole(store)
+    combined_held = store._market.held
+    assert combined_held is not None and combined_held[1].fresh is None and combined_held[1].base is not held[1].base

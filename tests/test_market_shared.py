@@ -62,7 +62,7 @@ def test_one_process_builds_them_and_the_others_map_them(
         second.warm()
         assert len(built) == 1
         held = second._market.held
-        assert held is not None and held[1].grid is not None and not held[1].grid.counts.flags.writeable
+        assert held is not None and held[1].base.grid is not None and not held[1].base.grid.counts.flags.writeable
         assert answers(first) == answers(second) == answers(alone) and len(built) == 2
         listing = alone.listing_ids()[0]
         alone.delete_listing(listing)
@@ -92,7 +92,7 @@ def test_the_unit_ledger_of_a_unit_filter_is_built_once_and_mapped_by_the_others
         found = first.market_stats(*asked)
         assert second.market_stats(*asked) == found == alone.market_stats(*asked) and len(built) == 2
         held = second._ledger.held
-        assert held is not None and not held[1].unit_price.flags.writeable
+        assert held is not None and not held[1].base.unit_price.flags.writeable
         assert first.market_stats(EDGES, [MarketGroup(None, ids)]) != found
         kinds = sorted(p.name.split("-")[0] for p in path.with_name("c.sqlite3.index").iterdir() if p.is_dir())
         assert kinds == ["ledger", "market"]

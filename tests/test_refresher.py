@@ -55,20 +55,21 @@ def test_the_held_indexes_move_to_a_write_from_another_store_before_any_request(
             store.close()
 
 
-def test_the_market_columns_are_refreshed_where_cheap_and_left_to_requests_where_not(tmp_path: Path) -> None:
-    """The market's columns (made here in milliseconds) follow a write; the unit ledger, marked as costly, waits for
-    the request that needs it."""
+def test_the_market_columns_are_left_to_the_request_that_asks(tmp_path: Path) -> None:
+    """The market's columns and the unit ledger do not follow a write (their patch would take the processor from the
+    requests after it): the next ``market_stats`` patches them, the base kept, nothing built whole."""
     served, listings = _loaded(tmp_path / "catalogue.sqlite3")
     other = SQLiteStore(tmp_path / "catalogue.sqlite3")
     try:
         served.search_listings(UNITS)
-        served.market_columns(), served.unit_ledger()
-        served._ledger.cost_s = 10.0  # as a ledger of 50,000 listings costs
+        market, ledger = served.market_columns(), served.unit_ledger()
         other.upsert_listings([{**listings[1], "startPrice": 765_432}])
         generation = other.generation()
         assert served.refresh()
-        assert served._market.held is not None and served._market.held[0] == generation
-        assert served._ledger.held is not None and served._ledger.held[0] < generation
+        assert served._column_index is not None and served._column_index.generation == generation
+        for held in (served._market.held, served._ledger.held):
+            assert held is not None and held[0] < generation
+        assert served.market_columns().base is market.base and served.unit_ledger().base is ledger.base
     finally:
         served.close()
         other.close()

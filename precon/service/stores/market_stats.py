@@ -26,7 +26,7 @@ holding no value). Launches stay the listing's.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -37,7 +37,8 @@ from precon.facet_keys import number_key
 from precon.filters import Expr, fold_text
 from precon.service.search.arrays import ranges
 from precon.service.search.sql_filter import as_number
-from precon.service.stores.market_grid import MarketGrid, medians
+from precon.service.stores.market_grid import MarketGrid, Runs, medians
+from precon.service.stores.market_layers import Layers, as_layers
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -199,7 +200,7 @@ def counts_by_listing(counts: npt.NDArray[np.int32], part_first: IntArray) -> np
 
 
 def market_series(
-    columns: MarketColumns,
+    columns: MarketColumns | Layers[MarketColumns],
     boundaries: Sequence[int],
     groups: Sequence[MarketGroup],
     units: bool = True,
@@ -207,18 +208,22 @@ def market_series(
 ) -> list[dict[str, Any]]:
     """Each group's series over the intervals ``boundaries[k]:boundaries[k + 1]`` (Unix ms): a point per interval,
     over its listings in ``provinces`` (None: wherever they are). Without ``units`` (a version that shows no floor
-    plans) the unit figures are null."""
+    plans) the unit figures are null. Each layer's listings (:mod:`.market_layers`) are counted on its columns."""
+    layered = as_layers(columns)
     edges = np.asarray(boundaries, dtype=np.int64)
-    chosen = [columns.codes(group.listing_ids, provinces) for group in groups]
-    parts = [columns.parts(listings, group.plan) for group, listings in zip(groups, chosen, strict=True)]
-    whole = [None if group.plan else listings for group, listings in zip(groups, chosen, strict=True)]
-    states = _states(columns, parts, whole, edges[1:]) if units else []
+    chosen = [layered.codes(group.listing_ids, provinces) for group in groups]
+    parts = [
+        [layer.parts(codes, group.plan) for layer, codes in zip(layered.layers, found, strict=True)]
+        for group, found in zip(groups, chosen, strict=True)
+    ]
+    whole = [None if group.plan else found for group, found in zip(groups, chosen, strict=True)]
+    states = _states(layered.layers, parts, whole, edges[1:]) if units else []
     series = []
-    for g, (group, listings) in enumerate(zip(groups, chosen, strict=True)):
-        launches = counted_rows(columns.launch_first, columns.launch_at, None, listings, edges, 1)[0]
+    for g, group in enumerate(groups):
+        launches = launch_counts(layered.layers, chosen[g], edges)
         points = [{"start": int(edges[k]), "launches": int(launches[k])} for k in range(len(edges) - 1)]
         if units:
-            events = _events(columns, parts[g], edges)
+            events = sum(_events(layer, found, edges) for layer, found in zip(layered.layers, parts[g], strict=True))
             for k, point in enumerate(points):
                 point.update(
                     unitsSold=int(events[SOLD_EVENT][k]),
@@ -231,6 +236,14 @@ def market_series(
                 point.update(dict.fromkeys(UNIT_FIGURES))
         series.append({"group": group.value, "points": points})
     return series
+
+
+def launch_counts(layers: Sequence[MarketColumns], codes: Sequence[IntArray], edges: IntArray) -> IntArray:
+    """Per interval, the launches of the listings of ``codes`` (per layer, its listings' codes)."""
+    found = np.zeros(len(edges) - 1, np.int64)
+    for layer, listings in zip(layers, codes, strict=True):
+        found += counted_rows(layer.launch_first, layer.launch_at, None, listings, edges, 1)[0]
+    return found
 
 
 UNIT_FIGURES = (
@@ -283,33 +296,75 @@ def counted_rows(
 
 
 def _states(
-    columns: MarketColumns, parts: list[IntArray], listings: list[IntArray | None], ends: IntArray
+    layers: Sequence[MarketColumns], parts: list[list[IntArray]], whole: list[list[IntArray] | None], ends: IntArray
 ) -> list[list[dict[str, Any]]]:
-    """Per group, per interval, the figures of the units' states at its end: over its parts (its listings' counts
-    summed where it holds their every part)."""
-    grid = columns.grid
+    """Per group, per interval, the figures of the units' states at its end: over its parts in each layer (its
+    listings' counts summed where it holds their every part: ``whole``, its listings in each layer)."""
+    base = layers[0]
+    grid = base.grid
     if grid is None:
         return [[state_figures(0, 0, 0, math.nan, math.nan) for _ in ends] for _ in parts]
     at = grid.columns(ends)
-    part_count = int(columns.part_first[-1])
-    prices = medians(grid.prices, parts, part_count, at)
-    per_sqft = medians(grid.per_sqft, parts, part_count, at)
-    found = []
+    counts = np.zeros((len(parts), 3, len(at)), np.int64)
+    for index, layer in enumerate(layers):
+        listings = [None if found is None else found[index] for found in whole]
+        counts += _counts(layer, [found[index] for found in parts], listings, at)
+    prices, per_sqft = (_medians(layers, parts, at, runs_of) for runs_of in (_prices, _per_sqft))
+    return [
+        [state_figures(*(int(n) for n in counts[g, :, k]), prices[g, k], per_sqft[g, k]) for k in range(len(at))]
+        for g in range(len(parts))
+    ]
+
+
+def _prices(grid: MarketGrid) -> Runs:
+    return grid.prices
+
+
+def _per_sqft(grid: MarketGrid) -> Runs:
+    return grid.per_sqft
+
+
+def _medians(
+    layers: Sequence[MarketColumns], parts: list[list[IntArray]], at: IntArray, runs_of: Callable[[MarketGrid], Runs]
+) -> FloatArray:
+    """Per group and grid time, the median of its parts' runs (``runs_of`` a grid) over every layer."""
+    base = layers[0]
+    assert base.grid is not None
+    beside = [
+        (runs_of(layer.grid), [found[index] for found in parts], int(layer.part_first[-1]))
+        for index, layer in enumerate(layers)
+        if index and layer.grid is not None
+    ]
+    return medians(runs_of(base.grid), [found[0] for found in parts], int(base.part_first[-1]), at, beside)
+
+
+def _counts(columns: MarketColumns, parts: list[IntArray], listings: list[IntArray | None], at: IntArray) -> IntArray:
+    """Per group, per kind (existing, sold, available) and grid time ``at``: its units in one layer of columns (its
+    listings' counts where it holds their every part)."""
+    grid = columns.grid
+    found = np.zeros((len(parts), 3, len(at)), np.int64)
+    if grid is None:
+        return found
     for g, codes in enumerate(parts):
         whole = listings[g]
         if whole is not None and columns.listing_counts is not None:
             held, chosen = columns.listing_counts, whole
         else:
             held, chosen = grid.counts, codes
-        every = len(chosen) == len(held)  # (codes are distinct)
-        counts = (held if every else held[chosen]).sum(axis=0, dtype=np.int64)[:, at]
-        found.append(
-            [
-                state_figures(int(counts[0, k]), int(counts[1, k]), int(counts[2, k]), prices[g, k], per_sqft[g, k])
-                for k in range(len(at))
-            ]
-        )
+        found[g] = _summed(held, chosen)[:, at]
     return found
+
+
+def _summed(held: npt.NDArray[np.int32], chosen: IntArray) -> IntArray:
+    """The rows ``chosen`` (distinct) of ``held`` summed; most of them: all of them, less the others."""
+    if len(chosen) * 2 <= len(held):
+        return held[chosen].sum(axis=0, dtype=np.int64)
+    every = held.sum(axis=0, dtype=np.int64)
+    if len(chosen) == len(held):
+        return every
+    left = np.ones(len(held), np.bool_)
+    left[chosen] = False
+    return every - held[left].sum(axis=0, dtype=np.int64)
 
 
 def state_figures(existing: int, sold: int, available: int, price: float, per_sqft: float) -> dict[str, Any]:

@@ -25,6 +25,7 @@ import orjson
 from precon.filters import UNIT_PREFIX, And, Compare, Expr, Not, Or, compile_predicate
 from precon.service.search.arrays import ranges
 from precon.service.search.plans import Leaf, UnitColumns, combined, status_reading, unit_or_plan
+from precon.service.stores.market_layers import Layers, as_layers
 from precon.service.stores.market_stats import (
     AVAILABLE,
     CUT,
@@ -36,8 +37,8 @@ from precon.service.stores.market_stats import (
     FieldReplay,
     MarketColumns,
     MarketGroup,
-    counted_rows,
     group_key,
+    launch_counts,
     listing_codes,
     plan_keys,
     state_figures,
@@ -210,24 +211,31 @@ class UnitChooser:
 
 
 def unit_filtered_series(
-    columns: MarketColumns,
-    ledger: UnitLedger,
+    columns: MarketColumns | Layers[MarketColumns],
+    ledger: UnitLedger | Layers[UnitLedger],
     boundaries: Sequence[int],
     groups: Sequence[MarketGroup],
     unit_filter: Expr,
     provinces: frozenset[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Each group's series, its unit figures over the units ``unit_filter`` chooses (see the module's docstring)."""
+    """Each group's series, its unit figures over the units ``unit_filter`` chooses (see the module's docstring),
+    each layer of the ledger (:mod:`.market_layers`) read on its own and the figures taken over both."""
     edges = np.asarray(boundaries, dtype=np.int64)
-    chooser = UnitChooser(ledger, unit_filter)
+    market, ledgers = as_layers(columns), as_layers(ledger)
+    choosers = [UnitChooser(layer, unit_filter) for layer in ledgers.layers]
     series = []
     for group in groups:
-        codes = ledger.codes(group.listing_ids, provinces)
-        launching = _launching(chooser, codes, group.plan)
-        launch_codes = columns.codes([ledger.listing_ids[code] for code in launching.tolist()], provinces)
-        launches = counted_rows(columns.launch_first, columns.launch_at, None, launch_codes, edges, 1)[0]
-        events = _events(chooser, codes, group.plan, edges)
-        states = _states(chooser, codes, group.plan, edges[1:])
+        codes = ledgers.codes(group.listing_ids, provinces)
+        launching = [
+            chooser.ledger.listing_ids[code]
+            for chooser, found in zip(choosers, codes, strict=True)
+            for code in _launching(chooser, found, group.plan).tolist()
+        ]
+        launches = launch_counts(market.layers, market.codes(launching, provinces), edges)
+        events = sum(_events(chooser, found, group.plan, edges) for chooser, found in zip(choosers, codes, strict=True))
+        states = _figures(
+            [_states(chooser, found, group.plan, edges[1:]) for chooser, found in zip(choosers, codes, strict=True)]
+        )
         points = []
         for k in range(len(edges) - 1):
             points.append(
@@ -268,9 +276,7 @@ def _events(chooser: UnitChooser, codes: IntArray, plan: tuple[str, str] | None,
     return np.bincount(flat, minlength=3 * intervals).reshape(3, intervals)
 
 
-def _states(
-    chooser: UnitChooser, codes: IntArray, plan: tuple[str, str] | None, ends: IntArray
-) -> list[dict[str, Any]]:
+def _states(chooser: UnitChooser, codes: IntArray, plan: tuple[str, str] | None, ends: IntArray) -> list[_State]:
     """Per interval's end, the figures of the units that exist then and meet the filter in their state then."""
     ledger = chooser.ledger
     rows = ranges(ledger.unit_first[codes], ledger.unit_first[codes + 1])
@@ -295,13 +301,36 @@ def _states(
         priced = typed.value_at(end, typed_now)[available]
         ratios = priced / sqft[available]
         priced, ratios = priced[~np.isnan(priced)], ratios[~np.isnan(ratios)]
+        found.append(_State(int(chosen.sum()), int((chosen & (market == SOLD)).sum()), int(available.sum()), priced,
+                            ratios))  # fmt: skip
+    return found
+
+
+@dataclass
+class _State:
+    """The units of one layer at an interval's end: how many exist, are sold, are available; their prices and prices
+    per square foot."""
+
+    existing: int
+    sold: int
+    available: int
+    prices: FloatArray
+    per_sqft: FloatArray
+
+
+def _figures(layers: list[list[_State]]) -> list[dict[str, Any]]:
+    """Per interval's end, the figures of the units of every layer."""
+    found = []
+    for states in zip(*layers, strict=True):
+        prices = np.concatenate([state.prices for state in states])
+        per_sqft = np.concatenate([state.per_sqft for state in states])
         found.append(
             state_figures(
-                int(chosen.sum()),
-                int((chosen & (market == SOLD)).sum()),
-                int(available.sum()),
-                float(np.median(priced)) if len(priced) else math.nan,
-                float(np.median(ratios)) if len(ratios) else math.nan,
+                sum(state.existing for state in states),
+                sum(state.sold for state in states),
+                sum(state.available for state in states),
+                float(np.median(prices)) if len(prices) else math.nan,
+                float(np.median(per_sqft)) if len(per_sqft) else math.nan,
             )
         )
     return found

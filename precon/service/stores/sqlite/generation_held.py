@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -17,11 +16,6 @@ from precon.service.search.shared import release_free_memory
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
 
 T = TypeVar("T")
-
-REFRESH_WITHIN_S = 0.5
-"""A value this process last made (built or patched) within this long is kept current after each write by a served
-catalogue's refresher (:mod:`.refresher`); a costlier one waits for the first request that needs it."""
-
 
 Patch = Callable[[sqlite3.Connection, int, T], T | None]
 """``patch(db, generation, held)``: ``held`` (of ``generation``) moved to the generation of ``db``'s read
@@ -44,8 +38,6 @@ class GenerationHeld(Generic[T]):
         """The value and the generation it is of."""
         self._before: tuple[int, T] | None = None
         """While a new generation's is made (under the lock): the one before, to patch."""
-        self.cost_s: float | None = None
-        """How long this process last took to make it (None: it never made one, or only mapped another's)."""
 
     def get(self, store: SQLiteCatalogueBase) -> T:
         generation = store.generation()
@@ -70,20 +62,12 @@ class GenerationHeld(Generic[T]):
         """The value of the generation read, and whether it was built whole: the one before (``_before``, taken
         here) patched, else, that one let go, built."""
         before, self._before = self._before, None
-        started = time.perf_counter()
-        try:
-            with store._reading() as db:
-                patched = None if before is None or self.patch is None else self.patch(db, *before)
-                if patched is not None:
-                    return store._read_generation(), patched, False
-                del before
-                return store._read_generation(), self.build(db), True
-        finally:
-            self.cost_s = time.perf_counter() - started
-
-    def refreshable(self) -> bool:
-        """Whether a refresher keeps it current: held, and made here within :data:`REFRESH_WITHIN_S` last time."""
-        return self.held is not None and self.cost_s is not None and self.cost_s <= REFRESH_WITHIN_S
+        with store._reading() as db:
+            patched = None if before is None or self.patch is None else self.patch(db, *before)
+            if patched is not None:
+                return store._read_generation(), patched, False
+            del before
+            return store._read_generation(), self.build(db), True
 
     def _mapped(self, store: SQLiteCatalogueBase) -> T:
         """The value as one process built (or patched) it, mapped from the files it wrote."""

@@ -26,7 +26,7 @@ import orjson
 from precon.filters import Expr
 from precon.record_keys import plans_by_key, units_by_key
 from precon.service.collector import collector_paused
-from precon.service.stores import market_grid, market_stats
+from precon.service.stores import market_grid, market_layers, market_stats
 from precon.service.stores.market_grid import (
     MarketGrid,
     Placed,
@@ -36,6 +36,7 @@ from precon.service.stores.market_grid import (
     month_times,
     place_units,
 )
+from precon.service.stores.market_layers import Layers
 from precon.service.stores.market_stats import (
     ALWAYS,
     CUT,
@@ -62,7 +63,7 @@ from precon.service.stores.sqlite.generation_held import GenerationHeld
 
 SELLING_NOW = "Selling Now"
 MARKET_VERSION = hashlib.blake2b(
-    b"".join(Path(module.__file__ or "").read_bytes() for module in (market_grid, market_stats))
+    b"".join(Path(module.__file__ or "").read_bytes() for module in (market_grid, market_layers, market_stats))
     + Path(__file__).read_bytes(),
     digest_size=6,
 ).hexdigest()
@@ -484,15 +485,15 @@ class SQLiteMarket(SQLiteCatalogueBase):
     """``market_stats`` of the SQLite store: its columns, and its unit ledger for a ``unitFilter``, each kept per
     generation (:mod:`.generation_held`; the ledger built the first time a request names a ``unitFilter``)."""
 
-    _market: GenerationHeld[MarketColumns]
-    _ledger: GenerationHeld[UnitLedger]
+    _market: GenerationHeld[Layers[MarketColumns]]
+    _ledger: GenerationHeld[Layers[UnitLedger]]
 
-    def market_columns(self) -> MarketColumns:
-        """The market columns as of this generation."""
+    def market_columns(self) -> Layers[MarketColumns]:
+        """The market columns as of this generation (:mod:`..market_layers`)."""
         return self._market.get(self)
 
-    def unit_ledger(self) -> UnitLedger:
-        """The unit ledger as of this generation (:mod:`.market_units`)."""
+    def unit_ledger(self) -> Layers[UnitLedger]:
+        """The unit ledger as of this generation (:mod:`..market_units`, :mod:`..market_layers`)."""
         return self._ledger.get(self)
 
     def market_stats(

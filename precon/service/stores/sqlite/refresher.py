@@ -5,11 +5,11 @@ Writes come from other processes (``precon catalogue import``, ``simulate``, ``m
 :class:`Refresher` thread looks at the catalogue's generation every :data:`REFRESH_S` (a ``stat`` of the signal file
 every write replaces: see :meth:`~precon.service.stores.sqlite.catalogue.SQLiteCatalogueBase.generation`) and, when it
 moved, patches the indexes this process already holds (the column index, the typo index and labels that come with
-it, the floor plans' index, and the market's columns and the unit ledger where this process made them within half a
-second last time): a request arriving after that finds them ready. What no request has asked for yet is left to the
-first that does, and so are costlier market columns (seconds at 50,000 listings: made once for the generation a
-request asks about, not for every write a busy mirror makes) and a write of more listings than a patch takes (an
-import of thousands, batch after batch: built whole once, when asked).
+it, the floor plans' index): a request arriving after that finds them ready. What no request has asked for yet is
+left to the first that does, and so are a write of more listings than a patch takes (an import of thousands, batch
+after batch: built whole once, when asked) and the market's columns and unit ledger: their patch is a few listings'
+columns beside the held ones (:mod:`precon.service.stores.market_layers`), a small part of the ``market_stats``
+request that makes it, and made here it would take the processor from the requests that follow a write.
 """
 
 from __future__ import annotations

@@ -41,9 +41,9 @@ from precon.service.stores.sqlite.catalogue import (
 from precon.service.stores.sqlite.changes import SQLiteChanges
 from precon.service.stores.sqlite.document_masks import DocumentMasks
 from precon.service.stores.sqlite.generation_held import GenerationHeld
-from precon.service.stores.sqlite.market_columns import MARKET_VERSION, SQLiteMarket, build_market_columns
-from precon.service.stores.sqlite.market_patch import ledger_patched, market_patched
-from precon.service.stores.sqlite.market_units import LEDGER_VERSION, build_unit_ledger
+from precon.service.stores.sqlite.market_columns import MARKET_VERSION, SQLiteMarket
+from precon.service.stores.sqlite.market_patch import ledger_patched, market_patched, whole_ledger, whole_market
+from precon.service.stores.sqlite.market_units import LEDGER_VERSION
 from precon.service.stores.sqlite.writes import SQLiteWrites
 from precon.service.stores.types import (
     MAX_FACET_VALUES,
@@ -103,9 +103,9 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
         self._positions_lock = threading.Lock()
         self._positions = None
         """Each history listing's position in the column index (see :mod:`.changes`)."""
-        self._market = GenerationHeld("market", MARKET_VERSION, build_market_columns, market_patched)
+        self._market = GenerationHeld("market", MARKET_VERSION, whole_market, market_patched)
         """The market columns (see :mod:`.market_columns`)."""
-        self._ledger = GenerationHeld("ledger", LEDGER_VERSION, build_unit_ledger, ledger_patched)
+        self._ledger = GenerationHeld("ledger", LEDGER_VERSION, whole_ledger, ledger_patched)
         """The unit ledger, once a request named a unitFilter (see :mod:`.market_units`)."""
         self._atomic = threading.local()
         """``pending``: the changes of this thread's :meth:`atomic` block, heard of after its commit."""
@@ -131,16 +131,6 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
         """How another process opens this catalogue: a store of its own over the same file (a simulation's helper
         process reads through one)."""
         return functools.partial(SQLiteStore, self.path)
-
-    def refresh(self) -> bool:
-        """As :meth:`SQLiteReads.refresh`, and the market's columns and the unit ledger too where they are held and
-        cheap to keep current (:data:`~.generation_held.REFRESH_WITHIN_S`)."""
-        if not super().refresh():
-            return False
-        for held in (self._market, self._ledger):
-            if held.refreshable():
-                held.get(self)
-        return True
 
     def warm(self, now: bool = False) -> None:
         """The indexes and the history's columns (:meth:`SQLiteChanges.warm`); where indexes are shared between
