@@ -250,11 +250,13 @@ def listing_query(
     limit: int | None = None,
     all_facet_values: bool = False,
     whole: bool = False,
+    fields: frozenset[str] | None = None,
 ) -> ListingQuery:
     """The store query of a listing request, each parameter read once and checked against what the call's version
     may name (the order of the checks is the order of the 400s a request with several faults gets).
     ``facets``, ``limit`` and ``all_facet_values`` are the facet operations' (which count, and return no
-    listings); ``whole`` asks for the stored documents' bytes, when the answer shows them whole."""
+    listings); ``whole`` asks for the stored documents' bytes, when the answer shows them whole; ``fields`` for
+    only the attributes it shows (:attr:`ListingQuery.fields`)."""
     asked = call.params
     page, per_page = asked.page_and_size()
     relevance = order == "relevance"
@@ -274,6 +276,7 @@ def listing_query(
         order=order,
         max_facet_values=None if all_facet_values else MAX_FACET_VALUES,
         raw=whole,
+        fields=fields,
     )
 
 

@@ -135,6 +135,12 @@ class ListingShaper:
         :mod:`precon.service.api.splice`)."""
         return not self.lite and self.retrieve is None and not self.references
 
+    @property
+    def fields(self) -> frozenset[str] | None:
+        """The top-level attributes of a stored listing its answers show (``listingId`` among them, for
+        ``objectID``); None: all."""
+        return None if self.retrieve is None else self.retrieve | {"listingId"}
+
     def _project(self, record: dict[str, Any]) -> dict[str, Any]:
         return project_listing(record, self.media, self.lite, self.retrieve)
 

@@ -60,6 +60,9 @@ class ListingQuery:
     raw: bool = False
     """The page's stored documents as they are stored (:attr:`SearchHits.blobs`), not decoded, where the engine
     can: for answers made of the stored bytes (see :mod:`precon.service.api.splice`)."""
+    fields: frozenset[str] | None = None
+    """The top-level attributes of each document the answer shows (None: all): an engine may read only those, and
+    give each page's documents with those alone."""
 
 
 @dataclass

@@ -51,7 +51,12 @@ def listing_search(call: Call[ListingRequest], *, trending: bool = False) -> dic
     asked = call.params
     highlight = bool(asked.highlightResults)
     shaper = listing_shaper(call)
-    query = listing_query(call, order="trending" if trending else "relevance", whole=shaper.whole and not highlight)
+    query = listing_query(
+        call,
+        order="trending" if trending else "relevance",
+        whole=shaper.whole and not highlight,
+        fields=None if asked.unitFilter else shaper.fields,  # (the matched floor plans are read from the whole plans)
+    )
     page, per_page = asked.page_and_size()
     hits = call.store.search_listings(query)
     scores = hits.scores if query.text is not None else None

@@ -42,6 +42,7 @@ from precon.service.stores.records import (
     with_typo_retry,
 )
 from precon.service.stores.sqlite.catalogue import SQLiteCatalogueBase
+from precon.service.stores.sqlite.fields import read_fields
 from precon.service.stores.types import (
     GeoCircle,
     ListingQuery,
@@ -334,17 +335,21 @@ class SQLiteReads(SQLiteCatalogueBase):
             return SearchHits(total, [], [], facets, text)
         page = self._ordered(query, index, mask, score, distance)[query.offset : query.offset + query.limit]
         page_rowids = [int(r) for r in index.rowids[page]]
-        marks = ", ".join("?" * len(page_rowids))
-        sql = f"SELECT id, doc FROM listing_docs WHERE id IN ({marks})"
-        blobs = dict(self._db().execute(sql, page_rowids).fetchall())
-        if len(blobs) < len(page_rowids):  # deleted since the index was built (a replica's copy follows writes)
+        partial = None if query.fields is None or query.raw else read_fields(self._db(), page_rowids, query.fields)
+        if partial is None:
+            sql = f"SELECT id, doc FROM listing_docs WHERE id IN ({', '.join('?' * len(page_rowids))})"
+            blobs = dict(self._db().execute(sql, page_rowids).fetchall())
+        stored = blobs if partial is None else partial
+        if len(stored) < len(page_rowids):  # deleted since the index was built (a replica's copy follows writes)
             current = self._columns()
             if current.generation != index.generation:
                 return self._search_columns(query, text, current)
-        page = np.array([p for p, r in zip(page.tolist(), page_rowids, strict=True) if r in blobs], dtype=np.int64)
-        page_rowids = [r for r in page_rowids if r in blobs]
+        page = np.array([p for p, r in zip(page.tolist(), page_rowids, strict=True) if r in stored], dtype=np.int64)
+        page_rowids = [r for r in page_rowids if r in stored]
         scores = [None if score is None else float(score[p]) for p in page]
         matched = None if query.unit_filter is None else self._plans(index).page_matches(query.unit_filter, page)
+        if partial is not None:
+            return SearchHits(total, [partial[r] for r in page_rowids], scores, facets, text, matched=matched)
         if query.raw:
             source = f"{self.path}:{index.generation}"
             raw = [(r, blobs[r]) for r in page_rowids]
