@@ -248,7 +248,13 @@ def test_a_new_month_or_a_large_write_builds_them_whole(store: SQLiteStore) -> N
     assert patches() == before
 
 
-def test_days_of_random_writes_and_a_simulated_market_stay_as_built_whole(store: SQLiteStore) -> None:
+@pytest.mark.parametrize("compact_least", [64, 4], ids=["layered", "compacted"])
+def test_days_of_random_writes_and_a_simulated_market_stay_as_built_whole(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, compact_least: int
+) -> None:
+    """Day after day the written listings pile up in the fresh layer (or, with a lower threshold, are combined into
+    the base now and then): the figures stay those of columns built whole."""
+    monkeypatch.setattr(market_layers, "COMPACT_LEAST", compact_least)
     rng = random.Random(5)
     ids = store.listing_ids()
     before = patches()
