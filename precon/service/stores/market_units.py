@@ -277,13 +277,49 @@ def _events(chooser: UnitChooser, codes: IntArray, plan: tuple[str, str] | None,
 
 
 def _states(chooser: UnitChooser, codes: IntArray, plan: tuple[str, str] | None, ends: IntArray) -> list[_State]:
-    """Per interval's end, the figures of the units that exist then and meet the filter in their state then."""
+    """Per interval's end, the figures of the units that exist then and meet the filter in their state then. A unit
+    with no status or price entry is in one state throughout: whether it meets the filter is decided once, and only
+    whether it exists is asked at each end; the others (a few in ten) are replayed end by end."""
     ledger = chooser.ledger
     rows = ranges(ledger.unit_first[codes], ledger.unit_first[codes + 1])
     gone = np.repeat(ledger.listing_gone[codes], ledger.unit_first[codes + 1] - ledger.unit_first[codes])
     plans = ledger.unit_plan[rows].astype(np.int64)
     may = chooser.plans_may_meet(plans) & chooser.group(plan, plans)  # the others meet it in no state
     rows, plans, gone = rows[may], plans[may], gone[may]
+    moves = (ledger.status_first[rows + 1] > ledger.status_first[rows]) | (
+        ledger.price_first[rows + 1] > ledger.price_first[rows]
+    )
+    still = _still_states(chooser, rows[~moves], plans[~moves], gone[~moves], ends)
+    moving = _moving_states(chooser, rows[moves], plans[moves], gone[moves], ends)
+    return [_State.joined(pair) for pair in zip(still, moving, strict=True)]
+
+
+def _still_states(
+    chooser: UnitChooser, rows: IntArray, plans: IntArray, gone: IntArray, ends: IntArray
+) -> list[_State]:
+    """:func:`_states` of units with no entry: those that meet the filter, counted where they exist."""
+    ledger = chooser.ledger
+    status = ledger.unit_status[rows].astype(np.int64)
+    meets = chooser.holds(plans, chooser.units(plans, status, ledger.unit_price[rows], ledger.unit_floor[rows]))
+    rows, plans, gone, status = rows[meets], plans[meets], gone[meets], status[meets]
+    market = chooser.statuses.market[status]
+    sold, available = market == SOLD, market == AVAILABLE
+    born = ledger.unit_born[rows]
+    typed = np.where(ledger.unit_text_price[rows], math.nan, ledger.unit_price[rows])
+    sqft = ledger.plan_sqft[np.maximum(plans, 0)]
+    found = []
+    for end in ends.tolist():
+        exists = (born < end) & (gone >= end)
+        on_sale = exists & available
+        found.append(_State.of(exists, exists & sold, on_sale, typed[on_sale], sqft[on_sale]))
+    return found
+
+
+def _moving_states(
+    chooser: UnitChooser, rows: IntArray, plans: IntArray, gone: IntArray, ends: IntArray
+) -> list[_State]:
+    """:func:`_states` of units with entries: each replayed to each end, and tested in its state then."""
+    ledger = chooser.ledger
     status_now = ledger.unit_status[rows].astype(np.float64)
     status = FieldReplay(ledger.status_first, ledger.status_at, ledger.status_from, rows)
     price = FieldReplay(ledger.price_first, ledger.price_at, ledger.price_from, rows)
@@ -298,11 +334,8 @@ def _states(chooser: UnitChooser, codes: IntArray, plan: tuple[str, str] | None,
         chosen = (born < end) & (gone >= end) & chooser.holds(plans, units)
         market = chooser.statuses.market[codes_then]
         available = chosen & (market == AVAILABLE)
-        priced = typed.value_at(end, typed_now)[available]
-        ratios = priced / sqft[available]
-        priced, ratios = priced[~np.isnan(priced)], ratios[~np.isnan(ratios)]
-        found.append(_State(int(chosen.sum()), int((chosen & (market == SOLD)).sum()), int(available.sum()), priced,
-                            ratios))  # fmt: skip
+        found.append(_State.of(chosen, chosen & (market == SOLD), available, typed.value_at(end, typed_now)[available],
+                               sqft[available]))  # fmt: skip
     return found
 
 
@@ -317,18 +350,36 @@ class _State:
     prices: FloatArray
     per_sqft: FloatArray
 
+    @classmethod
+    def of(cls, existing: Mask, sold: Mask, available: Mask, prices: FloatArray, sqft: FloatArray) -> _State:
+        """The state of units marked existing, sold and available (``prices`` and ``sqft``: the available ones')."""
+        ratios = prices / sqft
+        return cls(int(existing.sum()), int(sold.sum()), int(available.sum()), prices[~np.isnan(prices)],
+                   ratios[~np.isnan(ratios)])  # fmt: skip
+
+    @classmethod
+    def joined(cls, states: Sequence[_State]) -> _State:
+        """The state of the units of ``states`` together."""
+        return cls(
+            sum(state.existing for state in states),
+            sum(state.sold for state in states),
+            sum(state.available for state in states),
+            np.concatenate([state.prices for state in states]),
+            np.concatenate([state.per_sqft for state in states]),
+        )
+
 
 def _figures(layers: list[list[_State]]) -> list[dict[str, Any]]:
     """Per interval's end, the figures of the units of every layer."""
     found = []
     for states in zip(*layers, strict=True):
-        prices = np.concatenate([state.prices for state in states])
-        per_sqft = np.concatenate([state.per_sqft for state in states])
+        state = _State.joined(states)
+        prices, per_sqft = state.prices, state.per_sqft
         found.append(
             state_figures(
-                sum(state.existing for state in states),
-                sum(state.sold for state in states),
-                sum(state.available for state in states),
+                state.existing,
+                state.sold,
+                state.available,
                 float(np.median(prices)) if len(prices) else math.nan,
                 float(np.median(per_sqft)) if len(per_sqft) else math.nan,
             )
