@@ -39,7 +39,9 @@ class Peer:
 
 
 def _changed(directory: DataDirectory) -> None:
-    """A listing with sales deleted (its units count until it went), and a unit added already sold (no sale)."""
+    """A listing with sales deleted (its units count until it went), a unit added already sold (no sale), and a
+    listing of 2-bedroom units created at the first instant of last month (it does not exist at that month's start:
+    what exists at an interval's end was created before it)."""
     db = directory.live._db()
     (sold_in,) = db.execute(
         "SELECT min(listing_id) FROM listing_history WHERE scope = 'unit' AND field = 'status' AND to_value = ?",
@@ -52,6 +54,16 @@ def _changed(directory: DataDirectory) -> None:
     plan = next(plan for plan in plans if plan.get("units"))
     plan["units"] = [*plan["units"], {**plan["units"][0], "unitNumber": "9999", "status": "Sold"}]
     directory.live.upsert_listings([{**listing, "floorPlans": plans}])
+    template = next(
+        record
+        for record in directory.live.get_listings(directory.live.listing_ids(), None).values()
+        if any(plan.get("numberOfBedrooms") == 2 and plan.get("units") for plan in record.get("floorPlans") or [])
+    )
+    now = datetime.now(UTC)
+    last_month = datetime(now.year - (now.month == 1), (now.month - 2) % 12 + 1, 1, tzinfo=UTC)
+    born = {**template, "listingId": "BORN01", "path": "Listings/BORN01"}
+    born["floorPlans"] = [{k: v for k, v in plan.items() if k != "id"} for plan in template["floorPlans"]]
+    directory.live.upsert_listings([born], at=last_month.timestamp())
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +138,11 @@ def test_the_deleted_listing_and_the_unit_first_seen_sold_are_counted_as_the_ser
                                   "WHERE l.deleted AND u.gone_ms IS NOT NULL").fetchone()  # fmt: skip
     (added,) = peer.con.execute("SELECT count(*) FROM units WHERE unit_key = '9999' AND born_ms IS NOT NULL").fetchone()
     assert deleted > 0 and added == 1
+    (born_at_a_month_start,) = peer.con.execute(
+        "SELECT count(*) FROM units WHERE listing_id = 'BORN01' AND born_ms % 1000 = 0 "
+        "AND date_trunc('month', make_timestamp(born_ms * 1000)) = make_timestamp(born_ms * 1000)"
+    ).fetchone()
+    assert born_at_a_month_start > 0
 
 
 def test_duckdb_s_median_is_the_mean_of_the_middle_two_as_ours_is(peer: Peer) -> None:
