@@ -177,7 +177,7 @@ class TextPostings:
             "CREATE VIRTUAL TABLE IF NOT EXISTS temp.listing_instances USING fts5vocab(main, listing_fts, 'instance')"
         )
         words: list[str] = []
-        offsets, docs, counts = array("q", [0]), array("q"), array("f")
+        offsets, docs, counts = array("q", [0]), array("q"), array("d")
         previous = None
         for word, doc, count in db.execute(
             f"SELECT term, doc, sum({weight}) FROM temp.listing_instances GROUP BY term, doc ORDER BY term, doc"
@@ -192,12 +192,14 @@ class TextPostings:
         if words:
             offsets.append(len(docs))
         size = len(rowids)
-        owners = np.searchsorted(rowids, np.frombuffer(docs, dtype=np.int64) if docs else np.empty(0, np.int64))
-        lengths = np.zeros(size)
-        for doc, length in db.execute(f"SELECT doc, sum({weight}) FROM temp.listing_instances GROUP BY doc"):
-            found = int(np.searchsorted(rowids, doc))
-            if found < size and rowids[found] == doc:
-                lengths[found] = length
+        doc_ids = np.frombuffer(docs, dtype=np.int64) if docs else np.empty(0, np.int64)
+        weights = np.frombuffer(counts, dtype=np.float64) if counts else np.empty(0, np.float64)
+        owners = np.searchsorted(rowids, doc_ids)
+        # A listing's length is the sum of its words' weighted counts (the weights are halves: exact in any order),
+        # summed here rather than read in a second scan of the vocabulary.
+        held = owners < size
+        held[held] = rowids[owners[held]] == doc_ids[held]
+        lengths = np.bincount(owners[held], weights=weights[held], minlength=size).astype(np.float64)
         if not within:
             db.execute("PRAGMA temp_store=MEMORY")
         average = float(lengths.mean()) if size and lengths.any() else 1.0
@@ -205,7 +207,7 @@ class TextPostings:
             words,
             np.frombuffer(offsets, dtype=np.int64),
             owners.astype(np.int32),
-            np.frombuffer(counts, dtype=np.float32) if counts else np.empty(0, np.float32),
+            weights.astype(np.float32),
             lengths,
             average,
         )
