@@ -364,13 +364,6 @@ def _below(runs: Runs, prefix: IntArray, column: int, member: Mask | None, value
     return before + int(np.count_nonzero(holds))
 
 
-def _median(runs: Runs, prefix: IntArray, column: int, total: int, member: Mask | None) -> float:
-    """The median of the ``total`` runs (of the listings ``member`` marks; None: all) holding at ``column``
-    (``prefix``: how many hold, block by block, cumulated)."""
-    low = _kth(runs, prefix, column, (total - 1) // 2, member)
-    return (low + _kth(runs, prefix, column, total // 2, member)) / 2
-
-
 def _kth(runs: Runs, prefix: IntArray, column: int, rank: int, member: Mask | None) -> float:
     """The value of the run of ``rank`` (from 0) among those holding at ``column``."""
     block = int(np.searchsorted(prefix, rank, side="right"))
