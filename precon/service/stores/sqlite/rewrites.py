@@ -36,6 +36,7 @@ from precon.service.stores.records import (
     geo_point,
     head_columns,
     index_multi,
+    once_each,
     province_of,
     reference_keys,
     scalar_column,
@@ -200,9 +201,7 @@ def _leaf_values(before: dict[str, Any], after: dict[str, Any], leaf: str) -> tu
 def _distinct(values: list[Any]) -> set[tuple[type, Any]]:
     """Each value (of a type indexed) once, ``True`` and ``1`` apart: a sale in a plan that still has units
     available and already had one sold leaves its statuses as they were."""
-    if set(map(type, values)) <= {str}:  # the usual: a plan's units' statuses, few among hundreds
-        return {(str, value) for value in set(values)}
-    return {(type(value), value) for value in values if isinstance(value, str | int | float)}
+    return {(type(value), value) for value in once_each(values) if isinstance(value, str | int | float)}
 
 
 def _changed_fields(old: dict[str, Any], new: dict[str, Any], fields: tuple[str, ...]) -> set[str]:
