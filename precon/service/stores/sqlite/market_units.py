@@ -23,7 +23,7 @@ import numpy as np
 from precon.filters.plans import number_of
 from precon.record_keys import plans_by_key, units_by_key
 from precon.service.search.plans import PLAN_FIELDS
-from precon.service.stores import market_units
+from precon.service.stores import market_layers, market_units
 from precon.service.stores.market_stats import ALWAYS, CUT, INCREASE, NEVER, SOLD_EVENT
 from precon.service.stores.market_units import UnitLedger, value_key
 from precon.service.stores.sqlite import market_columns
@@ -40,7 +40,7 @@ PLAN_KEPT = (*PLAN_FIELDS, "planCategory")
 """A plan's fields a unit filter or a group tests: what the ledger keeps of it."""
 SOLD = "Sold"
 LEDGER_VERSION = hashlib.blake2b(
-    b"".join(Path(module.__file__ or "").read_bytes() for module in (market_units, market_columns))
+    b"".join(Path(module.__file__ or "").read_bytes() for module in (market_units, market_layers, market_columns))
     + Path(__file__).read_bytes(),
     digest_size=6,
 ).hexdigest()
