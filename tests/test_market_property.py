@@ -1,7 +1,7 @@
 """(ours) ``market_stats``' figures over random small histories, against the brute-force oracle of
 tests/test_service_market.py: listings written, their units sold, repriced and added, plans added, statuses moved,
 listings deleted and created, plans' bedrooms changed, at random times of a year, straight into a SQLite store; the
-market whole and grouped by bedrooms."""
+market whole, grouped by bedrooms, and with unit filters (which the units' ledger answers)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from precon.filters import Expr, parse
 from precon.service.stores.market_stats import MarketGroup
 from precon.service.stores.records import decode_document
 from precon.service.stores.sqlite.store import SQLiteStore
@@ -83,8 +84,15 @@ def moved(doc: dict[str, Any], kind: str, pick: int, drawn: dict[str, Any]) -> d
     return doc
 
 
+EVERY_STATUS = {"sellingStatus": "Selling Now", "plans": [{"squareFeet": "700", "numberOfBedrooms": 1,
+                "units": [{"status": status, "price": 400_000} for status in STATUSES]}]}  # fmt: skip
+"""The first listing: its units hold every status, so that the ledger reads the plans after it column by column
+(a plan with a status not met before is read unit by unit)."""
+
+
 def replay(store: SQLiteStore, first: list[dict[str, Any]], steps: list[tuple[Any, ...]]) -> None:
     docs: dict[str, dict[str, Any] | None] = {}
+    store.upsert_listings([document("A00000", EVERY_STATUS)], at=START - DAY)
     for k, drawn in enumerate(first):
         listing_id = f"L{k:05d}"
         docs[listing_id] = document(listing_id, drawn)
@@ -107,6 +115,18 @@ def replay(store: SQLiteStore, first: list[dict[str, Any]], steps: list[tuple[An
             store.delete_listing(listing_id, at=moment)
         else:
             store.upsert_listings([after], at=moment)
+
+
+UNIT_FILTERS = (parse("units.status:Available"), parse("numberOfBedrooms = 2 OR units.price >= 455000"))
+
+
+def assert_points(oracle: Oracle, series: dict[str, Any], edges: list[int], listings: set[str],
+                  plan: tuple[str, str] | None, chosen: Expr | None = None) -> None:  # fmt: skip
+    for point, start, end in zip(series["points"], edges, edges[1:], strict=False):
+        expected = oracle.point(listings, start, end, plan, chosen)
+        for name, value in expected.items():
+            want = pytest.approx(value, rel=1e-9) if isinstance(value, float) else value
+            assert point[name] == want, (name, point["start"], plan, chosen)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -133,10 +153,28 @@ def test_random_histories_match_the_oracle(first: list[dict[str, Any]], steps: l
                 groups.append((value, holding, (BEDS, value)))
             found = store.market_stats(edges, [MarketGroup(v, tuple(ids), plan) for v, ids, plan in groups])
             for series, (_, listings, plan) in zip(found, groups, strict=True):
-                for point, start, end in zip(series["points"], edges, edges[1:], strict=False):
-                    expected = oracle.point(listings, start, end, plan)
-                    for name, value in expected.items():
-                        want = pytest.approx(value, rel=1e-9) if isinstance(value, float) else value
-                        assert point[name] == want, (name, point["start"], plan)
+                assert_points(oracle, series, edges, listings, plan)
+            whole = [MarketGroup(None, tuple(documents), None)]
+            for unit_filter in UNIT_FILTERS:  # the units' own ledger: each unit from its creation, in its states
+                (series,) = store.market_stats(edges, whole, unit_filter=unit_filter)
+                assert_points(oracle, series, edges, set(documents), None, unit_filter)
         finally:
             store.close()
+
+
+def test_a_unit_added_to_a_plan_counts_from_its_creation(tmp_path: Path) -> None:
+    """A unit added to a plan months after it exists from then on, for a unit filter too, whether the ledger reads
+    its plan column by column (its statuses met before: here) or unit by unit."""
+    store = SQLiteStore(tmp_path / "catalogue.sqlite3")
+    try:
+        store.upsert_listings([document("A00000", EVERY_STATUS)], at=START - DAY)
+        one = {"squareFeet": "700", "numberOfBedrooms": 2, "units": [{"status": "Available", "price": 400_000}]}
+        doc = document("L00000", {"sellingStatus": "Selling Now", "plans": [one]})
+        store.upsert_listings([doc], at=START)
+        store.upsert_listings([moved(copy.deepcopy(doc), "add_unit", 0, doc)], at=START + 100 * DAY)
+        edges = intervals("month", "2024-12-20T00:00:00Z", "2025-06-01T00:00:00Z")
+        for unit_filter in (None, *UNIT_FILTERS):
+            (series,) = store.market_stats(edges, [MarketGroup(None, ("L00000",), None)], unit_filter=unit_filter)
+            assert [p["unitsAvailable"] for p in series["points"]] == [0, 1, 1, 1, 2, 2, 2], unit_filter
+    finally:
+        store.close()

@@ -15,6 +15,7 @@ import math
 import sqlite3
 from array import array
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,11 @@ class _Columns:
         for column, value in zip(self.columns, values, strict=True):
             column.append(value)
 
+    def extend(self, *values: list[Any]) -> None:
+        """Many rows at once, given column by column."""
+        for column, some in zip(self.columns, values, strict=True):
+            column.extend(some)
+
     def __len__(self) -> int:
         return len(self.columns[0])
 
@@ -121,15 +127,21 @@ class _LedgerBuilder:
         self.deleted.append(deleted)
         listing_born = max(told.created, default=ALWAYS)
         plan_rows: dict[str, int] = {}
+        told_of = {plan for plan, _ in told.unit_created} | {plan for plan, _ in told.moves}
         for plan_key, plan in plans_by_key(doc).items():
             row = plan_rows[plan_key] = len(self.plan_sqft)
             self._plan_fields(plan)
             sqft = loose_number(plan.get("squareFeet"))
             self.plan_sqft.append(sqft if sqft > 0 else math.nan)
             plan_born = max(listing_born, told.plan_created.get(plan_key, ALWAYS))
-            for unit_key, unit in units_by_key(plan).items():
-                created = told.unit_created.get((plan_key, unit_key), ALWAYS)
-                self._unit(row, unit, max(plan_born, created), told.moves.pop((plan_key, unit_key), []))
+            units = units_by_key(plan)
+            first = len(self.units)
+            if not self._plan_units(row, list(units.values()), plan_born):
+                for unit_key, unit in units.items():
+                    created = told.unit_created.get((plan_key, unit_key), ALWAYS)
+                    self._unit(row, unit, max(plan_born, created), told.moves.pop((plan_key, unit_key), []))
+            elif plan_key in told_of:
+                self._told_units(row, first, plan_key, units, plan_born, told)
         for (plan_key, _), entries in told.moves.items():  # units no longer in the listing
             self._events(plan_rows.get(plan_key, -1), math.nan, -1, math.nan, entries)
         for first, size in zip(self.firsts, (len(self.plan_sqft), len(self.units), len(self.events)), strict=True):
@@ -150,6 +162,35 @@ class _LedgerBuilder:
                 held = known[key] = (len(known), value)
             codes.append(held[0])
 
+    def _plan_units(self, plan: int, units: list[Mapping[str, Any]], born: int) -> bool:
+        """Adds a plan's units as they are now, born with their plan, column by column: what :meth:`_unit` does for
+        each, without its cost per unit. False (nothing added) where a unit's status is one not seen yet: statuses
+        are numbered in the order met, unit by unit, each unit's before its entries'."""
+        codes = self.statuses.get
+        statuses = [codes(status) if isinstance(status, str) else -1 for status in [u.get("status") for u in units]]
+        if None in statuses:
+            return False
+        prices = [unit.get("price") for unit in units]
+        readings = [math.nan if number is None else number for number in map(number_of, prices)]
+        floors = [math.nan if number is None else number for number in map(number_of, [u.get("floor") for u in units])]
+        texts = [isinstance(price, str) and reading == reading for price, reading in zip(prices, readings, strict=True)]
+        self.units.extend([plan] * len(units), floors, statuses, readings, texts, [born] * len(units))
+        return True
+
+    def _told_units(
+        self, plan: int, first: int, plan_key: str, units: dict[str, Any], born: int, told: _Listing
+    ) -> None:
+        """What the entries say of a plan's units, added from ``first`` on: when each was created (after its plan),
+        and each one's entries and events."""
+        floors, statuses, prices, borns = (self.units.columns[column] for column in (1, 2, 3, 5))
+        for row, unit_key in enumerate(units, start=first):
+            created = told.unit_created.get((plan_key, unit_key))
+            if created is not None and created > born:
+                borns[row] = created
+            entries = told.moves.pop((plan_key, unit_key), None)
+            if entries:
+                self._entries(row, plan, floors[row], statuses[row], prices[row], entries)
+
     def _unit(self, plan: int, unit: dict[str, Any], born: int, entries: list[UnitEntry]) -> None:
         row = len(self.units)
         status, price, floor = self.status_code(unit.get("status")), unit.get("price"), number_of(unit.get("floor"))
@@ -157,13 +198,18 @@ class _LedgerBuilder:
         filter_price = math.nan if filter_price is None else filter_price
         floor = math.nan if floor is None else floor
         self.units.add(plan, floor, status, filter_price, isinstance(price, str) and filter_price == filter_price, born)
+        self._entries(row, plan, floor, status, filter_price, entries)
+
+    def _entries(self, row: int, plan: int, floor: float, status: int, price: float, entries: list[UnitEntry]) -> None:
+        """The status and price entries of the unit of ``row`` (its floor, status and price now as given), and its
+        events."""
         for moment, of_price, before, _ in entries:
             if of_price:
                 reading = number_of(before)
                 self.price_rows.add(row, moment, math.nan if reading is None else reading, typed_price(before))
             else:
                 self.status_rows.add(row, moment, self.status_code(before))
-        self._events(plan, floor, status, filter_price, entries)
+        self._events(plan, floor, status, price, entries)
 
     def _events(self, plan: int, floor: float, status: int, price: float, entries: list[UnitEntry]) -> None:
         """The unit's entries that count (sales, price increases and cuts), each with the unit's state just before
