@@ -11,6 +11,7 @@ where the plan is still there.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import sqlite3
 from array import array
@@ -127,7 +128,9 @@ class _LedgerBuilder:
         self.deleted.append(deleted)
         listing_born = max(told.created, default=ALWAYS)
         plan_rows: dict[str, int] = {}
-        told_of = {plan for plan, _ in told.unit_created} | {plan for plan, _ in told.moves}
+        told_of: dict[str, set[str]] = defaultdict(set)
+        for plan_key, unit_key in itertools.chain(told.unit_created, told.moves):
+            told_of[plan_key].add(unit_key)
         for plan_key, plan in plans_by_key(doc).items():
             row = plan_rows[plan_key] = len(self.plan_sqft)
             self._plan_fields(plan)
@@ -141,7 +144,7 @@ class _LedgerBuilder:
                     created = told.unit_created.get((plan_key, unit_key), ALWAYS)
                     self._unit(row, unit, max(plan_born, created), told.moves.pop((plan_key, unit_key), []))
             elif plan_key in told_of:
-                self._told_units(row, first, plan_key, units, plan_born, told)
+                self._told_units(row, first, plan_key, units, plan_born, told, told_of[plan_key])
         for (plan_key, _), entries in told.moves.items():  # units no longer in the listing
             self._events(plan_rows.get(plan_key, -1), math.nan, -1, math.nan, entries)
         for first, size in zip(self.firsts, (len(self.plan_sqft), len(self.units), len(self.events)), strict=True):
@@ -171,19 +174,19 @@ class _LedgerBuilder:
         if None in statuses:
             return False
         prices = [unit.get("price") for unit in units]
-        readings = [math.nan if number is None else number for number in map(number_of, prices)]
-        floors = [math.nan if number is None else number for number in map(number_of, [u.get("floor") for u in units])]
+        readings, floors = _readings(prices), _readings([unit.get("floor") for unit in units])
         texts = [isinstance(price, str) and reading == reading for price, reading in zip(prices, readings, strict=True)]
         self.units.extend([plan] * len(units), floors, statuses, readings, texts, [born] * len(units))
         return True
 
     def _told_units(
-        self, plan: int, first: int, plan_key: str, units: dict[str, Any], born: int, told: _Listing
+        self, plan: int, first: int, plan_key: str, units: dict[str, Any], born: int, told: _Listing, keys: set[str]
     ) -> None:
-        """What the entries say of a plan's units, added from ``first`` on: when each was created (after its plan),
-        and each one's entries and events."""
+        """What the entries say of a plan's units (``keys``: those they name), added from ``first`` on: when each
+        was created (after its plan), and each one's entries and events, unit by unit in the plan's order."""
         floors, statuses, prices, borns = (self.units.columns[column] for column in (1, 2, 3, 5))
-        for row, unit_key in enumerate(units, start=first):
+        rows = {unit_key: row for row, unit_key in enumerate(units, start=first)}
+        for row, unit_key in sorted((rows[key], key) for key in keys if key in rows):
             created = told.unit_created.get((plan_key, unit_key))
             if created is not None and created > born:
                 borns[row] = created
@@ -258,6 +261,21 @@ class _LedgerBuilder:
         (ledger.event_at, ledger.event_kind, ledger.event_plan, ledger.event_floor, ledger.event_status,
          ledger.event_price) = self.events.arrays(*event_types)  # fmt: skip
         return ledger
+
+
+def _readings(values: list[Any]) -> list[float]:
+    """Each value's reading as a number (:func:`number_of`), NaN for none; plain numbers read inline."""
+    return [
+        float(value) if (kind := value.__class__) is int
+        else (value if value - value == 0 else math.nan) if kind is float
+        else _reading(value)
+        for value in values
+    ]  # fmt: skip
+
+
+def _reading(value: Any) -> float:
+    number = number_of(value)
+    return math.nan if number is None else number
 
 
 def build_unit_ledger(db: sqlite3.Connection, listing_ids: list[str] | None = None) -> UnitLedger:
