@@ -1,6 +1,6 @@
-"""(ours) ``market_stats``' columns where processes share a data directory's indexes: warmed, one store builds and
-writes them and the others map them (the same figures as a store that builds its own), and after a write the next
-generation's are built once again."""
+"""(ours) ``market_stats``' columns and unit ledger where processes share a data directory's indexes: warmed, one
+store builds and writes them and the others map them (the same figures as a store that builds its own), and after a
+write the next generation's are built once again."""
 
 from __future__ import annotations
 
@@ -70,6 +70,31 @@ def test_one_process_builds_them_and_the_others_map_them(
         assert len(built) == 4, "the new generation: built once for both, once alone"
         markets = [p for p in path.with_name("c.sqlite3.index").iterdir() if p.name.startswith("market-")]
         assert len(markets) == 1, "the generation before is removed"
+    finally:
+        for store in (first, second, alone):
+            store.close()
+
+
+def test_warmed_processes_map_the_unit_ledger_one_of_them_built(
+    original: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``precon serve --workers``: the process that warms the data directory builds the unit ledger and writes it,
+    the workers map it, and no ``unitFilter`` request builds it again."""
+    path = tmp_path / "c.sqlite3"
+    shutil.copy(original, path)
+    first, second = SQLiteStore(path, shared_indexes=True), SQLiteStore(path, shared_indexes=True)
+    alone = SQLiteStore(path)
+    built = counting_builds(monkeypatch, "_ledger", first, second, alone)
+    chosen = filters.parse("units.status:Available")
+    try:
+        first.warm()
+        second.warm()
+        assert len(built) == 1
+        held = second._ledger.held
+        assert held is not None and not held[1].base.unit_price.flags.writeable
+        asked = (EDGES, [MarketGroup(None, tuple(alone.listing_ids()))], True, None, chosen)
+        assert first.market_stats(*asked) == second.market_stats(*asked) == alone.market_stats(*asked)
+        assert len(built) == 2, "built once more: by the store that shares nothing, when asked"
     finally:
         for store in (first, second, alone):
             store.close()
