@@ -5,6 +5,7 @@ write the next generation's are built once again."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
@@ -49,78 +50,68 @@ def counting_builds(monkeypatch: pytest.MonkeyPatch, held: str, *stores: SQLiteS
     return built
 
 
-def test_one_process_builds_them_and_the_others_map_them(
-    original: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def stores(original: Path, tmp_path: Path) -> Iterator[tuple[SQLiteStore, SQLiteStore, SQLiteStore]]:
+    """Two stores sharing indexes over a copy of the catalogue (two workers' processes), and one sharing nothing."""
     path = tmp_path / "c.sqlite3"
     shutil.copy(original, path)
-    first, second = SQLiteStore(path, shared_indexes=True), SQLiteStore(path, shared_indexes=True)
-    alone = SQLiteStore(path)
+    made = SQLiteStore(path, shared_indexes=True), SQLiteStore(path, shared_indexes=True), SQLiteStore(path)
+    yield made
+    for store in made:
+        store.close()
+
+
+def test_one_process_builds_them_and_the_others_map_them(
+    stores: tuple[SQLiteStore, SQLiteStore, SQLiteStore], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second, alone = stores
     built = counting_builds(monkeypatch, "_market", first, second, alone)
-    try:
-        first.warm()
-        second.warm()
-        assert len(built) == 1
-        held = second._market.held
-        assert held is not None and held[1].base.grid is not None and not held[1].base.grid.counts.flags.writeable
-        assert answers(first) == answers(second) == answers(alone) and len(built) == 2
-        listing = alone.listing_ids()[0]
-        alone.delete_listing(listing)
-        assert answers(second) == answers(first) == answers(alone)
-        assert len(built) == 4, "the new generation: built once for both, once alone"
-        markets = [p for p in path.with_name("c.sqlite3.index").iterdir() if p.name.startswith("market-")]
-        assert len(markets) == 1, "the generation before is removed"
-    finally:
-        for store in (first, second, alone):
-            store.close()
+    first.warm()
+    second.warm()
+    assert len(built) == 1
+    held = second._market.held
+    assert held is not None and held[1].base.grid is not None and not held[1].base.grid.counts.flags.writeable
+    assert answers(first) == answers(second) == answers(alone) and len(built) == 2
+    listing = alone.listing_ids()[0]
+    alone.delete_listing(listing)
+    assert answers(second) == answers(first) == answers(alone)
+    assert len(built) == 4, "the new generation: built once for both, once alone"
+    markets = [p for p in (tmp_path / "c.sqlite3.index").iterdir() if p.name.startswith("market-")]
+    assert len(markets) == 1, "the generation before is removed"
 
 
 def test_warmed_processes_map_the_unit_ledger_one_of_them_built(
-    original: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stores: tuple[SQLiteStore, SQLiteStore, SQLiteStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``precon serve --workers``: the process that warms the data directory builds the unit ledger and writes it,
     the workers map it, and no ``unitFilter`` request builds it again."""
-    path = tmp_path / "c.sqlite3"
-    shutil.copy(original, path)
-    first, second = SQLiteStore(path, shared_indexes=True), SQLiteStore(path, shared_indexes=True)
-    alone = SQLiteStore(path)
+    first, second, alone = stores
     built = counting_builds(monkeypatch, "_ledger", first, second, alone)
     chosen = filters.parse("units.status:Available")
-    try:
-        first.warm()
-        second.warm()
-        assert len(built) == 1
-        held = second._ledger.held
-        assert held is not None and not held[1].base.unit_price.flags.writeable
-        asked = (EDGES, [MarketGroup(None, tuple(alone.listing_ids()))], True, None, chosen)
-        assert first.market_stats(*asked) == second.market_stats(*asked) == alone.market_stats(*asked)
-        assert len(built) == 2, "built once more: by the store that shares nothing, when asked"
-    finally:
-        for store in (first, second, alone):
-            store.close()
+    first.warm()
+    second.warm()
+    assert len(built) == 1
+    held = second._ledger.held
+    assert held is not None and not held[1].base.unit_price.flags.writeable
+    asked = (EDGES, [MarketGroup(None, tuple(alone.listing_ids()))], True, None, chosen)
+    assert first.market_stats(*asked) == second.market_stats(*asked) == alone.market_stats(*asked)
+    assert len(built) == 2, "built once more: by the store that shares nothing, when asked"
 
 
 def test_the_unit_ledger_of_a_unit_filter_is_built_once_and_mapped_by_the_others(
-    original: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stores: tuple[SQLiteStore, SQLiteStore, SQLiteStore], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A ``unitFilter`` is answered from the unit ledger: built by the first process that is asked one, mapped by the
     others, the same figures as a store alone; the market columns' files are left where they are."""
-    path = tmp_path / "c.sqlite3"
-    shutil.copy(original, path)
-    first, second = SQLiteStore(path, shared_indexes=True), SQLiteStore(path, shared_indexes=True)
-    alone = SQLiteStore(path)
+    first, second, alone = stores
     built = counting_builds(monkeypatch, "_ledger", first, second, alone)
     chosen = filters.parse("numberOfBedrooms = 2 AND units.price < 900000")
-    try:
-        ids = tuple(alone.listing_ids())
-        asked = (EDGES, [MarketGroup(None, ids)], True, None, chosen)
-        found = first.market_stats(*asked)
-        assert second.market_stats(*asked) == found == alone.market_stats(*asked) and len(built) == 2
-        held = second._ledger.held
-        assert held is not None and not held[1].base.unit_price.flags.writeable
-        assert first.market_stats(EDGES, [MarketGroup(None, ids)]) != found
-        kinds = sorted(p.name.split("-")[0] for p in path.with_name("c.sqlite3.index").iterdir() if p.is_dir())
-        assert kinds == ["ledger", "market"]
-    finally:
-        for store in (first, second, alone):
-            store.close()
+    ids = tuple(alone.listing_ids())
+    asked = (EDGES, [MarketGroup(None, ids)], True, None, chosen)
+    found = first.market_stats(*asked)
+    assert second.market_stats(*asked) == found == alone.market_stats(*asked) and len(built) == 2
+    held = second._ledger.held
+    assert held is not None and not held[1].base.unit_price.flags.writeable
+    assert first.market_stats(EDGES, [MarketGroup(None, ids)]) != found
+    kinds = sorted(p.name.split("-")[0] for p in (tmp_path / "c.sqlite3.index").iterdir() if p.is_dir())
+    assert kinds == ["ledger", "market"]
