@@ -196,10 +196,8 @@ class _LedgerBuilder:
 
     def _unit(self, plan: int, unit: dict[str, Any], born: int, entries: list[UnitEntry]) -> None:
         row = len(self.units)
-        status, price, floor = self.status_code(unit.get("status")), unit.get("price"), number_of(unit.get("floor"))
-        filter_price = number_of(price)
-        filter_price = math.nan if filter_price is None else filter_price
-        floor = math.nan if floor is None else floor
+        status, price, floor = self.status_code(unit.get("status")), unit.get("price"), _reading(unit.get("floor"))
+        filter_price = _reading(price)
         self.units.add(plan, floor, status, filter_price, isinstance(price, str) and filter_price == filter_price, born)
         self._entries(row, plan, floor, status, filter_price, entries)
 
@@ -208,8 +206,7 @@ class _LedgerBuilder:
         events."""
         for moment, of_price, before, _ in entries:
             if of_price:
-                reading = number_of(before)
-                self.price_rows.add(row, moment, math.nan if reading is None else reading, typed_price(before))
+                self.price_rows.add(row, moment, _reading(before), typed_price(before))
             else:
                 self.status_rows.add(row, moment, self.status_code(before))
         self._events(plan, floor, status, price, entries)
@@ -221,17 +218,16 @@ class _LedgerBuilder:
         for moment, of_price, before, after in reversed(entries):
             if of_price:
                 low, high = typed_price(before), typed_price(after)
-                reading = number_of(before)
+                reading = _reading(before)
                 if not (math.isnan(low) or math.isnan(high) or low == high):
                     found.append((moment, INCREASE if high > low else CUT, status, reading))
-                price = math.nan if reading is None else reading
+                price = reading
             else:
                 if after == SOLD and before != SOLD:
                     found.append((moment, SOLD_EVENT, self.status_code(before), price))
                 status = self.status_code(before)
         for moment, kind, status_before, price_before in reversed(found):
-            before_price = math.nan if price_before is None else price_before
-            self.events.add(moment, kind, plan, floor, status_before, before_price)
+            self.events.add(moment, kind, plan, floor, status_before, price_before)
 
     def built(self) -> UnitLedger:
         ledger = self.ledger
