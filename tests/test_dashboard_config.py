@@ -27,6 +27,7 @@ def test_the_dashboard_watches_its_code_only_when_told() -> None:
     assert command is not None
     options = dict(re.findall(r"--server\.(\w+) (\S+)", command.group(1)))
     assert options == {"fileWatcherType": "auto", "runOnSave": "true"}
-    assert effective()["fileWatcherType"] == '"none"' and effective()["runOnSave"] == "false"
+    shown = effective()
+    assert shown["fileWatcherType"] == '"none"' and shown["runOnSave"] == "false"
     told = effective(STREAMLIT_SERVER_FILE_WATCHER_TYPE="auto", STREAMLIT_SERVER_RUN_ON_SAVE="true")
     assert told["fileWatcherType"] == '"auto"' and told["runOnSave"] == "true"
