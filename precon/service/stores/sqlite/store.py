@@ -138,10 +138,11 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
         the data directory before the workers start, and mapped by each worker (not built on a user's first
         ``market_stats``, nor on the first that names a ``unitFilter``: 45 s at 50,000 listings)."""
         super().warm(now)
-        if self._shared is not None and self._market.held is None:
-            self.market_columns()
-        if self._shared is not None and self._ledger.held is None:
-            self.unit_ledger()
+        if self._shared is not None:
+            if self._market.held is None:
+                self.market_columns()
+            if self._ledger.held is None:
+                self.unit_ledger()
 
     @staticmethod
     def _older_layout(db: sqlite3.Connection) -> bool:
