@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from precon.filters import (
     UNIT_FIELDS,
@@ -61,14 +62,15 @@ CREATE TABLE IF NOT EXISTS listing_plan_values(
   listing INTEGER NOT NULL, idx INTEGER NOT NULL, field INTEGER NOT NULL, kind INTEGER NOT NULL, term TEXT, num REAL);
 CREATE INDEX IF NOT EXISTS listing_plan_values_by_plan ON listing_plan_values(listing, idx, field);
 CREATE TABLE IF NOT EXISTS listing_plan_units(
-  listing INTEGER NOT NULL, idx INTEGER NOT NULL, status TEXT, status_num REAL, price REAL, floor REAL);
+  listing INTEGER NOT NULL, idx INTEGER NOT NULL, status TEXT, status_num REAL, price REAL, floor REAL,
+  number_value TEXT, floor_value TEXT);
 CREATE INDEX IF NOT EXISTS listing_plan_units_by_plan ON listing_plan_units(listing, idx);
 """
 PLAN_TABLES = ("listing_plan_values", "listing_plan_units", "listing_plans")
 
 PlanRow = tuple[int, int]
 ValueRow = tuple[int, int, int, int, str | None, float | None]
-UnitRow = tuple[int, int, str | None, float | None, float | None, float | None]
+UnitRow = tuple[int, int, str | None, float | None, float | None, float | None, str | None, str | None]
 
 
 def floor_plans(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -115,9 +117,25 @@ def one_plan_rows(plan: dict[str, Any], rowid: int, index: int, values: list[Val
         if isinstance(unit, dict):
             status = unit.get("status")
             folded, status_number = status_reading(status) if isinstance(status, str) else (None, None)
+            floor = unit.get("floor")
             units.append(
-                (rowid, index, folded, status_number, number_of(unit.get("price")), number_of(unit.get("floor")))
+                (
+                    rowid,
+                    index,
+                    folded,
+                    status_number,
+                    number_of(unit.get("price")),
+                    number_of(floor),
+                    stored_value(unit.get("unitNumber")),
+                    stored_value(floor),
+                )
             )
+
+
+def stored_value(value: Any) -> str | None:
+    """A unit's value as ``listing_plan_units`` keeps it whole (its unit number, its floor): JSON, so that its type
+    is kept as the evaluator compares it (``"12"`` is text, ``12`` a number); None where the unit has none."""
+    return None if value is None else orjson.dumps(value).decode()
 
 
 def status_reading(status: str) -> tuple[str, float | None]:

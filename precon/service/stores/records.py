@@ -28,7 +28,7 @@ from precon.schema import (
 )
 from precon.service.collector import collector_paused
 from precon.service.search.columns import EARTH_RADIUS_M
-from precon.service.search.plans import floor_plans, plan_rows
+from precon.service.search.plans import UnitRow, floor_plans, plan_rows
 from precon.service.search.sql_filter import as_number
 from precon.service.search.text import TextQuery, TypoIndex
 from precon.service.stores.types import GeoCircle, ProfileQuery, SearchHits, SimilarityFeatures
@@ -317,9 +317,7 @@ class ListingIndexRows:
     numbers: set[tuple[str, float, int]] = field(default_factory=set)
     plans: list[tuple[int, int]] = field(default_factory=list)
     plan_values: list[tuple[int, int, int, int, str | None, float | None]] = field(default_factory=list)
-    plan_units: list[tuple[int, int, str | None, float | None, float | None, float | None]] = field(
-        default_factory=list
-    )
+    plan_units: list[UnitRow] = field(default_factory=list)
     plan_ids: set[tuple[str, int]] = field(default_factory=set)
     touched_profiles: set[str] = field(default_factory=set)
     """The path keys of the profiles the batch's listings refer to, before and after: their provinces change."""

@@ -28,6 +28,7 @@ from precon.service.search.plans import PLAN_SCHEMA, PLAN_TABLES
 from precon.service.search.shared import GenerationSignal, SharedIndexes
 from precon.service.search.sql_filter import FILTER_KEYS
 from precon.service.search.text import FTS_OPTIONS, TypoIndex
+from precon.service.search.unit_values import UnitValues
 from precon.service.sqlite_files import Connections
 from precon.service.stores.records import PerGeneration, decode_document
 from precon.service.stores.sqlite.document_masks import DocumentMasks
@@ -136,14 +137,16 @@ def _schema() -> str:
     return _listing_schema() + "\n" + _profile_schema()
 
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """The layout of the derived tables; a file of another layout has them rebuilt from its records on open.
 4: sellingStatusUpdateTimestamp is an indexed number (and records written before get it and floor-plan ids).
 5: plan_ids finds the listings holding a floor-plan id (the importer keeps ids unique across listings).
 6: profiles sort by name accent- and case-insensitively (``name_key`` is folded as search folds words), and by
 their number of listings (``listing_count``, and per province ``profile_provinces.listings``).
 7: ``floorPlans.units.status`` is an indexed term (filters and facets on a unit's status).
-8: ``listing_plan_units``: each unit of a plan, what a ``unitFilter`` on ``units.*`` tests."""
+8: ``listing_plan_units``: each unit of a plan, what a ``unitFilter`` on ``units.*`` tests.
+9: ``listing_plan_units`` keeps each unit's number and floor whole (what :mod:`~precon.service.search.unit_values`
+answers filters on them from)."""
 _DERIVED_TABLES = [
     "listing_vocab",
     "listing_fts",
@@ -218,6 +221,7 @@ class SQLiteCatalogueBase:
     _plan_index: Plans | None
     _index_lock: threading.Lock
     _document_masks: DocumentMasks
+    _unit_values: UnitValues
     _text_cache: OrderedDict[tuple[int, str], FloatArray]
     background_index: bool = False
     """Whether a new generation's column index is built on a thread while searches use the one before (a replica's
