@@ -89,6 +89,17 @@ DOCUMENT_FILTER_SECONDS = Histogram(
     ["catalogue"],
     buckets=INDEX_BUCKETS_S,
 )
+UNIT_VALUE_READS = Counter(
+    "precon_unit_value_reads",
+    "Units' numbers or floors read from their rows for filterQuery tests on them: whole, or the listings written since",
+    ["catalogue", "kind"],
+)
+UNIT_VALUE_READ_SECONDS = Histogram(
+    "precon_unit_value_read_duration_seconds",
+    "Time to read one field's unit values, whole or those of the listings written since",
+    ["catalogue"],
+    buckets=INDEX_BUCKETS_S,
+)
 MARKET_PATCHES = Counter(
     "precon_market_patches",
     "Market columns or unit ledgers (market_stats) moved to a new generation by the listings a write wrote, "
@@ -165,6 +176,12 @@ def plan_index_patched(catalogue: str, seconds: float) -> None:
 def documents_filtered(catalogue: str, documents: int, seconds: float) -> None:
     DOCUMENTS_FILTERED.labels(catalogue).inc(documents)
     DOCUMENT_FILTER_SECONDS.labels(catalogue).observe(seconds)
+
+
+def unit_values_read(catalogue: str, kind: str, seconds: float) -> None:
+    """``kind``: ``whole`` or ``written``."""
+    UNIT_VALUE_READS.labels(catalogue, kind).inc()
+    UNIT_VALUE_READ_SECONDS.labels(catalogue).observe(seconds)
 
 
 def market_patched(catalogue: str, kind: str, seconds: float) -> None:

@@ -1,0 +1,168 @@
+"""Filters on a unit's number and floor (precon/service/search/unit_values.py): answered from the units' rows, with
+no stored document read, the same as the reference evaluator over the records as they stand, whatever the type of
+the value (text, a number, numeric text), before and after writes."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY
+
+from precon import filters
+from precon.service.search import column_patch
+from precon.service.stores.simulation import day_time
+from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.types import ListingQuery
+from tests.catalogues import stored_catalogue
+
+START = date(2025, 6, 1)
+CATALOGUE = "unitvalues"
+QUESTIONS = [
+    "floorPlans.units.unitNumber:201",
+    'floorPlans.units.unitNumber:"90305"',
+    "floorPlans.units.unitNumber:90907",
+    "floorPlans.units.unitNumber = 90907",
+    "floorPlans.units.unitNumber > 1500",
+    "floorPlans.units.unitNumber:100 TO 199",
+    "floorPlans.units.unitNumber != 201",
+    "NOT floorPlans.units.unitNumber:201",
+    "floorPlans.units.floor:PH",
+    "floorPlans.units.floor:ph",
+    "floorPlans.units.floor:12",
+    "floorPlans.units.floor:2 OR floorPlans.units.unitNumber:PH-1",
+    "floorPlans.units.unitNumber:201 AND floorPlans.numberOfBedrooms = 2",
+    "floorPlans.units.floor:3 AND NOT floorPlans.units.status:Sold",
+    "floorPlans.units.unitNumber:true",
+    "floorPlans.units.floor:true",
+    "floorPlans.units.unitNumber:92001",
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    opened = stored_catalogue(tmp_path / f"{CATALOGUE}.sqlite3", 120, 21, START)
+    odd = [copy.deepcopy(record) for record in records(opened)[:4]]
+    # Values of every type a writer may store: a number, numeric text, text that folds, a list, a bool.
+    kinds: list[dict[str, Any]] = [
+        {"unitNumber": 90305, "floor": 12},
+        {"unitNumber": "090907", "floor": "PH"},
+        {"unitNumber": "PH-1", "floor": "Ph"},
+        {"unitNumber": ["91999", "92001"], "floor": True},
+    ]
+    for record, unit in zip(odd, kinds, strict=True):
+        record["floorPlans"][0].setdefault("units", []).append({**unit, "status": "Available", "price": 500000})
+    opened.upsert_listings(odd, at=day_time(START) + 60)
+    yield opened
+    opened.close()
+
+
+def documents_read() -> float:
+    return REGISTRY.get_sample_value("precon_documents_filtered_total", {"catalogue": CATALOGUE}) or 0.0
+
+
+def unit_value_reads(kind: str) -> float:
+    labels = {"catalogue": CATALOGUE, "kind": kind}
+    return REGISTRY.get_sample_value("precon_unit_value_reads_total", labels) or 0.0
+
+
+def records(store: SQLiteStore) -> list[dict[str, Any]]:
+    return store.search_listings(ListingQuery(limit=10_000)).documents
+
+
+def found(store: SQLiteStore, text: str) -> list[str]:
+    hits = store.search_listings(ListingQuery(filter=filters.parse(text), limit=10_000))
+    return sorted(d["listingId"] for d in hits.documents)
+
+
+def expected(store: SQLiteStore, text: str) -> list[str]:
+    expr = filters.parse(text)
+    return sorted(r["listingId"] for r in records(store) if filters.evaluate(expr, r))
+
+
+def assert_as_the_evaluator(store: SQLiteStore) -> None:
+    for question in QUESTIONS:
+        assert found(store, question) == expected(store, question), question
+
+
+def test_every_test_of_a_units_number_or_floor_is_the_evaluators_and_reads_no_document(store: SQLiteStore) -> None:
+    before = documents_read()
+    assert_as_the_evaluator(store)
+    assert documents_read() == before
+    # Each type answered as the evaluator reads it: the number 90305 matches "90305"; the text "090907" equals 90907 but
+    # does not match it; a list's elements are each a value.
+    assert len(found(store, "floorPlans.units.unitNumber:90305")) == 1
+    assert found(store, "floorPlans.units.unitNumber:90907") == []
+    assert len(found(store, "floorPlans.units.unitNumber = 90907")) == 1
+    assert len(found(store, "floorPlans.units.floor:PH")) == 2  # "PH" and "Ph"
+    assert len(found(store, "floorPlans.units.unitNumber:92001")) == 1
+    assert len(found(store, "floorPlans.units.floor:true")) == 1
+
+
+def test_the_units_values_are_read_once_then_only_the_written_listings(store: SQLiteStore) -> None:
+    whole, written = unit_value_reads("whole"), unit_value_reads("written")
+    assert_as_the_evaluator(store)
+    assert unit_value_reads("whole") - whole == 2  # each field once, for every question
+    everything = records(store)
+    holders = [r for r in everything if filters.evaluate(filters.parse("floorPlans.units.unitNumber:201"), r)]
+    others = [r for r in everything if r not in holders]
+    # One holder's unit 201 renumbered, another listing gains one, one listing created and one deleted.
+    lost, gained = copy.deepcopy(holders[0]), copy.deepcopy(others[0])
+    for plan in lost["floorPlans"]:
+        for unit in plan.get("units") or []:
+            if unit.get("unitNumber") == "201":
+                unit["unitNumber"] = "2010"
+                unit["floor"] = "PH"
+    gained["floorPlans"][0].setdefault("units", []).append({"unitNumber": "201", "floor": 2, "status": "Available"})
+    created = copy.deepcopy(holders[-1])
+    created["listingId"] = created["objectID"] = "created-with-201"
+    created["path"] = created["path"] + "-created"
+    store.upsert_listings([lost, gained, created], at=day_time(START) + 3600)
+    store.delete_listing(holders[1]["listingId"])
+    before, whole = documents_read(), unit_value_reads("whole")
+    assert_as_the_evaluator(store)
+    assert documents_read() == before
+    assert unit_value_reads("whole") == whole
+    assert unit_value_reads("written") - written == 2
+    now = found(store, "floorPlans.units.unitNumber:201")
+    assert lost["listingId"] not in now and holders[1]["listingId"] not in now
+    assert {gained["listingId"], "created-with-201"} <= set(now)
+
+
+def test_past_an_eighth_of_the_catalogue_written_the_values_are_read_whole(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(column_patch, "LEAST", 8)  # the catalogue is smaller than a patch's least
+    assert_as_the_evaluator(store)
+    everything = records(store)
+    written = copy.deepcopy(everything[: len(everything) // column_patch.MOST_SHARE + 1])
+    for record in written:
+        for plan in record.get("floorPlans") or []:
+            for unit in plan.get("units") or []:
+                unit["unitNumber"] = f"{unit.get('unitNumber')}A"
+    store.upsert_listings(written, at=day_time(START) + 3600)
+    whole = unit_value_reads("whole")
+    assert_as_the_evaluator(store)
+    assert unit_value_reads("whole") - whole == 2
+
+
+def test_a_file_of_the_layout_before_gets_the_units_values_on_open(store: SQLiteStore) -> None:
+    path = store.path
+    with store._transaction() as db:
+        db.execute("UPDATE meta SET value = '8' WHERE key = 'schema'")
+        db.execute("DROP TABLE listing_plan_units")  # layout 8: the units' rows without their number and floor
+        db.execute(
+            "CREATE TABLE listing_plan_units(listing INTEGER NOT NULL, idx INTEGER NOT NULL, status TEXT, "
+            "status_num REAL, price REAL, floor REAL)"
+        )
+    store.close()
+    reopened = SQLiteStore(path)
+    try:
+        assert_as_the_evaluator(reopened)
+        assert found(reopened, "floorPlans.units.unitNumber:201") != []
+    finally:
+        reopened.close()
