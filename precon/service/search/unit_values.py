@@ -48,9 +48,8 @@ def unit_value_column(expr: Expr) -> str | None:
 
 @dataclass(frozen=True)
 class _Pairs:
-    """One field's distinct values (by code, decoded) and every (value, listing) pair, as of a generation."""
+    """One field's distinct values (by code, decoded) and every (value, listing) pair."""
 
-    generation: int
     codes: npt.NDArray[np.int32]
     owners: IntArray
     """Per pair, the listing's row id."""
@@ -58,6 +57,14 @@ class _Pairs:
     """The code of each value's JSON text."""
     values: list[Any]
     """Each code's value, decoded."""
+
+    @classmethod
+    def of(cls, listing: IntArray, texts: list[str]) -> _Pairs:
+        """The pairs of rows (their listing, their value's JSON text)."""
+        lookup: dict[str, int] = {}
+        values: list[Any] = []
+        codes, owners = _pairs(listing, texts, lookup, values)
+        return cls(codes, owners, lookup, values)
 
     def mask(self, expr: Match | Compare | Range, rowids: IntArray) -> Mask:
         """Per listing of ``rowids`` (row ids, ascending), whether it holds a value that passes ``expr``."""
@@ -71,21 +78,39 @@ class _Pairs:
         held[holders] = True
         return held[rowids]
 
+    def moved(self, listing: IntArray, texts: list[str], written: IntArray) -> _Pairs:
+        """These pairs without those of the listings ``written`` since, with their rows as they are now (``listing``,
+        ``texts``). Nothing held is changed: a search may be reading it."""
+        lookup, values = dict(self.lookup), list(self.values)
+        codes, owners = _pairs(listing, texts, lookup, values)
+        kept = ~np.isin(self.owners, written)
+        return _Pairs(
+            np.concatenate([self.codes[kept], codes]), np.concatenate([self.owners[kept], owners]), lookup, values
+        )
+
 
 def _pairs(
-    rows: tuple[str | None, str | None], lookup: dict[str, int], values: list[Any]
+    listing: IntArray, texts: list[str], lookup: dict[str, int], values: list[Any]
 ) -> tuple[npt.NDArray[np.int32], IntArray]:
-    """The distinct (code, listing) pairs of rows read as two joined columns (listing, value), coding the values
+    """The distinct (code, listing) pairs of rows (their listing, their value's JSON text), coding the values
     ``lookup`` lacks (added to it, and decoded to ``values``); rows without a value are left out."""
-    listing = joined_numbers(rows[0], np.int64)
-    texts = (rows[1] or "").split("\x1f") if len(listing) else []
     known = len(lookup)
     codes = term_codes(texts, lookup)
     values.extend(orjson.loads(text) if text else None for text in list(lookup)[known:])
     held = codes != lookup.get("", -1)
-    # One sort of one array, not of pairs: a listing's row id (SQLite's, from 1) takes the low 32 bits.
-    keys = np.unique((codes[held].astype(np.int64) << 32) | listing[held])
+    # One sort of one array, not of pairs: a listing's row id (SQLite's, from 1) takes the low 32 bits. Sorted and
+    # its repeats dropped by hand: np.unique takes ten times as long on such keys (numpy 2.4).
+    keys = np.sort((codes[held].astype(np.int64) << 32) | listing[held])
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if len(keys) else keys
     return (keys >> 32).astype(np.int32), keys & 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class _Held:
+    """One field's pairs as of a generation."""
+
+    generation: int
+    pairs: _Pairs
 
 
 class UnitValues:
@@ -93,22 +118,21 @@ class UnitValues:
     across writes (see the module's docstring)."""
 
     def __init__(self) -> None:
-        self._held: dict[str, _Pairs] = {}
+        self._held: dict[str, _Held] = {}
         self._lock = threading.Lock()
 
     def mask(self, db: sqlite3.Connection, index: ColumnIndex, expr: Match | Compare | Range, column: str) -> Mask:
         """Per listing of ``index``, whether one of its units has a value of ``column`` that passes ``expr``."""
-        with self._lock:
-            held = self._held.get(column)
+        held = self._held.get(column)
         current = self._current(held, db, index, column)
         if current is not held:
             with self._lock:
                 kept = self._held.get(column)
                 if kept is None or kept.generation <= current.generation:
                     self._held[column] = current
-        return current.mask(expr, index.rowids)
+        return current.pairs.mask(expr, index.rowids)
 
-    def _current(self, held: _Pairs | None, db: sqlite3.Connection, index: ColumnIndex, column: str) -> _Pairs:
+    def _current(self, held: _Held | None, db: sqlite3.Connection, index: ColumnIndex, column: str) -> _Held:
         """``held`` as of ``index``'s generation: as it is, moved by the listings written since, or read whole."""
         if held is not None and held.generation >= index.generation:
             return held  # a search on an older index while a newer one is built: the values it asks of are older
@@ -118,14 +142,11 @@ class UnitValues:
             db.execute("BEGIN")  # the written listings and their rows of one snapshot
         try:
             written = None if held is None else written_since(db, held.generation)
-            if written is None or too_many_written(len(written), index.size):
-                lookup: dict[str, int] = {}
-                values: list[Any] = []
-                codes, owners = _pairs(_read(db, column, "", ()), lookup, values)
-                current, kind = _Pairs(index.generation, codes, owners, lookup, values), "whole"
+            if held is None or written is None or too_many_written(len(written), index.size):
+                current, kind = _Held(index.generation, _Pairs.of(*_read(db, column, "", ()))), "whole"
             else:
-                rows = _read(db, column, f" WHERE listing IN ({WRITTEN_SINCE})", (held.generation,))
-                current, kind = _moved(held, rows, written, index.generation), "written"
+                listing, texts = _read(db, column, f" WHERE listing IN ({WRITTEN_SINCE})", (held.generation,))
+                current, kind = _Held(index.generation, held.pairs.moved(listing, texts, written)), "written"
         finally:
             if began:
                 db.execute("COMMIT")
@@ -133,25 +154,13 @@ class UnitValues:
         return current
 
 
-def _read(db: sqlite3.Connection, column: str, where: str, arguments: tuple[Any, ...]) -> tuple[str | None, str | None]:
-    # ``column`` is one of UNIT_VALUE_COLUMNS' own names, never a user's text.
+def _read(db: sqlite3.Connection, column: str, where: str, arguments: tuple[Any, ...]) -> tuple[IntArray, list[str]]:
+    """The units' listings and their values' JSON text in ``column`` ('' for none), in one scan of their rows (only
+    the field asked: a question on unit numbers does not wait for the floors)."""
+    assert column in UNIT_VALUE_COLUMNS.values()  # a name of this module's, never a user's text
     row = db.execute(
         f"SELECT group_concat(listing), group_concat(ifnull({column}, ''), char(31)) FROM listing_plan_units{where}",
         arguments,
     ).fetchone()
-    return row[0], row[1]
-
-
-def _moved(held: _Pairs, rows: tuple[str | None, str | None], written: IntArray, generation: int) -> _Pairs:
-    """``held`` without the pairs of the listings written since, with their rows as they are now. The held arrays and
-    dictionaries are not changed: a search may be reading them."""
-    lookup, values = dict(held.lookup), list(held.values)
-    codes, owners = _pairs(rows, lookup, values)
-    kept = ~np.isin(held.owners, written)
-    return _Pairs(
-        generation,
-        np.concatenate([held.codes[kept], codes]),
-        np.concatenate([held.owners[kept], owners]),
-        lookup,
-        values,
-    )
+    listing = joined_numbers(row[0], np.int64)
+    return listing, (row[1] or "").split("\x1f") if len(listing) else []
