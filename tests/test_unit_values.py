@@ -131,6 +131,13 @@ def test_the_units_values_are_read_once_then_only_the_written_listings(store: SQ
     now = found(store, "floorPlans.units.unitNumber:201")
     assert lost["listingId"] not in now and holders[1]["listingId"] not in now
     assert {gained["listingId"], "created-with-201"} <= set(now)
+    # Written again: the listing that gained unit 201 loses it, the one that lost it has it back.
+    gained["floorPlans"][0]["units"].pop()
+    store.upsert_listings([holders[0], gained], at=day_time(START) + 7200)
+    assert_as_the_evaluator(store)
+    now = found(store, "floorPlans.units.unitNumber:201")
+    assert holders[0]["listingId"] in now and gained["listingId"] not in now
+    assert unit_value_reads("whole") == whole and documents_read() == before
 
 
 def test_past_an_eighth_of_the_catalogue_written_the_values_are_read_whole(
@@ -144,10 +151,13 @@ def test_past_an_eighth_of_the_catalogue_written_the_values_are_read_whole(
         for plan in record.get("floorPlans") or []:
             for unit in plan.get("units") or []:
                 unit["unitNumber"] = f"{unit.get('unitNumber')}A"
-    store.upsert_listings(written, at=day_time(START) + 3600)
-    whole = unit_value_reads("whole")
-    assert_as_the_evaluator(store)
-    assert unit_value_reads("whole") - whole == 2
+    # Written in three days, each fewer than an eighth: the layer holds the first two, the third is one too many.
+    thirds = [written[: len(written) // 2], written[len(written) // 2 : -1], written[-1:]]
+    for day, listings in enumerate(thirds, start=1):
+        store.upsert_listings(listings, at=day_time(START) + 3600 * day)
+        whole = unit_value_reads("whole")
+        assert_as_the_evaluator(store)
+        assert unit_value_reads("whole") - whole == (2 if day == 3 else 0)
 
 
 def test_a_file_of_the_layout_before_gets_the_units_values_on_open(store: SQLiteStore) -> None:

@@ -8,9 +8,10 @@ per field, its distinct values and every (value, listing) pair: a test is run by
 (:mod:`precon.filters`) once per distinct value, and the listings holding a value that passes are the answer. Its
 semantics are the evaluator's, by construction; the tests hold it to the evaluator over the documents too.
 
-The pairs are read once per process, at the first such question (a scan of the units' rows, not of documents), and
-after a write moved to the new generation by the listings written since (their rows read again, the others kept);
-past an eighth of the catalogue written, they are read again whole.
+The pairs are read once per process, at the first such question (a scan of the units' rows, not of documents). A
+write leaves them as they are: the listings written since are read again into a layer of their own, which stands
+for them over the pairs read whole (so a day's updates copy nothing of millions of pairs); past an eighth of the
+catalogue written, the pairs are read again whole.
 """
 
 from __future__ import annotations
@@ -48,50 +49,64 @@ def unit_value_column(expr: Expr) -> str | None:
 
 @dataclass(frozen=True)
 class _Pairs:
-    """One field's distinct values (by code, decoded) and every (value, listing) pair."""
+    """(value code, listing row id) pairs, distinct."""
 
     codes: npt.NDArray[np.int32]
     owners: IntArray
-    """Per pair, the listing's row id."""
+
+    def holders(self, passing: Mask) -> IntArray:
+        """The row ids of the pairs whose value passes (by code)."""
+        return self.owners[passing[self.codes]]
+
+
+@dataclass(frozen=True)
+class _Values:
+    """One field's values as of a generation: the pairs read whole (``base``), and the listings written since then
+    (``written``, row ids, sorted) with their pairs as they are now (``layer``). Values are coded in ``lookup`` (by
+    their JSON text) and decoded in ``values`` (by code)."""
+
+    generation: int
     lookup: dict[str, int]
-    """The code of each value's JSON text."""
     values: list[Any]
-    """Each code's value, decoded."""
+    base: _Pairs
+    written: IntArray
+    layer: _Pairs
 
     @classmethod
-    def of(cls, listing: IntArray, texts: list[str]) -> _Pairs:
-        """The pairs of rows (their listing, their value's JSON text)."""
+    def read(cls, generation: int, listing: IntArray, texts: list[str]) -> _Values:
         lookup: dict[str, int] = {}
         values: list[Any] = []
-        codes, owners = _pairs(listing, texts, lookup, values)
-        return cls(codes, owners, lookup, values)
+        base = _pairs(listing, texts, lookup, values)
+        nothing = _Pairs(np.empty(0, np.int32), np.empty(0, np.int64))
+        return cls(generation, lookup, values, base, np.empty(0, np.int64), nothing)
 
     def mask(self, expr: Match | Compare | Range, rowids: IntArray) -> Mask:
         """Per listing of ``rowids`` (row ids, ascending), whether it holds a value that passes ``expr``."""
         predicate = compile_predicate(replace(expr, attr="value"))
         passing = np.fromiter((predicate({"value": value}) for value in self.values), np.bool_, len(self.values))
-        if not passing.any() or not len(rowids):
-            return np.zeros(len(rowids), dtype=np.bool_)
-        holders = self.owners[passing[self.codes]]
+        if not len(rowids):
+            return np.zeros(0, dtype=np.bool_)
         # Marked by row id, then read at the index's row ids: no sort of what may be most of the pairs.
-        held = np.zeros(max(int(rowids[-1]), int(holders.max(initial=0))) + 1, dtype=np.bool_)
-        held[holders] = True
+        held = np.zeros(int(max(rowids[-1], self.base.owners.max(initial=0), self.layer.owners.max(initial=0))) + 1,
+                        dtype=np.bool_)  # fmt: skip
+        if passing.any():
+            held[self.base.holders(passing)] = True
+        held[self.written] = False
+        held[self.layer.holders(passing)] = True
         return held[rowids]
 
-    def moved(self, listing: IntArray, texts: list[str], written: IntArray) -> _Pairs:
-        """These pairs without those of the listings ``written`` since, with their rows as they are now (``listing``,
-        ``texts``). Nothing held is changed: a search may be reading it."""
+    def moved(self, generation: int, listing: IntArray, texts: list[str], written: IntArray) -> _Values:
+        """These values with the listings ``written`` since as their rows are now (``listing``, ``texts``) in the
+        layer. Nothing held is changed: a search may be reading it."""
         lookup, values = dict(self.lookup), list(self.values)
-        codes, owners = _pairs(listing, texts, lookup, values)
-        kept = ~np.isin(self.owners, written)
-        return _Pairs(
-            np.concatenate([self.codes[kept], codes]), np.concatenate([self.owners[kept], owners]), lookup, values
-        )
+        fresh = _pairs(listing, texts, lookup, values)
+        kept = ~np.isin(self.layer.owners, written)
+        layer = _Pairs(np.concatenate([self.layer.codes[kept], fresh.codes]),
+                       np.concatenate([self.layer.owners[kept], fresh.owners]))  # fmt: skip
+        return _Values(generation, lookup, values, self.base, np.union1d(self.written, written), layer)
 
 
-def _pairs(
-    listing: IntArray, texts: list[str], lookup: dict[str, int], values: list[Any]
-) -> tuple[npt.NDArray[np.int32], IntArray]:
+def _pairs(listing: IntArray, texts: list[str], lookup: dict[str, int], values: list[Any]) -> _Pairs:
     """The distinct (code, listing) pairs of rows (their listing, their value's JSON text), coding the values
     ``lookup`` lacks (added to it, and decoded to ``values``); rows without a value are left out."""
     known = len(lookup)
@@ -102,15 +117,7 @@ def _pairs(
     # its repeats dropped by hand: np.unique takes ten times as long on such keys (numpy 2.4).
     keys = np.sort((codes[held].astype(np.int64) << 32) | listing[held])
     keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if len(keys) else keys
-    return (keys >> 32).astype(np.int32), keys & 0xFFFFFFFF
-
-
-@dataclass(frozen=True)
-class _Held:
-    """One field's pairs as of a generation."""
-
-    generation: int
-    pairs: _Pairs
+    return _Pairs((keys >> 32).astype(np.int32), keys & 0xFFFFFFFF)
 
 
 class UnitValues:
@@ -118,7 +125,7 @@ class UnitValues:
     across writes (see the module's docstring)."""
 
     def __init__(self) -> None:
-        self._held: dict[str, _Held] = {}
+        self._held: dict[str, _Values] = {}
         self._lock = threading.Lock()
 
     def mask(self, db: sqlite3.Connection, index: ColumnIndex, expr: Match | Compare | Range, column: str) -> Mask:
@@ -130,10 +137,11 @@ class UnitValues:
                 kept = self._held.get(column)
                 if kept is None or kept.generation <= current.generation:
                     self._held[column] = current
-        return current.pairs.mask(expr, index.rowids)
+        return current.mask(expr, index.rowids)
 
-    def _current(self, held: _Held | None, db: sqlite3.Connection, index: ColumnIndex, column: str) -> _Held:
-        """``held`` as of ``index``'s generation: as it is, moved by the listings written since, or read whole."""
+    def _current(self, held: _Values | None, db: sqlite3.Connection, index: ColumnIndex, column: str) -> _Values:
+        """``held`` as of ``index``'s generation: as it is, with the listings written since in its layer, or read
+        whole."""
         if held is not None and held.generation >= index.generation:
             return held  # a search on an older index while a newer one is built: the values it asks of are older
         started = time.perf_counter()
@@ -142,16 +150,21 @@ class UnitValues:
             db.execute("BEGIN")  # the written listings and their rows of one snapshot
         try:
             written = None if held is None else written_since(db, held.generation)
-            if held is None or written is None or too_many_written(len(written), index.size):
-                current, kind = _Held(index.generation, _Pairs.of(*_read(db, column, "", ()))), "whole"
-            else:
+            if held is not None and written is not None and not _too_many(held, written, index.size):
                 listing, texts = _read(db, column, f" WHERE listing IN ({WRITTEN_SINCE})", (held.generation,))
-                current, kind = _Held(index.generation, held.pairs.moved(listing, texts, written)), "written"
+                current, kind = held.moved(index.generation, listing, texts, written), "written"
+            else:
+                current, kind = _Values.read(index.generation, *_read(db, column, "", ())), "whole"
         finally:
             if began:
                 db.execute("COMMIT")
         metrics.unit_values_read(catalogue_name(db), kind, time.perf_counter() - started)
         return current
+
+
+def _too_many(held: _Values, written: IntArray, listings: int) -> bool:
+    """Whether the listings in the layer, with those ``written`` now, are too many to keep apart from the pairs."""
+    return too_many_written(len(np.union1d(held.written, written)), listings)
 
 
 def _read(db: sqlite3.Connection, column: str, where: str, arguments: tuple[Any, ...]) -> tuple[IntArray, list[str]]:
