@@ -62,10 +62,6 @@ def building_floors(total: int, floors: int, plans: int, primary: str) -> int:
     return min(floors, _positions(max(total, plans), floors, plans, ground=False)[-1][0])
 
 
-def _unit_number(floor: int, stack: int, ground: bool) -> str:
-    return str(stack) if ground else f"{floor}{stack:02d}"
-
-
 def _view_premium(plan: dict[str, Any]) -> float:
     exposure = plan.get("exposure") or []
     return max((VIEW_PREMIUM.get(direction, 0.0) for direction in exposure), default=0.0)
@@ -91,18 +87,22 @@ def draw_units(
     ground = primary == "Townhouse"
     positions = _positions(max(total, len(plans)), floors, len(plans), ground)
     stacks = max(stack for _, stack in positions)
+    # Per stack, what its units share: their plan's units, price and view (read once, not once per unit).
     owner = [plans[(stack - 1) % len(plans)] for stack in range(1, stacks + 1)]
     units: dict[int, list[dict[str, Any]]] = {id(plan): [] for plan in plans}
+    stack_units = [units[id(plan)] for plan in owner]
+    stack_base = [plan["startPrice"] for plan in owner]
+    stack_view = [_view_premium(plan) for plan in owner]
     sold_share = _sold_share(rand, selling)
     lowest_floor = positions[0][0]
     for floor, stack in positions:
-        plan = owner[stack - 1]
-        base = plan["startPrice"]
+        base = stack_base[stack - 1]
         price: int | None = None
         if base != "":
-            lift = 1 + FLOOR_PREMIUM * (floor - lowest_floor) + _view_premium(plan)
+            lift = 1 + FLOOR_PREMIUM * (floor - lowest_floor) + stack_view[stack - 1]
             price = round_price(base * lift * (0.99 + 0.02 * rand()), 0.5)
-        units[id(plan)].append({"unitNumber": _unit_number(floor, stack, ground), "floor": str(floor), "price": price})
+        number = str(stack) if ground else f"{floor}{stack:02d}"
+        stack_units[stack - 1].append({"unitNumber": number, "floor": str(floor), "price": price})
     _draw_statuses(rand, [u for plan in plans for u in units[id(plan)]], sold_share, reserved_odds)
     for plan in plans:
         finish_plan(plan, units[id(plan)])
@@ -111,12 +111,15 @@ def draw_units(
 def _draw_statuses(rand: Any, units: list[dict[str, Any]], sold_share: float, reserved_odds: float) -> None:
     """Sales took the cheaper units first (the early releases' prices), not strictly: a unit's odds of having sold
     fall with its price's rank in the building."""
-    ranked = sorted(range(len(units)), key=lambda k: (units[k]["price"] or 0, k))
-    rank_of = {k: r / max(1, len(units) - 1) for r, k in enumerate(ranked)}
+    keys = [(unit["price"] or 0, k) for k, unit in enumerate(units)]
+    rank_of = [0.0] * len(units)
+    last = max(1, len(units) - 1)
+    for r, k in enumerate(sorted(range(len(units)), key=keys.__getitem__)):
+        rank_of[k] = r / last
+    reserved = reserved_odds * (sold_share > 0)
     for k, unit in enumerate(units):
         odds = 1.0 if sold_share >= 1 else min(1.0, sold_share * (1.6 - 1.2 * rank_of[k]))
         draw = rand()
-        reserved = reserved_odds * (sold_share > 0)
         unit["status"] = SOLD if draw < odds else RESERVED if draw < odds + reserved else AVAILABLE
 
 
