@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -87,10 +87,30 @@ class LandMask:
             return None
         return cls(_polygons(land, {"province"}), _polygons(lakes, {"lake"}))
 
+    @cached_property
+    def _water_boxes(self) -> FloatArray:
+        return _boxes(self.water)
+
+    @cached_property
+    def _land_boxes(self) -> FloatArray:
+        return _boxes(self.land)
+
     def on_land(self, lat: float, lng: float) -> bool:
-        if any(polygon.holds(lng, lat) for polygon in self.water):
+        # Only the polygons whose box holds the point are asked (the others cannot hold it): a few of hundreds.
+        if any(self.water[k].holds(lng, lat) for k in _around(self._water_boxes, lng, lat)):
             return False
-        return any(polygon.holds(lng, lat) for polygon in self.land)
+        return any(self.land[k].holds(lng, lat) for k in _around(self._land_boxes, lng, lat))
+
+
+def _boxes(polygons: tuple[Polygon, ...]) -> FloatArray:
+    """Each polygon's box (west, south, east, north), one row each."""
+    return np.array([polygon.outer.box for polygon in polygons], dtype=np.float64).reshape(-1, 4)
+
+
+def _around(boxes: FloatArray, lng: float, lat: float) -> list[int]:
+    """The polygons (by position) whose box holds the point."""
+    inside = (boxes[:, 0] <= lng) & (lng <= boxes[:, 2]) & (boxes[:, 1] <= lat) & (lat <= boxes[:, 3])
+    return np.flatnonzero(inside).tolist()  # type: ignore[no-any-return]
 
 
 @cache
