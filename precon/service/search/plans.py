@@ -117,25 +117,29 @@ def one_plan_rows(plan: dict[str, Any], rowid: int, index: int, values: list[Val
         if isinstance(unit, dict):
             status = unit.get("status")
             folded, status_number = status_reading(status) if isinstance(status, str) else (None, None)
-            floor = unit.get("floor")
+            floor, number = unit.get("floor"), unit.get("unitNumber")
+            # Text floors and numbers (a catalogue holds a few hundred of each) read once each.
+            floor_number, floor_value = _text_reading(floor) if type(floor) is str else _reading(floor)
+            number_value = _text_reading(number)[1] if type(number) is str else stored_value(number)
             units.append(
-                (
-                    rowid,
-                    index,
-                    folded,
-                    status_number,
-                    number_of(unit.get("price")),
-                    number_of(floor),
-                    stored_value(unit.get("unitNumber")),
-                    stored_value(floor),
-                )
-            )
+                (rowid, index, folded, status_number, number_of(unit.get("price")), floor_number, number_value,
+                 floor_value)
+            )  # fmt: skip
 
 
 def stored_value(value: Any) -> str | None:
     """A unit's value as ``listing_plan_units`` keeps it whole (its unit number, its floor): JSON, so that its type
     is kept as the evaluator compares it (``"12"`` is text, ``12`` a number); None where the unit has none."""
     return None if value is None else orjson.dumps(value).decode()
+
+
+def _reading(value: Any) -> tuple[float | None, str | None]:
+    """A value's numeric reading and its JSON."""
+    return number_of(value), stored_value(value)
+
+
+_text_reading = functools.lru_cache(maxsize=8192)(_reading)
+""":func:`_reading` of a text, remembered."""
 
 
 def status_reading(status: str) -> tuple[str, float | None]:
