@@ -122,12 +122,16 @@ def trending_listings(call: TrendingCall) -> Response:
 
 
 @route("multiple_listings", wire.ListingsByIds, "Several listings by id")
-def multiple_listings(call: MultipleCall) -> Response:
+async def multiple_listings(call: MultipleCall) -> Response:
     wanted = names(call.params.ids)
     if not wanted:
         raise bad_request("ids is required")
     if len(wanted) > MAX_IDS:
         raise bad_request(f"ids names {len(wanted)} listings; at most {MAX_IDS} are allowed")
-    shaper = listing_shaper(call)
-    found = call.store.get_listings(wanted, call.province)
-    return answer(call.request, {"results": shaper.shape([found[i] for i in wanted if i in found])})
+
+    def read() -> Response:
+        shaper = listing_shaper(call)
+        found = call.store.get_listings(wanted, call.province)
+        return answer(call.request, {"results": shaper.shape([found[i] for i in wanted if i in found])})
+
+    return await call.service.run_small_read(read, len(wanted))
