@@ -176,3 +176,18 @@ def test_a_file_of_the_layout_before_gets_the_units_values_on_open(store: SQLite
         assert found(reopened, "floorPlans.units.unitNumber:201") != []
     finally:
         reopened.close()
+
+
+def test_a_listing_created_then_deleted_leaves_no_trace(store: SQLiteStore) -> None:
+    assert_as_the_evaluator(store)
+    created = copy.deepcopy(records(store)[0])
+    created["listingId"] = created["objectID"] = "created-then-deleted"
+    created["path"] = created["path"] + "-created-then-deleted"
+    created["floorPlans"][0].setdefault("units", []).append({"unitNumber": "77777", "floor": "Roof"})
+    store.upsert_listings([created], at=day_time(START) + 3600)
+    assert found(store, "floorPlans.units.unitNumber:77777") == ["created-then-deleted"]
+    assert found(store, "floorPlans.units.floor:roof") == ["created-then-deleted"]
+    store.delete_listing("created-then-deleted")  # the catalogue's last row id, now gone
+    assert found(store, "floorPlans.units.unitNumber:77777") == []
+    assert found(store, "floorPlans.units.floor:roof") == []
+    assert_as_the_evaluator(store)

@@ -87,8 +87,9 @@ class _Values:
         if not len(rowids):
             return np.zeros(0, dtype=np.bool_)
         # Marked by row id, then read at the index's row ids: no sort of what may be most of the pairs.
-        held = np.zeros(int(max(rowids[-1], self.base.owners.max(initial=0), self.layer.owners.max(initial=0))) + 1,
-                        dtype=np.bool_)  # fmt: skip
+        highest = max(rowids[-1], self.base.owners.max(initial=0), self.layer.owners.max(initial=0),
+                      self.written.max(initial=0))  # fmt: skip
+        held = np.zeros(int(highest) + 1, dtype=np.bool_)
         if passing.any():
             held[self.base.holders(passing)] = True
         held[self.written] = False
@@ -126,24 +127,24 @@ class UnitValues:
 
     def __init__(self) -> None:
         self._held: dict[str, _Values] = {}
-        self._lock = threading.Lock()
+        self._reading = threading.Lock()
+        """Held while the values are read: two questions at once read them once (a whole read is seconds at
+        50,000 listings)."""
 
     def mask(self, db: sqlite3.Connection, index: ColumnIndex, expr: Match | Compare | Range, column: str) -> Mask:
         """Per listing of ``index``, whether one of its units has a value of ``column`` that passes ``expr``."""
-        held = self._held.get(column)
-        current = self._current(held, db, index, column)
-        if current is not held:
-            with self._lock:
-                kept = self._held.get(column)
-                if kept is None or kept.generation <= current.generation:
-                    self._held[column] = current
+        current = self._held.get(column)
+        if current is None or current.generation < index.generation:
+            with self._reading:
+                current = self._current(self._held.get(column), db, index, column)
+                self._held[column] = current
         return current.mask(expr, index.rowids)
 
     def _current(self, held: _Values | None, db: sqlite3.Connection, index: ColumnIndex, column: str) -> _Values:
-        """``held`` as of ``index``'s generation: as it is, with the listings written since in its layer, or read
-        whole."""
+        """``held`` as of ``index``'s generation: as it is (as of a later one: a search on an older index while a
+        newer one is built), with the listings written since in its layer, or read whole."""
         if held is not None and held.generation >= index.generation:
-            return held  # a search on an older index while a newer one is built: the values it asks of are older
+            return held
         started = time.perf_counter()
         began = not db.in_transaction
         if began:
