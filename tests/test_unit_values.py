@@ -191,3 +191,10 @@ def test_a_listing_created_then_deleted_leaves_no_trace(store: SQLiteStore) -> N
     assert found(store, "floorPlans.units.unitNumber:77777") == []
     assert found(store, "floorPlans.units.floor:roof") == []
     assert_as_the_evaluator(store)
+
+
+def test_a_whole_read_in_runs_of_listings_answers_the_same(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from precon.service.search import unit_values
+
+    monkeypatch.setattr(unit_values, "LISTING_RUN", 7)  # runs of 7 listings: 18 runs over the catalogue
+    assert_as_the_evaluator(store)

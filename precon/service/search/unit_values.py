@@ -54,7 +54,7 @@ class _Pairs:
     codes: npt.NDArray[np.int32]
     owners: IntArray
 
-    def holders(self, passing: Mask) -> IntArray:
+    def holders(self, passing: Mask) -> npt.NDArray[np.uint32]:
         """The row ids of the pairs whose value passes (by code)."""
         return self.owners[passing[self.codes]]
 
@@ -73,11 +73,18 @@ class _Values:
     layer: _Pairs
 
     @classmethod
-    def read(cls, generation: int, listing: IntArray, texts: list[str]) -> _Values:
+    def read(cls, generation: int, db: sqlite3.Connection, column: str) -> _Values:
+        """Every unit's value of ``column``, read a run of listings at a time: at 50,000 listings the units'
+        values are 11 million texts, which read at once would hold some 600 MB as Python strings."""
         lookup: dict[str, int] = {}
         values: list[Any] = []
-        base = _pairs(listing, texts, lookup, values)
-        nothing = _Pairs(np.empty(0, np.int32), np.empty(0, np.int64))
+        parts = [_pairs(*_read(db, column, " WHERE listing BETWEEN ? AND ?", run), lookup, values)
+                 for run in _listing_runs(db)]  # fmt: skip
+        base = _Pairs(
+            np.concatenate([part.codes for part in parts]) if parts else np.empty(0, np.int32),
+            np.concatenate([part.owners for part in parts]) if parts else np.empty(0, np.uint32),
+        )
+        nothing = _Pairs(np.empty(0, np.int32), np.empty(0, np.uint32))
         return cls(generation, lookup, values, base, np.empty(0, np.int64), nothing)
 
     def mask(self, expr: Match | Compare | Range, rowids: IntArray) -> Mask:
@@ -118,7 +125,17 @@ def _pairs(listing: IntArray, texts: list[str], lookup: dict[str, int], values: 
     # its repeats dropped by hand: np.unique takes ten times as long on such keys (numpy 2.4).
     keys = np.sort((codes[held].astype(np.int64) << 32) | listing[held])
     keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if len(keys) else keys
-    return _Pairs((keys >> 32).astype(np.int32), keys & 0xFFFFFFFF)
+    return _Pairs((keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.uint32))
+
+
+LISTING_RUN = 2000
+"""The listings whose units a whole read takes at once."""
+
+
+def _listing_runs(db: sqlite3.Connection) -> list[tuple[int, int]]:
+    """The catalogue's listing row ids in runs of :data:`LISTING_RUN`: (first, last) of each."""
+    rowids = [row[0] for row in db.execute("SELECT id FROM listings ORDER BY id")]
+    return [(rowids[k], rowids[min(k + LISTING_RUN, len(rowids)) - 1]) for k in range(0, len(rowids), LISTING_RUN)]
 
 
 class UnitValues:
@@ -155,7 +172,7 @@ class UnitValues:
                 listing, texts = _read(db, column, f" WHERE listing IN ({WRITTEN_SINCE})", (held.generation,))
                 current, kind = held.moved(index.generation, listing, texts, written), "written"
             else:
-                current, kind = _Values.read(index.generation, *_read(db, column, "", ())), "whole"
+                current, kind = _Values.read(index.generation, db, column), "whole"
         finally:
             if began:
                 db.execute("COMMIT")
@@ -169,7 +186,7 @@ def _too_many(held: _Values, written: IntArray, listings: int) -> bool:
 
 
 def _read(db: sqlite3.Connection, column: str, where: str, arguments: tuple[Any, ...]) -> tuple[IntArray, list[str]]:
-    """The units' listings and their values' JSON text in ``column`` ('' for none), in one scan of their rows (only
+    """The units' listings and their values' JSON text in ``column`` ('' for none), of the rows ``where`` picks (only
     the field asked: a question on unit numbers does not wait for the floors)."""
     assert column in UNIT_VALUE_COLUMNS.values()  # a name of this module's, never a user's text
     row = db.execute(
