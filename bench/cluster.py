@@ -110,6 +110,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--lag-seconds", type=float, default=None, help="Writes under load (default 30 s; 12 with --quick)"
     )
+    parser.add_argument(
+        "--switch-interval-ms", type=float, default=None, help="The replicas' PRECON_SERVICE_SWITCH_INTERVAL_MS"
+    )
     args = parser.parse_args(argv)
     args.listings = args.listings or (5_000 if args.quick else 20_000)
     args.requests = args.requests or (300 if args.quick else 800)
@@ -321,7 +324,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_at_start = round(os.getloadavg()[0], 1)
     notes: list[str] = []
     try:
-        stack = Stack.start(args.listings, args.seed)
+        interval = args.switch_interval_ms
+        tuned = {} if interval is None else {"PRECON_SERVICE_SWITCH_INTERVAL_MS": str(interval)}
+        stack = Stack.start(args.listings, args.seed, tuned)
     except (StackError, RuntimeError, OSError) as error:
         print(f"FAILED to start: {error}", file=sys.stderr)
         return 2
@@ -405,6 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "code": code_version(),
         "listings": args.listings,
         "seed": args.seed,
+        "switch_interval_ms": args.switch_interval_ms,
         "cpus": os.cpu_count(),
         "load_average": {"start": load_at_start, "end": round(os.getloadavg()[0], 1)},
         "concurrency": args.concurrency,

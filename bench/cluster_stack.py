@@ -67,7 +67,8 @@ class Stack:
     """The single node measured against one replica: SQLite in its own data directory, no PostgreSQL, no Redis."""
 
     @classmethod
-    def start(cls, listings: int, seed: int) -> Stack:
+    def start(cls, listings: int, seed: int, replica_env: dict[str, str] | None = None) -> Stack:
+        """The stack; ``replica_env``: settings given to the replicas alone (not the single node)."""
         bindir = find_bindir()
         if bindir is None:
             raise StackError("PostgreSQL is not installed (apt-get install -y postgresql)")
@@ -77,7 +78,7 @@ class Stack:
             postgres.start(POSTGRES_SETTINGS)
             postgres.execute(f"CREATE DATABASE {DATABASE}")
             redis = Redis.start()
-            return cls._start(postgres, redis, listings, seed)
+            return cls._start(postgres, redis, listings, seed, replica_env or {})
         except BaseException:
             if redis is not None:
                 redis.stop()
@@ -85,7 +86,7 @@ class Stack:
             raise
 
     @classmethod
-    def _start(cls, postgres: Cluster, redis: Redis, listings: int, seed: int) -> Stack:
+    def _start(cls, postgres: Cluster, redis: Redis, listings: int, seed: int, replica_env: dict[str, str]) -> Stack:
         receiver = Receiver(delay_s=RECEIVER_DELAY_S).start()
         env = {
             "PRECON_SERVICE_DATABASE_URL": postgres.url(DATABASE),
@@ -95,6 +96,7 @@ class Stack:
             "PRECON_SERVICE_RATE_LIMIT": "0",
             "PRECON_SERVICE_WEBHOOK_FIRST_DELAY": "0",
             "PRECON_SERVICE_WEBHOOK_RETRY_SCHEDULE": "[1, 2, 5, 10]",
+            **replica_env,
         }
         replicas = [
             Replica(f"replica{number}", free_port(), WORK_DIR / f"replica{number}", dict(env))

@@ -54,6 +54,12 @@ class ServiceSettings(BaseSettings):
     across every replica of the service using it rather than per replica. When Redis does not answer within a
     quarter of a second, each replica limits on its own until it does again (and logs a warning)."""
 
+    switch_interval_ms: float | None = Field(default=None, gt=0, le=100)
+    """How long, in milliseconds, a thread of a serving process runs before the interpreter lets another take its
+    turn (Python's ``sys.setswitchinterval``; None: Python's own 5 ms). Shorter gives a replica's follower thread
+    its turns sooner behind the searches the event loop answers (the write-to-read lag under load), for more CPU
+    spent switching (docs/deploy.md measures both)."""
+
     host: str = "127.0.0.1"
     """The address the service listens on (``precon serve --host`` sets it): where ``/metrics`` is served by
     default, and the address of ``metrics_port``."""

@@ -135,9 +135,13 @@ class DataDirectory:
         return live, sandbox
 
     def app(self) -> FastAPI:
+        """The service over this directory, in the process that serves it (tuned as the settings say)."""
         # Imported here: ``precon catalogue prepare`` opens a data directory without serving it, and the app's
         # modules are a second of a new catalogue's first start.
         from precon.service.app import create_app
+
+        if self.settings.switch_interval_ms is not None:
+            sys.setswitchinterval(self.settings.switch_interval_ms / 1000)
 
         return create_app(
             self.settings, live=self.live, sandbox=self.sandbox, accounts=self.accounts, webhooks=self.webhooks
