@@ -140,3 +140,17 @@ def test_multiple_listings_and_the_health_check_are_answered_on_the_loop(tmp_pat
     app = create_app(ServiceSettings(data_dir=tmp_path), live=live, sandbox=sandbox, accounts=accounts)
     health = next(route for route in app.routes if getattr(route, "path", None) == "/healthz")
     assert inspect.iscoroutinefunction(health.endpoint)
+
+
+def test_a_filter_on_a_path_the_column_index_lacks_sends_the_search_to_a_thread(tmp_path: Path, stores: tuple) -> None:
+    from precon.service.api.scope import names_unindexed_path
+
+    live, sandbox = stores
+    service = service_over(tmp_path, live, sandbox)
+    thread_of_search(service)
+    assert thread_of_search(service)[0]
+    assert not thread_of_search(service, unindexed_path=True)[0]  # it may read documents or units first
+    assert names_unindexed_path("floorPlans.units.unitNumber:201 AND cityOrDistrict:Toronto")
+    assert names_unindexed_path('floorPlans.name:"Suite 1B"') and names_unindexed_path("floorPlans.units.price < 5")
+    assert not names_unindexed_path("cityOrDistrict:Toronto AND startPrice < 700000")
+    assert not names_unindexed_path(None) and not names_unindexed_path("((")  # refused where it is read

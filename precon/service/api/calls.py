@@ -102,14 +102,22 @@ class Service:
         return self.sandbox if version == "v1-sandbox" else self.live
 
     async def run_listing_search(
-        self, version: str, work: Callable[[], T], *, text_in_some_fields: bool, unit_filter: bool
+        self,
+        version: str,
+        work: Callable[[], T],
+        *,
+        text_in_some_fields: bool,
+        unit_filter: bool,
+        unindexed_path: bool = False,
     ) -> T:
         """``work()``, a listing search of ``version`` (its key checked already): on the event loop when the store
         answers it from indexes already in memory (handing a call of a millisecond to a worker thread and
         back costs as much again). Otherwise in a worker thread, so that a round trip to a server, or an index
-        being built, holds up only the calls that wait for it; the indexes are then built for the next."""
+        being built, holds up only the calls that wait for it; the indexes are then built for the next. A filter
+        on a path the column index does not hold (``unindexed_path``) always goes to a worker thread: it may read
+        documents first."""
         store = self.store_of(version)
-        if store.answers_from_memory(text_in_some_fields, unit_filter):
+        if not unindexed_path and store.answers_from_memory(text_in_some_fields, unit_filter):
             return work()
 
         def warmed() -> T:

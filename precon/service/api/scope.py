@@ -22,6 +22,7 @@ from precon.filters import Expr
 from precon.schema import ATTRIBUTE_ALIASES, DEFAULT_FACETS, LISTING_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS
 from precon.service.api.visibility import check_expression, is_visible, visible_attribute
 from precon.service.errors import bad_request
+from precon.service.search.columns import ColumnIndex
 from precon.service.search.text import TextQuery
 
 if TYPE_CHECKING:
@@ -45,6 +46,17 @@ def listing_filter(version: str, raw: str | None) -> Expr | None:
     except filters.FilterSyntaxError as error:
         raise bad_request(str(error)) from None
     return check_expression(version, expression, "filterQuery")
+
+
+def names_unindexed_path(raw: str | None) -> bool:
+    """Whether a ``filterQuery`` tests a path the column index does not hold (a unit's number, a plan's name): its
+    answer may first read the units' values or documents, or build the floor plans' index (seconds on a large
+    catalogue), which must not hold up the event loop. A filter that does not parse is refused where it is read."""
+    try:
+        expression = filters.parse(raw)
+    except filters.FilterSyntaxError:
+        return False
+    return expression is not None and not ColumnIndex.holds(expression)
 
 
 def text_in_some_fields(version: str) -> bool:
