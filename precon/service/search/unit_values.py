@@ -103,15 +103,18 @@ class _Values:
         held[self.layer.holders(passing)] = True
         return held[rowids]
 
-    def moved(self, generation: int, listing: IntArray, texts: list[str], written: IntArray) -> _Values:
+    def moved(
+        self, generation: int, listing: IntArray, texts: list[str], written: IntArray, layered: IntArray
+    ) -> _Values:
         """These values with the listings ``written`` since as their rows are now (``listing``, ``texts``) in the
-        layer. Nothing held is changed: a search may be reading it."""
+        layer, which then stands for ``layered`` (those and the ones it stood for). Nothing held is changed: a
+        search may be reading it."""
         lookup, values = dict(self.lookup), list(self.values)
         fresh = _pairs(listing, texts, lookup, values)
         kept = ~np.isin(self.layer.owners, written)
         layer = _Pairs(np.concatenate([self.layer.codes[kept], fresh.codes]),
                        np.concatenate([self.layer.owners[kept], fresh.owners]))  # fmt: skip
-        return _Values(generation, lookup, values, self.base, np.union1d(self.written, written), layer)
+        return _Values(generation, lookup, values, self.base, layered, layer)
 
 
 def _pairs(listing: IntArray, texts: list[str], lookup: dict[str, int], values: list[Any]) -> _Pairs:
@@ -167,10 +170,9 @@ class UnitValues:
         if began:
             db.execute("BEGIN")  # the written listings and their rows of one snapshot
         try:
-            written = None if held is None else written_since(db, held.generation)
-            if held is not None and written is not None and not _too_many(held, written, index.size):
-                listing, texts = _read(db, column, f" WHERE listing IN ({WRITTEN_SINCE})", (held.generation,))
-                current, kind = held.moved(index.generation, listing, texts, written), "written"
+            moved = None if held is None else _caught_up(held, db, index, column)
+            if moved is not None:
+                current, kind = moved, "written"
             else:
                 current, kind = _Values.read(index.generation, db, column), "whole"
         finally:
@@ -180,9 +182,15 @@ class UnitValues:
         return current
 
 
-def _too_many(held: _Values, written: IntArray, listings: int) -> bool:
-    """Whether the listings in the layer, with those ``written`` now, are too many to keep apart from the pairs."""
-    return too_many_written(len(np.union1d(held.written, written)), listings)
+def _caught_up(held: _Values, db: sqlite3.Connection, index: ColumnIndex, column: str) -> _Values | None:
+    """``held`` at ``index``'s generation with the listings written since in its layer; None where the layer would
+    then stand for too many listings (the values are read whole)."""
+    written = written_since(db, held.generation)
+    layered = np.union1d(held.written, written)
+    if too_many_written(len(layered), index.size):
+        return None
+    listing, texts = _read(db, column, f" WHERE listing IN ({WRITTEN_SINCE})", (held.generation,))
+    return held.moved(index.generation, listing, texts, written, layered)
 
 
 def _read(db: sqlite3.Connection, column: str, where: str, arguments: tuple[Any, ...]) -> tuple[IntArray, list[str]]:
