@@ -1,8 +1,9 @@
-"""A filterQuery on a path the indexes do not hold (precon/service/stores/sqlite/document_masks.py): answered from
-the stored documents, but only those still in question, once each, and after a write only the written ones again.
-Units' prices and floors compared as numbers come from the floor plans' index, no document read (any test of a
-unit's number or floor: tests/test_unit_values.py). Every answer is
-held to the reference evaluator over the records as they stand."""
+"""A filterQuery test that no index or rows answer (precon/service/stores/sqlite/document_masks.py: a unit's price
+matched as text, a unit's status or a text attribute compared as a number): answered from the stored documents,
+but only those still in question, once each, and after a write only the written ones again. Units' prices and
+floors compared as numbers come from the floor plans' index, no document read (any test of a unit's number or
+floor, or of a path the column index lacks: tests/test_held_values.py). Every answer is held to the reference
+evaluator over the records as they stand."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ from precon.service.stores.types import ListingQuery
 from tests.catalogues import stored_catalogue
 
 START = date(2025, 6, 1)
-ODD = 'floorPlans.name:"Suite 1B"'
-"""A path no index holds: a floor plan's name."""
+PRICE = 477990
+ODD = f'floorPlans.units.price:"{PRICE}"'
+"""A test only the documents answer: a unit's price matched (as text, or as a number)."""
 
 
 @pytest.fixture
@@ -81,14 +83,17 @@ def test_after_a_write_only_the_written_listings_are_read_again(store: SQLiteSto
     holders = [r for r in everything if filters.evaluate(filters.parse(ODD), r)]
     others = [r for r in everything if r not in holders]
     assert holders and others
-    # One holder loses its plan "Suite 1B", one other listing gains one; a listing is deleted and one created.
+    # One holder loses its units of that price, one other listing gains one; a listing is deleted and one created.
     lost, gained = copy.deepcopy(holders[0]), copy.deepcopy(others[0])
     for plan in lost["floorPlans"]:
-        if plan.get("name") == "Suite 1B":
-            plan["name"] = "Suite 1B2"
-    gained["floorPlans"][0]["name"] = "Suite 1B"
+        for unit in plan.get("units") or []:
+            if unit.get("price") == PRICE:
+                unit["price"] = PRICE + 1
+    gained["floorPlans"][0].setdefault("units", []).append(
+        {"unitNumber": "4401", "price": PRICE, "status": "Available"}
+    )
     created = copy.deepcopy(holders[-1])
-    created["listingId"] = created["objectID"] = "created-with-1b"
+    created["listingId"] = created["objectID"] = "created-with-price"
     created["path"] = created["path"] + "-created"
     store.upsert_listings([lost, gained, created], at=day_time(START) + 3600)
     store.delete_listing(others[1]["listingId"])
@@ -96,7 +101,7 @@ def test_after_a_write_only_the_written_listings_are_read_again(store: SQLiteSto
     assert found(store, ODD) == expected(store, ODD)
     assert documents_read() - before == 3
     assert lost["listingId"] not in found(store, ODD)
-    assert {gained["listingId"], "created-with-1b"} <= set(found(store, ODD))
+    assert {gained["listingId"], "created-with-price"} <= set(found(store, ODD))
 
 
 def test_past_an_eighth_of_the_catalogue_written_the_answers_start_again(store: SQLiteStore) -> None:

@@ -89,14 +89,15 @@ DOCUMENT_FILTER_SECONDS = Histogram(
     ["catalogue"],
     buckets=INDEX_BUCKETS_S,
 )
-UNIT_VALUE_READS = Counter(
-    "precon_unit_value_reads",
-    "Units' numbers or floors read from their rows for filterQuery tests on them: whole, or the listings written since",
-    ["catalogue", "kind"],
+VALUE_READS = Counter(
+    "precon_value_reads",
+    "One path's values read from their rows (a unit's, or a listing's) for filterQuery tests on a path the column "
+    "index lacks: whole, or the listings written since",
+    ["catalogue", "kind", "rows"],
 )
-UNIT_VALUE_READ_SECONDS = Histogram(
-    "precon_unit_value_read_duration_seconds",
-    "Time to read one field's unit values, whole or those of the listings written since",
+VALUE_READ_SECONDS = Histogram(
+    "precon_value_read_duration_seconds",
+    "Time to read one path's values, whole or those of the listings written since",
     ["catalogue"],
     buckets=INDEX_BUCKETS_S,
 )
@@ -178,10 +179,10 @@ def documents_filtered(catalogue: str, documents: int, seconds: float) -> None:
     DOCUMENT_FILTER_SECONDS.labels(catalogue).observe(seconds)
 
 
-def unit_values_read(catalogue: str, kind: str, seconds: float) -> None:
-    """``kind``: ``whole`` or ``written``."""
-    UNIT_VALUE_READS.labels(catalogue, kind).inc()
-    UNIT_VALUE_READ_SECONDS.labels(catalogue).observe(seconds)
+def held_values_read(catalogue: str, kind: str, rows: str, seconds: float) -> None:
+    """``kind``: ``whole`` or ``written``; ``rows``: ``units`` or ``listings``."""
+    VALUE_READS.labels(catalogue, kind, rows).inc()
+    VALUE_READ_SECONDS.labels(catalogue).observe(seconds)
 
 
 def market_patched(catalogue: str, kind: str, seconds: float) -> None:

@@ -28,6 +28,7 @@ from precon.schema import (
 )
 from precon.service.collector import collector_paused
 from precon.service.search.columns import EARTH_RADIUS_M
+from precon.service.search.path_values import value_pairs
 from precon.service.search.plans import UnitRow, floor_plans, plan_rows
 from precon.service.search.sql_filter import as_number
 from precon.service.search.text import TextQuery, TypoIndex
@@ -319,6 +320,8 @@ class ListingIndexRows:
     plan_values: list[tuple[int, int, int, int, str | None, float | None]] = field(default_factory=list)
     plan_units: list[UnitRow] = field(default_factory=list)
     plan_ids: set[tuple[str, int]] = field(default_factory=set)
+    values: list[tuple[str, int, str]] = field(default_factory=list)
+    """Rows of ``listing_values`` to add: (path, listing row id, value's JSON)."""
     touched_profiles: set[str] = field(default_factory=set)
     """The path keys of the profiles the batch's listings refer to, before and after: their provinces change."""
 
@@ -330,6 +333,7 @@ class ListingIndexRows:
         self.plan_values += record_plan_values
         self.plan_units += record_plan_units
         self.plan_ids.update((plan["id"], rowid) for plan in floor_plans(record) if isinstance(plan.get("id"), str))
+        self.values += [(path, rowid, value) for path, value in value_pairs(record)]
         self.attribute_names.update(record)
         self.touched_profiles.update(reference_keys(record))
 

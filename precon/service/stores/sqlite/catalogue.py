@@ -23,12 +23,13 @@ from typing import Literal
 from precon.schema import SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS, SEARCHABLE_PROFILE_FIELDS
 from precon.service.search.column_patch import WRITES_SCHEMA
 from precon.service.search.columns import ColumnIndex, FloatArray
+from precon.service.search.held_values import HeldValues
+from precon.service.search.path_values import VALUE_SCHEMA, VALUE_TABLES
 from precon.service.search.plan_layers import Plans
 from precon.service.search.plans import PLAN_SCHEMA, PLAN_TABLES
 from precon.service.search.shared import GenerationSignal, SharedIndexes
 from precon.service.search.sql_filter import FILTER_KEYS
 from precon.service.search.text import FTS_OPTIONS, TypoIndex
-from precon.service.search.unit_values import UnitValues
 from precon.service.sqlite_files import Connections
 from precon.service.stores.records import PerGeneration, decode_document
 from precon.service.stores.sqlite.document_masks import DocumentMasks
@@ -130,14 +131,15 @@ CREATE VIRTUAL TABLE IF NOT EXISTS profile_vocab USING fts5vocab(profile_fts, 'r
 CREATE TABLE IF NOT EXISTS plan_ids(
   plan_id TEXT NOT NULL, listing INTEGER NOT NULL, PRIMARY KEY(plan_id, listing)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS plan_ids_by_listing ON plan_ids(listing);
-{PLAN_SCHEMA}"""
+{PLAN_SCHEMA}
+{VALUE_SCHEMA}"""
 
 
 def _schema() -> str:
     return _listing_schema() + "\n" + _profile_schema()
 
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """The layout of the derived tables; a file of another layout has them rebuilt from its records on open.
 4: sellingStatusUpdateTimestamp is an indexed number (and records written before get it and floor-plan ids).
 5: plan_ids finds the listings holding a floor-plan id (the importer keeps ids unique across listings).
@@ -145,8 +147,10 @@ SCHEMA_VERSION = 9
 their number of listings (``listing_count``, and per province ``profile_provinces.listings``).
 7: ``floorPlans.units.status`` is an indexed term (filters and facets on a unit's status).
 8: ``listing_plan_units``: each unit of a plan, what a ``unitFilter`` on ``units.*`` tests.
-9: ``listing_plan_units`` keeps each unit's number and floor whole (what :mod:`~precon.service.search.unit_values`
-answers filters on them from)."""
+9: ``listing_plan_units`` keeps each unit's number and floor whole (what :mod:`~precon.service.search.held_values`
+answers filters on them from).
+10: ``listing_values`` keeps a listing's values at the paths the column index does not answer
+(:mod:`~precon.service.search.path_values`): filters on them read no document."""
 _DERIVED_TABLES = [
     "listing_vocab",
     "listing_fts",
@@ -158,6 +162,7 @@ _DERIVED_TABLES = [
     "listings",
     "listing_docs",
     *PLAN_TABLES,
+    *VALUE_TABLES,
     "plan_ids",
     "profile_vocab",
     "profile_fts",
@@ -166,7 +171,7 @@ _DERIVED_TABLES = [
 ]
 _SELECT_LISTING_DOC = "SELECT l.id, d.doc FROM listings l JOIN listing_docs d ON d.id = l.id WHERE l.listing_id = ?"
 _LISTING_SECONDARY_INDEXES = re.findall(
-    r"CREATE INDEX IF NOT EXISTS (\w+) ON listing(?:s|_terms|_numbers|_plan_values)\(", _schema()
+    r"CREATE INDEX IF NOT EXISTS (\w+) ON listing(?:s|_terms|_numbers|_plan_values|_values)\(", _schema()
 )
 
 
@@ -221,7 +226,7 @@ class SQLiteCatalogueBase:
     _plan_index: Plans | None
     _index_lock: threading.Lock
     _document_masks: DocumentMasks
-    _unit_values: UnitValues
+    _held_values: HeldValues
     _text_cache: OrderedDict[tuple[int, str], FloatArray]
     background_index: bool = False
     """Whether a new generation's column index is built on a thread while searches use the one before (a replica's

@@ -23,12 +23,12 @@ from precon.schema import SEARCHABLE_LISTING_WEIGHTS
 from precon.service.search.column_patch import patched, too_many_written, written_count
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.search.facets import facet_for
+from precon.service.search.held_values import value_source
 from precon.service.search.plan_index import PlanIndex
 from precon.service.search.plan_layers import Plans, base_of, layered
 from precon.service.search.plan_patch import plans_patched
 from precon.service.search.plans import as_unit_comparison
 from precon.service.search.text import TextQuery, TypoIndex
-from precon.service.search.unit_values import unit_value_column
 from precon.service.stores.records import (
     BOX_MARGIN_DEG,
     _bounding_box,
@@ -270,16 +270,17 @@ class SQLiteReads(SQLiteProfiles):
         return plans
 
     def _unindexed(self, index: ColumnIndex, expr: Expr, among: Mask | None) -> Mask:
-        """Listings matching a test of a path the column index does not hold: a unit's price or floor compared from
-        the floor plans' index, any test of a unit's number or floor from the units' values (:class:`UnitValues`),
-        anything else from the documents (:class:`DocumentMasks`)."""
+        """Listings matching a test of a path the column index does not answer: a unit's price or floor compared from
+        the floor plans' index, any test of a path whose values rows hold from them (:class:`HeldValues`: a unit's
+        number or floor, a listing's other values), what is left (a unit's price matched as text, its status
+        compared as a number) from the documents (:class:`DocumentMasks`)."""
         unit_test = as_unit_comparison(expr)
         if unit_test is not None:
             return self._plans(index).listings_matching(unit_test, among=among)
-        column = unit_value_column(expr)
-        if column is not None:
+        source = value_source(expr)
+        if source is not None:
             assert isinstance(expr, Match | Compare | Range)
-            return self._unit_values.mask(self._db(), index, expr, column)
+            return self._held_values.mask(self._db(), index, expr, source)
         return self._document_masks.mask(self._db(), index, expr, among)
 
     def _text_scores(self, index: ColumnIndex, text: TextQuery) -> FloatArray:

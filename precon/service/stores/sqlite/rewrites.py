@@ -4,7 +4,8 @@
 listing already stored, keeping its row id: its typed columns that differ, its document, the term and number rows
 that differ, each plan that changed (its value rows where they differ, and of its unit rows only those of the
 units that changed, each in its place), its text and place where they changed. A simulated day that sells three
-units of a plan of two hundred writes three unit rows, not the listing's hundreds.
+units of a plan of two hundred writes three unit rows, not the listing's hundreds; of its rows in ``listing_values``
+only those of the values it lost or gained (:func:`~precon.service.search.path_values.changed_value_pairs`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from precon.schema import SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS
+from precon.service.search.path_values import DELETE_VALUE, changed_value_pairs, same_json
 from precon.service.search.plans import (
     PLAN_FIELDS,
     PLAN_ROW_DELETES,
@@ -104,6 +104,9 @@ def rewrite_in_place(
     batch.later("UPDATE listing_docs SET doc = ? WHERE id = ?", (document, rowid))
     _rewrite_terms(db, rowid, old, new, batch)
     _rewrite_plans(db, rowid, floor_plans(old), floor_plans(new), batch)
+    lost, gained = changed_value_pairs(old, new)
+    batch.later(DELETE_VALUE, *((path, rowid, value) for path, value in sorted(lost)))
+    batch.values += [(path, rowid, value) for path, value in sorted(gained)]
     text = searchable_text(new, SEARCHABLE_LISTING_FIELDS)
     if text != searchable_text(old, SEARCHABLE_LISTING_FIELDS):
         batch.later("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
@@ -182,7 +185,7 @@ def _changed_attributes(old: dict[str, Any], new: dict[str, Any]) -> set[str]:
                 changed.update(attribute.path for attribute, _ in children)
                 break
             for attribute, leaf in children:
-                if attribute.path not in changed and not _same(*_leaf_values(before, after, leaf)):
+                if attribute.path not in changed and not same_json(*_leaf_values(before, after, leaf)):
                     changed.add(attribute.path)
     return changed
 
@@ -206,16 +209,7 @@ def _distinct(values: list[Any]) -> set[tuple[type, Any]]:
 
 def _changed_fields(old: dict[str, Any], new: dict[str, Any], fields: tuple[str, ...]) -> set[str]:
     """Those of ``fields`` whose values differ (most are the same object in both: not compared)."""
-    return {name for name in fields if (was := old.get(name)) is not (now := new.get(name)) and not _same(was, now)}
-
-
-def _same(before: Any, after: Any) -> bool:
-    """Whether two values are the same JSON (``True == 1`` and ``1 == 1.0`` in Python, not in what is indexed)."""
-    if before is after:
-        return True
-    if type(before) is not type(after) or before != after:
-        return False
-    return not isinstance(before, list | dict) or orjson.dumps(before) == orjson.dumps(after)
+    return {name for name in fields if (was := old.get(name)) is not (now := new.get(name)) and not same_json(was, now)}
 
 
 def _rewrite_plans(
@@ -246,7 +240,7 @@ def _rewrite_plan(
     """One plan of a listing rewritten: its value rows when they differ; the unit rows of the units that changed,
     each updated where it stands (the rows of a plan are its units in order), or all of them when units came or
     went."""
-    if not all(_same(was.get(name), now.get(name)) for name in PLAN_FIELDS):
+    if not all(same_json(was.get(name), now.get(name)) for name in PLAN_FIELDS):
         values_after = _value_rows(now, rowid, index)
         if _value_rows(was, rowid, index) != values_after:
             batch.later("DELETE FROM listing_plan_values WHERE listing = ? AND idx = ?", (rowid, index))

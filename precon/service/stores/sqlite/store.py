@@ -25,8 +25,8 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from precon.service.search.held_values import HeldValues
 from precon.service.search.shared import GenerationSignal, SharedIndexes
-from precon.service.search.unit_values import UnitValues
 from precon.service.sqlite_files import Connections
 from precon.service.stores.records import (
     PerGeneration,
@@ -84,7 +84,7 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
         self._plan_index = None
         self._index_lock = threading.Lock()
         self._document_masks = DocumentMasks()
-        self._unit_values = UnitValues()
+        self._held_values = HeldValues()
         self._text_cache = OrderedDict()
         self.path = Path(path)
         self._shared = SharedIndexes(self.path) if shared_indexes else None

@@ -23,6 +23,7 @@ from precon.schema import (
     SEARCHABLE_LISTING_FIELDS,
     SEARCHABLE_PROFILE_FIELDS,
 )
+from precon.service.search.path_values import DELETE_LISTING_VALUES, insert_values
 from precon.service.search.plans import delete_plan_rows
 from precon.service.search.text import searchable_text
 from precon.service.stores.derived import complete_listing
@@ -324,6 +325,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
         db.executemany("INSERT INTO listing_plan_values VALUES (?, ?, ?, ?, ?, ?)", batch.plan_values)
         db.executemany("INSERT INTO listing_plan_units VALUES (?, ?, ?, ?, ?, ?, ?, ?)", batch.plan_units)
         db.executemany("INSERT INTO plan_ids VALUES (?, ?)", sorted(batch.plan_ids))
+        insert_values(db, batch.values)
         db.executemany(INSERT_HISTORY, batch.history)
         db.executemany(
             "INSERT OR IGNORE INTO labels VALUES (?, ?, ?)",
@@ -340,6 +342,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
         db.execute("DELETE FROM listing_fts WHERE rowid = ?", (rowid,))
         db.execute("DELETE FROM listing_geo WHERE id = ?", (rowid,))
         db.execute("DELETE FROM plan_ids WHERE listing = ?", (rowid,))
+        db.execute(DELETE_LISTING_VALUES, (rowid,))
         db.execute("DELETE FROM listing_writes WHERE id = ?", (rowid,))
         delete_plan_rows(db, rowid)
 

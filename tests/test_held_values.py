@@ -1,6 +1,8 @@
-"""Filters on a unit's number and floor (precon/service/search/unit_values.py): answered from the units' rows, with
-no stored document read, the same as the reference evaluator over the records as they stand, whatever the type of
-the value (text, a number, numeric text), before and after writes."""
+"""Filters on a unit's number and floor, and on every path the column index lacks (a plan's name, photos' tags,
+deposits' milestones: precon/service/search/held_values.py, path_values.py): answered from the rows holding their
+values, with no stored document read, the same as the reference evaluator over the records as they stand, whatever
+the type of the value (text, a number, numeric text, a boolean, in lists and lists of objects), before and after
+writes."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from prometheus_client import REGISTRY
 
 from precon import filters
 from precon.service.search import column_patch
+from precon.service.search.held_values import value_source
 from precon.service.stores.simulation import day_time
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
@@ -41,6 +44,30 @@ QUESTIONS = [
     "floorPlans.units.floor:true",
     "floorPlans.units.unitNumber:92001",
 ]
+PATH_QUESTIONS = [
+    'floorPlans.name:"Suite 1B"',
+    "floorPlans.name:suite-2a",
+    "photos.tags:exterior",
+    "NOT photos.tags:lobby",
+    "paymentStructures.milestones.amount != 5",
+    'photos.tags:amenities OR incentives.title:"Extended deposit structure"',
+    "paymentStructures.milestones.amount > 4",
+    "paymentStructures.milestones.amount:5",
+    "paymentStructures.milestones.amount:5 TO 10 AND floorPlans.numberOfBedrooms = 2",
+    "_geoloc.lat > 44",
+    "extras.code:12",
+    "extras.code = 12",
+    "extras.code:true",
+    "extras.code:x-1",
+    "extras.code > 11",
+    "extras:1",
+    "extras.deep.er:yes",
+    "extras.dotted.key:1",
+    "photos:exterior",
+    "nowhere.at.all:1",
+    'floorPlans.name:"Suite 1A" AND NOT floorPlans.units.unitNumber:201',
+]
+"""Paths ``listing_values`` holds: generated ones, and odd ones of every type (``extras``, below)."""
 
 
 @pytest.fixture
@@ -54,8 +81,15 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
         {"unitNumber": "PH-1", "floor": "Ph"},
         {"unitNumber": ["91999", "92001"], "floor": True},
     ]
-    for record, unit in zip(odd, kinds, strict=True):
+    extras: list[Any] = [
+        [{"code": 12}, {"code": "12.0"}, {"code": [True, "X_1"]}],
+        {"code": "12", "deep": [{"er": "Yes"}, {"er": None}], "dotted.key": 1},
+        [[1, 2], 1, {"code": False}],
+        {"code": 11.5, "deep": {"er": ["no", ["yes"]]}},
+    ]
+    for record, unit, extra in zip(odd, kinds, extras, strict=True):
         record["floorPlans"][0].setdefault("units", []).append({**unit, "status": "Available", "price": 500000})
+        record["extras"] = extra
     opened.upsert_listings(odd, at=day_time(START) + 60)
     yield opened
     opened.close()
@@ -65,9 +99,9 @@ def documents_read() -> float:
     return REGISTRY.get_sample_value("precon_documents_filtered_total", {"catalogue": CATALOGUE}) or 0.0
 
 
-def unit_value_reads(kind: str) -> float:
-    labels = {"catalogue": CATALOGUE, "kind": kind}
-    return REGISTRY.get_sample_value("precon_unit_value_reads_total", labels) or 0.0
+def unit_value_reads(kind: str, rows: str = "units") -> float:
+    labels = {"catalogue": CATALOGUE, "kind": kind, "rows": rows}
+    return REGISTRY.get_sample_value("precon_value_reads_total", labels) or 0.0
 
 
 def records(store: SQLiteStore) -> list[dict[str, Any]]:
@@ -85,7 +119,7 @@ def expected(store: SQLiteStore, text: str) -> list[str]:
 
 
 def assert_as_the_evaluator(store: SQLiteStore) -> None:
-    for question in QUESTIONS:
+    for question in [*QUESTIONS, *PATH_QUESTIONS]:
         assert found(store, question) == expected(store, question), question
 
 
@@ -103,10 +137,23 @@ def test_every_test_of_a_units_number_or_floor_is_the_evaluators_and_reads_no_do
     assert len(found(store, "floorPlans.units.floor:true")) == 1
 
 
+def paths_asked() -> set[str]:
+    """The paths of ``listing_values`` that :data:`PATH_QUESTIONS` test."""
+
+    def leaves(expr: filters.Expr) -> list[filters.Expr]:
+        inner = getattr(expr, "items", None) or ([expr.expr] if isinstance(expr, filters.Not) else None)
+        return [leaf for item in inner for leaf in leaves(item)] if inner else [expr]
+
+    tests = [leaf for question in PATH_QUESTIONS for leaf in leaves(filters.parse(question))]
+    return {s.path for s in map(value_source, tests) if s is not None and s.column is None}
+
+
 def test_the_units_values_are_read_once_then_only_the_written_listings(store: SQLiteStore) -> None:
     whole, written = unit_value_reads("whole"), unit_value_reads("written")
+    paths_whole, paths_written = unit_value_reads("whole", "listings"), unit_value_reads("written", "listings")
     assert_as_the_evaluator(store)
     assert unit_value_reads("whole") - whole == 2  # each field once, for every question
+    assert unit_value_reads("whole", "listings") - paths_whole == len(paths_asked()) == 11
     everything = records(store)
     holders = [r for r in everything if filters.evaluate(filters.parse("floorPlans.units.unitNumber:201"), r)]
     others = [r for r in everything if r not in holders]
@@ -118,16 +165,26 @@ def test_the_units_values_are_read_once_then_only_the_written_listings(store: SQ
                 unit["unitNumber"] = "2010"
                 unit["floor"] = "PH"
     gained["floorPlans"][0].setdefault("units", []).append({"unitNumber": "201", "floor": 2, "status": "Available"})
+    # Paths of listing_values: photos gone, an incentive and a plan's name gained, an odd value changed.
+    lost["photos"] = []
+    gained["incentives"] = [{"title": "Extended deposit structure", "description": "new"}]
+    gained["floorPlans"][0]["name"] = "Suite 1B"
+    gained["extras"] = {"code": "12"}
     created = copy.deepcopy(holders[-1])
     created["listingId"] = created["objectID"] = "created-with-201"
     created["path"] = created["path"] + "-created"
     store.upsert_listings([lost, gained, created], at=day_time(START) + 3600)
     store.delete_listing(holders[1]["listingId"])
     before, whole = documents_read(), unit_value_reads("whole")
+    paths_whole = unit_value_reads("whole", "listings")
     assert_as_the_evaluator(store)
     assert documents_read() == before
     assert unit_value_reads("whole") == whole
     assert unit_value_reads("written") - written == 2
+    assert unit_value_reads("whole", "listings") == paths_whole
+    assert unit_value_reads("written", "listings") - paths_written == len(paths_asked())
+    assert gained["listingId"] in found(store, 'incentives.title:"Extended deposit structure"')
+    assert lost["listingId"] in found(store, "NOT photos.tags:exterior")
     now = found(store, "floorPlans.units.unitNumber:201")
     assert lost["listingId"] not in now and holders[1]["listingId"] not in now
     assert {gained["listingId"], "created-with-201"} <= set(now)
@@ -194,7 +251,38 @@ def test_a_listing_created_then_deleted_leaves_no_trace(store: SQLiteStore) -> N
 
 
 def test_a_whole_read_in_runs_of_listings_answers_the_same(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    from precon.service.search import unit_values
+    from precon.service.search import held_values
 
-    monkeypatch.setattr(unit_values, "LISTING_RUN", 7)  # runs of 7 listings: 18 runs over the catalogue
+    monkeypatch.setattr(held_values, "LISTING_RUN", 7)  # runs of 7 listings: 18 runs over the catalogue
     assert_as_the_evaluator(store)
+
+
+def test_a_file_of_layout_9_gets_the_listings_values_on_open(store: SQLiteStore) -> None:
+    path = store.path
+    with store._transaction() as db:
+        db.execute("UPDATE meta SET value = '9' WHERE key = 'schema'")
+        db.execute("DROP TABLE listing_values")  # layout 9: no rows of the values the column index lacks
+        db.execute("DROP TABLE value_paths")
+    store.close()
+    reopened = SQLiteStore(path)
+    try:
+        before = documents_read()
+        assert_as_the_evaluator(reopened)
+        assert documents_read() == before
+        assert found(reopened, "extras.deep.er:yes") != []
+    finally:
+        reopened.close()
+
+
+def test_paths_of_many_values_are_let_go_past_the_budget(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from precon.service.search.held_values import HeldValues
+
+    monkeypatch.setattr(store, "_held_values", HeldValues(most=1))  # every path but the one just asked let go
+    whole = unit_value_reads("whole", "listings")
+    for question in ("photos.tags:exterior", 'floorPlans.name:"Suite 1B"', "photos.tags:lobby", "photos.tags:pool"):
+        assert found(store, question) == expected(store, question), question
+    # Read whole: photos' tags, the plans' names (letting the tags go), the tags again; the last asked again held.
+    assert unit_value_reads("whole", "listings") - whole == 3
+    assert found(store, "floorPlans.units.unitNumber:201") == expected(store, "floorPlans.units.unitNumber:201")
+    assert found(store, "photos.tags:exterior") == expected(store, "photos.tags:exterior")
+    assert unit_value_reads("whole", "listings") - whole == 3  # a unit's values are not counted against the budget

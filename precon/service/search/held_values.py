@@ -1,0 +1,263 @@
+"""Filters on paths the column index does not answer (a unit's number or floor, a plan's name, ``photos.tags``, a
+text attribute compared as a number), answered from rows that hold the values, never from the stored documents.
+
+Two kinds of rows hold them, each value whole as JSON so that its type is known (``"12"`` is text, ``12`` a number,
+and the evaluator compares each its own way): ``listing_plan_units`` a unit's number and floor
+(:func:`~.plans.stored_value`), ``listing_values`` every other value of a listing the index lacks
+(:mod:`~precon.service.search.path_values`). :class:`HeldValues` keeps, per path, its distinct values and every
+(value, listing) pair: a test is run by the reference evaluator (:mod:`precon.filters`) once per distinct value,
+and the listings holding a value that passes are the answer. Its semantics are the evaluator's, by construction;
+the tests hold it to the evaluator over the documents too.
+
+A path's pairs are read once per process, at the first question on it (a scan of that path's rows, not of
+documents). A write leaves them as they are: the listings written since are read again into a layer of their own,
+which stands for them over the pairs read whole (so a day's updates copy nothing of millions of pairs); past an
+eighth of the catalogue written, the pairs are read again whole. Paths of many distinct values (a plan's image
+address, a listing's summary) are let go, the least recently asked first, past :data:`BYTES_HELD` held.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from precon.filters import Compare, Expr, Match, Range, compile_predicate
+from precon.service import metrics
+from precon.service.search.column_patch import WRITTEN_SINCE, too_many_written, written_since
+from precon.service.search.columns import ColumnIndex, IntArray, Mask, catalogue_name
+from precon.service.search.path_values import kept_as_values
+from precon.service.search.plans import joined_numbers, term_codes
+from precon.service.search.sql_filter import canonical_path
+
+UNIT_VALUE_COLUMNS: dict[str, str] = {
+    "floorPlans.units.unitNumber": "number_value",
+    "floorPlans.units.floor": "floor_value",
+}
+"""The unit paths answered here, and the column of ``listing_plan_units`` holding each whole."""
+BYTES_HELD = 96 * 1024 * 1024
+"""About the most the values of paths of ``listing_values`` hold at once: past it the least recently asked such
+path is let go (read again when asked again). A unit's number and floor are always held, and so is the path
+just asked (one path of more, a plan's image addresses at 50,000 listings, is held alone)."""
+
+
+@dataclass(frozen=True)
+class ValueSource:
+    """Where one path's values are read: a column of ``listing_plan_units`` (``column``), else ``listing_values``."""
+
+    path: str
+    column: str | None
+
+    def read(self, db: sqlite3.Connection, where: str, arguments: tuple[Any, ...]) -> tuple[IntArray, list[str]]:
+        """The listings and their values' JSON text ('' for none) of the rows ``where`` picks (a condition on
+        ``listing``): only this path's (a question on unit numbers does not wait for the floors)."""
+        if self.column is None:
+            sql = ("SELECT group_concat(listing), group_concat(value, char(31)) FROM listing_values "
+                   f"WHERE path = (SELECT code FROM value_paths WHERE path = ?) AND {where}")  # fmt: skip
+            row = db.execute(sql, (self.path, *arguments)).fetchone()
+        else:
+            assert self.column in UNIT_VALUE_COLUMNS.values()  # a name of this module's, never a user's text
+            row = db.execute(
+                f"SELECT group_concat(listing), group_concat(ifnull({self.column}, ''), char(31)) "
+                f"FROM listing_plan_units WHERE {where}",
+                arguments,
+            ).fetchone()
+        listing = joined_numbers(row[0], np.int64)
+        return listing, (row[1] or "").split("\x1f") if len(listing) else []
+
+
+def value_source(expr: Expr) -> ValueSource | None:
+    """Where the values ``expr`` tests are held, where it is one test of a path that rows hold; else None."""
+    if not isinstance(expr, Match | Compare | Range):
+        return None
+    path = canonical_path(expr.attr)
+    column = UNIT_VALUE_COLUMNS.get(path)
+    if column is not None:
+        return ValueSource(path, column)
+    return ValueSource(path, None) if kept_as_values(path) else None
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    """(value code, listing row id) pairs, distinct."""
+
+    codes: npt.NDArray[np.int32]
+    owners: IntArray
+
+    def holders(self, passing: Mask) -> npt.NDArray[np.uint32]:
+        """The row ids of the pairs whose value passes (by code)."""
+        return self.owners[passing[self.codes]]
+
+
+@dataclass(frozen=True)
+class _Values:
+    """One path's values as of a generation: the pairs read whole (``base``, coding ``base_values``), and the
+    listings written since then (``written``, row ids, sorted) with their pairs as they are now (``layer``, coding
+    ``layer_values``, coded by their JSON text in ``layer_lookup``). The base keeps its values decoded only (its
+    lookup, a second copy of every value as text, is let go once read): the layer codes its own."""
+
+    generation: int
+    base_values: list[Any]
+    base: _Pairs
+    size: int
+    """What the base holds, in bytes, about (its values' text and objects, its pairs)."""
+    written: IntArray
+    layer_lookup: dict[str, int]
+    layer_values: list[Any]
+    layer: _Pairs
+
+    @classmethod
+    def read(cls, generation: int, db: sqlite3.Connection, source: ValueSource) -> _Values:
+        """Every value of ``source``'s path, read a run of listings at a time: at 50,000 listings the units'
+        values are 11 million texts, which read at once would hold some 600 MB as Python strings."""
+        lookup: dict[str, int] = {}
+        values: list[Any] = []
+        parts = [_pairs(*source.read(db, "listing BETWEEN ? AND ?", run), lookup, values)
+                 for run in _listing_runs(db)]  # fmt: skip
+        base = _Pairs(
+            np.concatenate([part.codes for part in parts]) if parts else np.empty(0, np.int32),
+            np.concatenate([part.owners for part in parts]) if parts else np.empty(0, np.uint32),
+        )
+        size = sum(map(len, lookup)) + VALUE_OVERHEAD * len(values) + 8 * len(base.codes)
+        return cls(generation, values, base, size, np.empty(0, np.int64), {}, [], _NO_PAIRS)
+
+    def mask(self, expr: Match | Compare | Range, rowids: IntArray) -> Mask:
+        """Per listing of ``rowids`` (row ids, ascending), whether it holds a value that passes ``expr``."""
+        if not len(rowids):
+            return np.zeros(0, dtype=np.bool_)
+        predicate = compile_predicate(replace(expr, attr="value"))
+        # Marked by row id, then read at the index's row ids: no sort of what may be most of the pairs.
+        highest = max(rowids[-1], self.base.owners.max(initial=0), self.layer.owners.max(initial=0),
+                      self.written.max(initial=0))  # fmt: skip
+        held = np.zeros(int(highest) + 1, dtype=np.bool_)
+        held[self.base.holders(_passing(predicate, self.base_values))] = True
+        held[self.written] = False
+        held[self.layer.holders(_passing(predicate, self.layer_values))] = True
+        return held[rowids]
+
+    def moved(
+        self, generation: int, listing: IntArray, texts: list[str], written: IntArray, layered: IntArray
+    ) -> _Values:
+        """These values with the listings ``written`` since as their rows are now (``listing``, ``texts``) in the
+        layer, which then stands for ``layered`` (those and the ones it stood for). Nothing held is changed: a
+        search may be reading it."""
+        lookup, values = dict(self.layer_lookup), list(self.layer_values)
+        fresh = _pairs(listing, texts, lookup, values)
+        kept = ~np.isin(self.layer.owners, written)
+        layer = _Pairs(np.concatenate([self.layer.codes[kept], fresh.codes]),
+                       np.concatenate([self.layer.owners[kept], fresh.owners]))  # fmt: skip
+        return replace(self, generation=generation, written=layered, layer_lookup=lookup, layer_values=values,
+                       layer=layer)  # fmt: skip
+
+
+VALUE_OVERHEAD = 120
+"""Bytes a value held costs beside its text, about: its Python object and its place in the list."""
+_NO_PAIRS = _Pairs(np.empty(0, np.int32), np.empty(0, np.uint32))
+
+
+def _passing(predicate: Callable[[Any], bool], values: list[Any]) -> Mask:
+    """Per value (by code), whether the evaluator's ``predicate`` holds of it."""
+    return np.fromiter((predicate({"value": value}) for value in values), np.bool_, len(values))
+
+
+def _pairs(listing: IntArray, texts: list[str], lookup: dict[str, int], values: list[Any]) -> _Pairs:
+    """The distinct (code, listing) pairs of rows (their listing, their value's JSON text), coding the values
+    ``lookup`` lacks (added to it, and decoded to ``values``); rows without a value are left out."""
+    known = len(lookup)
+    codes = term_codes(texts, lookup)
+    values.extend(orjson.loads(text) if text else None for text in list(lookup)[known:])
+    held = codes != lookup.get("", -1)
+    # One sort of one array, not of pairs: a listing's row id (SQLite's, from 1) takes the low 32 bits. Sorted and
+    # its repeats dropped by hand: np.unique takes ten times as long on such keys (numpy 2.4).
+    keys = np.sort((codes[held].astype(np.int64) << 32) | listing[held])
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if len(keys) else keys
+    return _Pairs((keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.uint32))
+
+
+LISTING_RUN = 2000
+"""The listings whose units a whole read takes at once."""
+
+
+def _listing_runs(db: sqlite3.Connection) -> list[tuple[int, int]]:
+    """The catalogue's listing row ids in runs of :data:`LISTING_RUN`: (first, last) of each."""
+    rowids = [row[0] for row in db.execute("SELECT id FROM listings ORDER BY id")]
+    return [(rowids[k], rowids[min(k + LISTING_RUN, len(rowids)) - 1]) for k in range(0, len(rowids), LISTING_RUN)]
+
+
+class HeldValues:
+    """Per path that rows hold (:func:`value_source`), the listings holding each value; kept across searches and
+    moved across writes (see the module's docstring)."""
+
+    def __init__(self, most: int = BYTES_HELD) -> None:
+        self._held: OrderedDict[ValueSource, _Values] = OrderedDict()
+        self._most = most
+        self._reading = threading.Lock()
+        """Held while values are read: two questions at once read them once (a whole read is seconds at 50,000
+        listings)."""
+
+    def mask(
+        self, db: sqlite3.Connection, index: ColumnIndex, expr: Match | Compare | Range, source: ValueSource
+    ) -> Mask:
+        """Per listing of ``index``, whether it holds a value at ``source``'s path that passes ``expr``."""
+        current = self._held.get(source)
+        if current is None or current.generation < index.generation:
+            with self._reading:
+                current = self._current(self._held.get(source), db, index, source)
+                self._keep(source, current)
+        return current.mask(expr, index.rowids)
+
+    def _keep(self, source: ValueSource, current: _Values) -> None:
+        """``current`` held; where it is a path of ``listing_values``, the least recently read others let go past
+        the budget."""
+        self._held[source] = current
+        self._held.move_to_end(source)
+        if source.column is not None:
+            return
+        held = sum(values.size for key, values in self._held.items() if key.column is None)
+        for key in [key for key in self._held if key.column is None and key != source]:
+            if held <= self._most:
+                break
+            held -= self._held.pop(key).size
+
+    def _current(
+        self, held: _Values | None, db: sqlite3.Connection, index: ColumnIndex, source: ValueSource
+    ) -> _Values:
+        """``held`` as of ``index``'s generation: as it is (as of a later one: a search on an older index while a
+        newer one is built), with the listings written since in its layer, or read whole."""
+        if held is not None and held.generation >= index.generation:
+            return held
+        started = time.perf_counter()
+        began = not db.in_transaction
+        if began:
+            db.execute("BEGIN")  # the written listings and their rows of one snapshot
+        try:
+            moved = None if held is None else _caught_up(held, db, index, source)
+            if moved is not None:
+                current, kind = moved, "written"
+            else:
+                current, kind = _Values.read(index.generation, db, source), "whole"
+        finally:
+            if began:
+                db.execute("COMMIT")
+        where = "listings" if source.column is None else "units"
+        metrics.held_values_read(catalogue_name(db), kind, where, time.perf_counter() - started)
+        return current
+
+
+def _caught_up(held: _Values, db: sqlite3.Connection, index: ColumnIndex, source: ValueSource) -> _Values | None:
+    """``held`` at ``index``'s generation with the listings written since in its layer; None where the layer would
+    then stand for too many listings (the values are read whole)."""
+    written = written_since(db, held.generation)
+    layered = np.union1d(held.written, written)
+    if too_many_written(len(layered), index.size):
+        return None
+    listing, texts = source.read(db, f"listing IN ({WRITTEN_SINCE})", (held.generation,))
+    return held.moved(index.generation, listing, texts, written, layered)

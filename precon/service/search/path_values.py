@@ -1,0 +1,172 @@
+"""Every value of a listing that the column index cannot answer a filter on, kept as rows: ``listing_values``.
+
+The column index holds the attributes listings are searched, sorted and counted by, and the floor plans' rows a
+unit's status, price, number and floor; but a ``filterQuery`` may name any path of a document (a plan's
+``name``, ``photos.tags``, ``incentives.title``). So each listing's values at every other path are stored
+beside its document, one row per distinct (path, value) of the listing, the value as JSON (``"12"`` is text,
+``12`` a number: the evaluator compares each its own way), the path by a code of ``value_paths``. A filter on such
+a path reads that path's rows, never a document (:mod:`~precon.service.search.held_values`).
+
+The values of a path are what the reference evaluator (:mod:`precon.filters`) finds there: a dotted path walks into
+objects and, element by element, into lists of objects; a list at the end gives its elements; ``null`` gives
+nothing. Only scalars are stored (text, numbers, booleans): no test of the evaluator passes an object or a list.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from precon.service.search.columns import LISTING_ATTRIBUTES
+
+VALUE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS value_paths(code INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS listing_values(path INTEGER NOT NULL, listing INTEGER NOT NULL, value TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS listing_values_by_path ON listing_values(path, listing, value);
+"""
+VALUE_TABLES = ("listing_values", "value_paths")
+
+UNIT_ROW_PATHS = frozenset(
+    {
+        "floorPlans.units.unitNumber",
+        "floorPlans.units.floor",
+        "floorPlans.units.price",
+        "floorPlans.units.status",
+    }
+)
+"""The paths of a unit that ``listing_plan_units`` holds: a listing's hundreds of units are not repeated here."""
+
+ValuePair = tuple[str, str]
+"""(path, the value's JSON text)."""
+
+DELETE_LISTING_VALUES = "DELETE FROM listing_values WHERE path IN (SELECT code FROM value_paths) AND listing = ?"
+"""A listing's rows, given its row id (each path's found by the index: no scan)."""
+DELETE_VALUE = (
+    "DELETE FROM listing_values WHERE path = (SELECT code FROM value_paths WHERE path = ?) AND listing = ? "
+    "AND value = ?"
+)
+"""One row, given its path, listing row id and value."""
+
+
+@functools.lru_cache(maxsize=4096)
+def kept_as_values(path: str) -> bool:
+    """Whether ``path``'s values are rows of ``listing_values``: the paths the column index does not hold, save a
+    unit's fields that ``listing_plan_units`` holds. (A text attribute the index holds, compared as a number, is
+    still answered from the documents: see :mod:`~precon.service.stores.sqlite.document_masks`.)"""
+    return path not in UNIT_ROW_PATHS and path not in LISTING_ATTRIBUTES
+
+
+def value_pairs(record: dict[str, Any], fields: Iterable[str] | None = None) -> set[ValuePair]:
+    """The distinct (path, value) pairs of ``record`` that :func:`kept_as_values` keeps: of its top-level
+    ``fields`` only, where given."""
+    pairs: set[ValuePair] = set()
+    for name in record if fields is None else fields:
+        path = _child("", name)
+        value = record.get(name)
+        if path is not None and value is not None:
+            _walk(path, value if type(value) is list else [value], pairs)
+    return pairs
+
+
+def changed_value_pairs(old: dict[str, Any], new: dict[str, Any]) -> tuple[set[ValuePair], set[ValuePair]]:
+    """The pairs a listing loses and gains from ``old`` to ``new``. A list of objects that kept its length is
+    compared element by element: a unit sold changes one plan, whose pairs (its units' fields being rows of their
+    own) are most often the same before and after, and then no other plan is read."""
+    lost: set[ValuePair] = set()
+    gained: set[ValuePair] = set()
+    for name in old.keys() | new.keys():
+        was, now = old.get(name), new.get(name)
+        path = _child("", name)
+        if was is now or path is None or same_json(was, now):
+            continue
+        before, after = _nodes(was), _nodes(now)
+        kept: list[Any] = []
+        if len(before) == len(after):
+            changed = [k for k, (b, a) in enumerate(zip(before, after, strict=True)) if not same_json(b, a)]
+            kept = [before[k] for k in range(len(before)) if k not in set(changed)]
+            before, after = [before[k] for k in changed], [after[k] for k in changed]
+        pairs_before, pairs_after = _pairs_at(path, before), _pairs_at(path, after)
+        if pairs_before == pairs_after:
+            continue
+        unchanged = _pairs_at(path, kept)
+        lost |= pairs_before - pairs_after - unchanged
+        gained |= pairs_after - pairs_before - unchanged
+    return lost, gained
+
+
+def _nodes(value: Any) -> list[Any]:
+    return [] if value is None else value if type(value) is list else [value]
+
+
+def _pairs_at(path: str, nodes: list[Any]) -> set[ValuePair]:
+    pairs: set[ValuePair] = set()
+    if nodes:
+        _walk(path, nodes, pairs)
+    return pairs
+
+
+def same_json(before: Any, after: Any) -> bool:
+    """Whether two values are the same JSON (``True == 1`` and ``1 == 1.0`` in Python, not in what is stored)."""
+    if before is after:
+        return True
+    if type(before) is not type(after) or before != after:
+        return False
+    return not isinstance(before, list | dict) or orjson.dumps(before) == orjson.dumps(after)
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _walk(path: str, nodes: list[Any], pairs: set[ValuePair]) -> None:
+    """The scalar values the evaluator finds at ``path`` and below it, where ``nodes`` are what it finds at
+    ``path`` (a list's elements in its place). Objects are walked key by key over all of them at once: a plan's
+    hundreds of units, whose fields are all :data:`UNIT_ROW_PATHS`, are passed over by their keys alone."""
+    objects: list[dict[str, Any]] = []
+    scalars: list[Any] = []
+    for node in nodes:
+        if type(node) is dict:
+            objects.append(node)
+        elif isinstance(node, _SCALARS):
+            scalars.append(node)
+    if scalars and kept_as_values(path):
+        pairs.update((path, orjson.dumps(value).decode()) for value in scalars)
+    if not objects:
+        return
+    for key in set().union(*objects) if len(objects) > 1 else objects[0]:
+        child = _child(path, key)
+        if child is None:
+            continue
+        following: list[Any] = []
+        for node in objects:
+            value = node.get(key)
+            if type(value) is list:
+                following.extend(value)
+            elif value is not None:
+                following.append(value)
+        if following:
+            _walk(child, following, pairs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _child(path: str, key: str) -> str | None:
+    """The path of ``key`` below ``path``; None where nothing below it is kept: a unit's fields that rows hold, and
+    a key holding a dot (a dotted path never reaches it)."""
+    if "." in key:
+        return None
+    child = f"{path}.{key}" if path else key
+    return None if child in UNIT_ROW_PATHS else child
+
+
+def insert_values(db: sqlite3.Connection, rows: list[tuple[str, int, str]]) -> None:
+    """Rows of ``listing_values`` added, (path, listing row id, value's JSON) each: the paths met for the first time
+    given their codes."""
+    if not rows:
+        return
+    paths = {row[0] for row in rows}
+    db.executemany("INSERT OR IGNORE INTO value_paths(path) VALUES (?)", [(path,) for path in sorted(paths)])
+    codes = dict(db.execute("SELECT path, code FROM value_paths"))
+    db.executemany("INSERT INTO listing_values VALUES (?, ?, ?)", [(codes[p], listing, v) for p, listing, v in rows])
