@@ -4,6 +4,7 @@ of what a listing was into the rows of what it becomes."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import orjson
@@ -66,15 +67,24 @@ def test_what_a_rewrite_deletes_and_adds_makes_the_new_records_rows(old: dict[st
     assert not lost & value_pairs(new) and not gained & value_pairs(old)
 
 
-@settings(max_examples=200, deadline=None)
-@given(RECORDS, st.integers(0, 3), VALUES)
+@settings(max_examples=300, deadline=None)
+@given(RECORDS, st.integers(0, 3), st.sampled_from([("name",), ("image", "name"), ("units", "code")]), VALUES)
 def test_a_change_in_one_element_of_a_list_is_found_beside_the_others(
-    old: dict[str, Any], position: int, value: Any
+    old: dict[str, Any], position: int, at: tuple[str, ...], value: Any
 ) -> None:
-    elements = [{"name": "A", "tags": ["x"]}, {"name": "B"}, {"name": "A", "code": 1}, {"units": [{"code": 2}]}]
+    elements = [
+        {"name": "A", "image": {"name": "a.svg"}, "tags": ["x"]},
+        {"name": "B", "image": [{"name": "b.svg"}, {"name": "a.svg"}]},
+        {"name": "A", "code": 1, "units": [{"code": 2, "unitNumber": "1"}]},
+        {"units": [{"code": 2}, {"code": 3}], "image": {"name": "b.svg"}},
+    ]
     before = {**old, "floorPlans": elements}
-    after_elements = list(elements)
-    after_elements[position] = {**elements[position], "name": value}
-    after = {**old, "floorPlans": after_elements}
+    changed = copy.deepcopy(elements[position])
+    inner = changed
+    for key in at[:-1]:
+        inner = inner.setdefault(key, {})
+        inner = inner[0] if isinstance(inner, list) else inner
+    inner[at[-1]] = value
+    after = {**old, "floorPlans": [*elements[:position], changed, *elements[position + 1 :]]}
     lost, gained = changed_value_pairs(before, after)
     assert (value_pairs(before) - lost) | gained == value_pairs(after)

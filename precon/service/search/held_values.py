@@ -94,7 +94,7 @@ class _Pairs:
 
     def holders(self, passing: Mask) -> npt.NDArray[np.uint32]:
         """The row ids of the pairs whose value passes (by code)."""
-        return self.owners[passing[self.codes]]
+        return self.owners[passing[self.codes]] if passing.any() else self.owners[:0]
 
 
 @dataclass(frozen=True)

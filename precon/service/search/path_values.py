@@ -92,7 +92,9 @@ def changed_value_pairs(old: dict[str, Any], new: dict[str, Any]) -> tuple[set[V
         pairs_before, pairs_after = _pairs_at(path, before), _pairs_at(path, after)
         if pairs_before == pairs_after:
             continue
-        unchanged = _pairs_at(path, kept)
+        # The elements left as they were, read only at the paths whose values differ (a plan's lastUpdated).
+        differing = {at for at, _ in pairs_before ^ pairs_after}
+        unchanged = _pairs_at(path, kept, (differing, {prefix for at in differing for prefix in _prefixes(at)}))
         lost |= pairs_before - pairs_after - unchanged
         gained |= pairs_after - pairs_before - unchanged
     return lost, gained
@@ -102,11 +104,16 @@ def _nodes(value: Any) -> list[Any]:
     return [] if value is None else value if type(value) is list else [value]
 
 
-def _pairs_at(path: str, nodes: list[Any]) -> set[ValuePair]:
+def _pairs_at(path: str, nodes: list[Any], only: _Only | None = None) -> set[ValuePair]:
     pairs: set[ValuePair] = set()
     if nodes:
-        _walk(path, nodes, pairs)
+        _walk(path, nodes, pairs, only)
     return pairs
+
+
+def _prefixes(path: str) -> list[str]:
+    parts = path.split(".")
+    return [".".join(parts[: k + 1]) for k in range(len(parts))]
 
 
 def same_json(before: Any, after: Any) -> bool:
@@ -121,10 +128,15 @@ def same_json(before: Any, after: Any) -> bool:
 _SCALARS = (str, int, float, bool)
 
 
-def _walk(path: str, nodes: list[Any], pairs: set[ValuePair]) -> None:
+_Only = tuple[set[str], set[str]]
+"""The paths whose values are wanted, and the paths that lead to them (theirs and their prefixes)."""
+
+
+def _walk(path: str, nodes: list[Any], pairs: set[ValuePair], only: _Only | None = None) -> None:
     """The scalar values the evaluator finds at ``path`` and below it, where ``nodes`` are what it finds at
-    ``path`` (a list's elements in its place). Objects are walked key by key over all of them at once: a plan's
-    hundreds of units, whose fields are all :data:`UNIT_ROW_PATHS`, are passed over by their keys alone."""
+    ``path`` (a list's elements in its place); of the paths ``only`` names, where given. Objects are walked key by
+    key over all of them at once: a plan's hundreds of units, whose fields are all :data:`UNIT_ROW_PATHS`, are
+    passed over by their keys alone."""
     objects: list[dict[str, Any]] = []
     scalars: list[Any] = []
     for node in nodes:
@@ -132,13 +144,13 @@ def _walk(path: str, nodes: list[Any], pairs: set[ValuePair]) -> None:
             objects.append(node)
         elif isinstance(node, _SCALARS):
             scalars.append(node)
-    if scalars and kept_as_values(path):
+    if scalars and kept_as_values(path) and (only is None or path in only[0]):
         pairs.update((path, orjson.dumps(value).decode()) for value in scalars)
     if not objects:
         return
     for key in set().union(*objects) if len(objects) > 1 else objects[0]:
         child = _child(path, key)
-        if child is None:
+        if child is None or (only is not None and child not in only[1]):
             continue
         following: list[Any] = []
         for node in objects:
@@ -148,7 +160,7 @@ def _walk(path: str, nodes: list[Any], pairs: set[ValuePair]) -> None:
             elif value is not None:
                 following.append(value)
         if following:
-            _walk(child, following, pairs)
+            _walk(child, following, pairs, only)
 
 
 @functools.lru_cache(maxsize=4096)
