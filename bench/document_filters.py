@@ -4,9 +4,10 @@ A ``filterQuery`` may name any path of a listing (``floorPlans.units.unitNumber:
 700000``, ``floorPlans.name:"Suite 1B"``). Until 2026-12-07 the store answered such a test by reading and testing every
 stored document, once per generation and expression (the first such search after any write waited again). Now a
 unit's price or floor compared as a number comes from the floor plans' index; any test of a unit's number or floor
-from the units' values (``precon/service/search/unit_values.py``, since 2026-12-08: no document read); any other
-such test reads only the documents still in question, each once per expression, kept across writes
-(``precon/service/stores/sqlite/document_masks.py``).
+from the units' values (since 2026-12-08), and any test of another path the column index lacks from
+``listing_values`` (since 2026-12-09; both ``precon/service/search/held_values.py``: no document read); what no rows
+hold (a unit's price matched as text) reads only the documents still in question, each once per expression, kept
+across writes (``precon/service/stores/sqlite/document_masks.py``).
 
 At ``--listings`` listings (the catalogue ``bench/after_write.py`` makes, in ``--data``, copied), ``--rounds``
 rounds, each: a day's updates (``--written`` listings, a unit sold and another's price raised), then, each timed in
@@ -16,8 +17,11 @@ the process (the store, not HTTP):
 * **unit number, after a day's updates**: ``floorPlans.units.unitNumber:201``, the same each round;
 * **unit number in a city, a new one**: ``cityOrDistrict:<a city> AND floorPlans.units.unitNumber:<new>``;
 * **unit number, a new one**: ``floorPlans.units.unitNumber:<new>`` over the whole catalogue;
-* **plan name, a new one**: ``floorPlans.name:<new>`` over the whole catalogue (a path only the documents hold);
-* before the rounds, the process's **first unit number** question, which reads the units' values whole;
+* **plan name, a new one**: ``floorPlans.name:<new>`` over the whole catalogue (from ``listing_values``);
+* **unit price matched, a new one**: ``floorPlans.units.price:<new>`` over the whole catalogue (what only the
+  documents answer);
+* before the rounds, the process's **first unit number** and **first plan name** questions, which read the units'
+  values and the plans' names whole;
 * **every document read**, the baseline: the documents read and tested as the store did before, for the new unit
   number.
 
@@ -46,7 +50,8 @@ from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
 
 KINDS = ("units' price, a new bound", "unit number, after a day's updates", "unit number in a city, a new one",
-         "unit number, a new one", "plan name, a new one", "every document read")  # fmt: skip
+         "unit number, a new one", "plan name, a new one", "unit price matched, a new one",
+         "every document read")  # fmt: skip
 
 
 def timed(store: SQLiteStore, question: str) -> float:
@@ -68,9 +73,9 @@ def documents_read() -> float:
     return REGISTRY.get_sample_value("precon_documents_filtered_total", {"catalogue": "work"}) or 0.0
 
 
-def run(path: Path, rounds: int, written: int) -> tuple[float, dict[str, Any]]:
-    """The first unit-number question's time in the process (the units' values read whole), and each kind's
-    figures."""
+def run(path: Path, rounds: int, written: int) -> tuple[dict[str, float], dict[str, Any]]:
+    """The first unit-number and plan-name questions' times in the process (their values read whole), and each
+    kind's figures."""
     store = SQLiteStore(path)
     times: dict[str, list[float]] = {kind: [] for kind in KINDS}
     read: dict[str, list[float]] = {kind: [] for kind in KINDS}
@@ -79,7 +84,10 @@ def run(path: Path, rounds: int, written: int) -> tuple[float, dict[str, Any]]:
                   .facets["cityOrDistrict"]]  # fmt: skip
         ids = store.listing_ids()
         store.search_listings(ListingQuery(unit_filter=parse("units.price < 1"), limit=1))  # both indexes held
-        first = timed(store, "floorPlans.units.unitNumber:201")  # the units' values read whole
+        first = {
+            "first_unit_number_ms": timed(store, "floorPlans.units.unitNumber:201"),  # the units' values read whole
+            "first_plan_name_ms": timed(store, 'floorPlans.name:"Suite 9Z"'),  # the plans' names read whole
+        }
         settle_heap()  # as a serving process does once started
         for round_ in range(rounds):
             day = ids[round_ * written : (round_ + 1) * written]
@@ -91,12 +99,13 @@ def run(path: Path, rounds: int, written: int) -> tuple[float, dict[str, Any]]:
                 (KINDS[2], f'cityOrDistrict:"{cities[round_ % len(cities)]}" AND floorPlans.units.unitNumber:{number}'),
                 (KINDS[3], f"floorPlans.units.unitNumber:{number + 2}"),
                 (KINDS[4], f'floorPlans.name:"Suite {round_ + 1}A"'),
+                (KINDS[5], f"floorPlans.units.price:{700_001 + 17 * round_}"),
             ):
                 before = documents_read()
                 times[kind].append(timed(store, question))
                 read[kind].append(documents_read() - before)
-            times[KINDS[5]].append(every_document(store, f"floorPlans.units.unitNumber:{number + 2}"))
-            read[KINDS[5]].append(float(len(ids)))
+            times[KINDS[6]].append(every_document(store, f"floorPlans.units.unitNumber:{number + 2}"))
+            read[KINDS[6]].append(float(len(ids)))
     finally:
         store.close()
     return first, {
@@ -112,9 +121,10 @@ def run(path: Path, rounds: int, written: int) -> tuple[float, dict[str, Any]]:
 def main() -> None:
     args, work = work_copy(__doc__, rounds=5)
     first, figures = run(work, args.rounds, args.written)
-    baseline = figures[KINDS[5]]["p50_ms"]
-    print(f"first unit number in the process (the units' values read whole): {first:.1f} ms, "
-          f"{first / baseline:.2f}x of every document read")  # fmt: skip
+    baseline = figures[KINDS[6]]["p50_ms"]
+    for name, took in first.items():
+        print(f"{name} in the process (its values read whole): {took:.1f} ms, {took / baseline:.2f}x of every "
+              "document read")  # fmt: skip
     for kind in KINDS:
         found = figures[kind]
         found["to_every_document_p50"] = found["p50_ms"] / baseline
@@ -123,7 +133,7 @@ def main() -> None:
               "document read")  # fmt: skip
     OUT.mkdir(exist_ok=True)
     result = {"listings": args.listings, "rounds": args.rounds, "written": args.written,
-              "first_unit_number_ms": first, **figures}  # fmt: skip
+              **first, **figures}  # fmt: skip
     (OUT / f"document_filters-{args.listings}.json").write_text(json.dumps(result, indent=2))
 
 
