@@ -142,15 +142,37 @@ def test_multiple_listings_and_the_health_check_are_answered_on_the_loop(tmp_pat
     assert inspect.iscoroutinefunction(health.endpoint)
 
 
-def test_a_filter_on_a_path_the_column_index_lacks_sends_the_search_to_a_thread(tmp_path: Path, stores: tuple) -> None:
-    from precon.service.api.scope import names_unindexed_path
+def test_a_filter_on_a_path_the_column_index_lacks_runs_in_a_thread_until_its_answer_is_held(
+    tmp_path: Path, stores: tuple
+) -> None:
+    from precon.filters import parse
+    from precon.service.api.scope import filter_or_none
 
     live, sandbox = stores
     service = service_over(tmp_path, live, sandbox)
     thread_of_search(service)
     assert thread_of_search(service)[0]
-    assert not thread_of_search(service, unindexed_path=True)[0]  # it may read documents or units first
-    assert names_unindexed_path("floorPlans.units.unitNumber:201 AND cityOrDistrict:Toronto")
-    assert names_unindexed_path('floorPlans.name:"Suite 1B"') and names_unindexed_path("floorPlans.units.price < 5")
-    assert not names_unindexed_path("cityOrDistrict:Toronto AND startPrice < 700000")
-    assert not names_unindexed_path(None) and not names_unindexed_path("((")  # refused where it is read
+    # The first reads the path's values (or builds the floor plans' index) in a thread; once held, on the loop.
+    for text in ('floorPlans.name:"Suite 1B" AND cityOrDistrict:Toronto', "floorPlans.units.unitNumber != 201",
+                 "NOT floorPlans.units.price < 500000"):  # fmt: skip
+        expr = parse(text)
+        assert not live.answers_from_memory(False, False, expr), text
+        assert not thread_of_search(service, filter_expr=expr)[0], text
+        live.search_listings(ListingQuery(filter=expr, limit=5))
+        assert live.answers_from_memory(False, False, expr), text
+        assert thread_of_search(service, filter_expr=expr)[0], text
+    # What only the documents answer always goes to a thread: a unit's price matched, a text attribute compared.
+    for text in ("floorPlans.units.price:477990", "ceilingHeights > 9"):
+        expr = parse(text)
+        live.search_listings(ListingQuery(filter=expr, limit=5))
+        assert not live.answers_from_memory(False, False, expr), text
+    # After a write, the values are read again (the written listings) before the search may run on the loop.
+    held = parse('floorPlans.name:"Suite 1B"')
+    extra = generated_catalogue(41, 3).listings[-1]
+    live.upsert_listings([{**extra, "listingId": "written-after"}])
+    thread_of_search(service)  # the column index follows the write
+    assert thread_of_search(service)[0]
+    assert not live.answers_from_memory(False, False, held)
+    live.search_listings(ListingQuery(filter=held, limit=5))
+    assert live.answers_from_memory(False, False, held)
+    assert filter_or_none(None) is None and filter_or_none("((") is None  # refused where it is read

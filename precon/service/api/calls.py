@@ -11,6 +11,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from precon.client.models import PROVINCES
+from precon.filters import Expr
 from precon.service import metrics
 from precon.service.accounts.model import ApiKey, digest
 from precon.service.accounts.rate_limits import Limiter, RateLimiter, RedisRateLimiter, SharedRateLimiter, redis_client
@@ -108,16 +109,17 @@ class Service:
         *,
         text_in_some_fields: bool,
         unit_filter: bool,
-        unindexed_path: bool = False,
+        filter_expr: Expr | None = None,
     ) -> T:
         """``work()``, a listing search of ``version`` (its key checked already): on the event loop when the store
         answers it from indexes already in memory (handing a call of a millisecond to a worker thread and
         back costs as much again). Otherwise in a worker thread, so that a round trip to a server, or an index
         being built, holds up only the calls that wait for it; the indexes are then built for the next. A filter
-        on a path the column index does not hold (``unindexed_path``) always goes to a worker thread: it may read
-        documents first."""
+        (``filter_expr``) on a path the column index does not hold goes to a worker thread until what answers it is
+        held for the current generation (the path's values, the floor plans' index): its first answer may read
+        them, or documents."""
         store = self.store_of(version)
-        if not unindexed_path and store.answers_from_memory(text_in_some_fields, unit_filter):
+        if store.answers_from_memory(text_in_some_fields, unit_filter, filter_expr):
             return work()
 
         def warmed() -> T:

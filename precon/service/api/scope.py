@@ -22,7 +22,6 @@ from precon.filters import Expr
 from precon.schema import ATTRIBUTE_ALIASES, DEFAULT_FACETS, LISTING_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS
 from precon.service.api.visibility import check_expression, is_visible, visible_attribute
 from precon.service.errors import bad_request
-from precon.service.search.columns import ColumnIndex
 from precon.service.search.text import TextQuery
 
 if TYPE_CHECKING:
@@ -48,15 +47,13 @@ def listing_filter(version: str, raw: str | None) -> Expr | None:
     return check_expression(version, expression, "filterQuery")
 
 
-def names_unindexed_path(raw: str | None) -> bool:
-    """Whether a ``filterQuery`` tests a path the column index does not hold (a unit's number, a plan's name): its
-    answer may first read the units' values or documents, or build the floor plans' index (seconds on a large
-    catalogue), which must not hold up the event loop. A filter that does not parse is refused where it is read."""
+def filter_or_none(raw: str | None) -> Expr | None:
+    """A ``filterQuery`` parsed, for deciding where its search runs; None where there is none or it does not parse
+    (it is refused where it is read: :func:`listing_filter`)."""
     try:
-        expression = filters.parse(raw)
+        return filters.parse(raw)
     except filters.FilterSyntaxError:
-        return False
-    return expression is not None and not ColumnIndex.holds(expression)
+        return None
 
 
 def text_in_some_fields(version: str) -> bool:

@@ -452,6 +452,18 @@ class ColumnIndex:
         return self._numeric(attribute, *numeric_bounds(expr))
 
     @staticmethod
+    def unheld_tests(expr: Expr) -> list[Expr]:
+        """The tests of ``expr`` that :meth:`filter` leaves to its fallback, as it asks them (``a != v`` as
+        ``a = v``)."""
+        if isinstance(expr, And | Or):
+            return [test for item in expr.items for test in ColumnIndex.unheld_tests(item)]
+        if isinstance(expr, Not):
+            return ColumnIndex.unheld_tests(expr.expr)
+        if isinstance(expr, Compare) and expr.op == "!=":
+            expr = Compare(expr.attr, "=", expr.value)
+        return [] if ColumnIndex.holds(expr) else [expr]
+
+    @staticmethod
     def holds(expr: Expr) -> bool:
         """Whether the index answers ``expr`` alone, no test of it left to the fallback."""
         if isinstance(expr, And | Or):

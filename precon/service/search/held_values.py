@@ -214,6 +214,11 @@ class HeldValues:
                 self._keep(source, current)
         return current.mask(expr, index.rowids)
 
+    def holds(self, source: ValueSource, generation: int) -> bool:
+        """Whether ``source``'s values are held as of ``generation`` (a question on them reads nothing)."""
+        held = self._held.get(source)
+        return held is not None and held.generation >= generation
+
     def _keep(self, source: ValueSource, current: _Values) -> None:
         """``current`` held; where it is a path of ``listing_values``, the least recently read others let go past
         the budget."""

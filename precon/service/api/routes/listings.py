@@ -25,7 +25,7 @@ from precon.service.api.requests import (
     listing_shaper,
 )
 from precon.service.api.responses import EncodedResults, answer, envelope, facets_payload
-from precon.service.api.scope import names, names_unindexed_path, text_in_some_fields
+from precon.service.api.scope import filter_or_none, names, text_in_some_fields
 from precon.service.api.splice import SPLICER
 from precon.service.api.units import add_matched_floor_plans, with_matched_floor_plans
 from precon.service.errors import bad_request, not_found
@@ -83,7 +83,7 @@ async def search_listings(call: SearchCall) -> Response:
         lambda: answer(call.request, listing_search(call)),
         text_in_some_fields=bool(asked.search) and text_in_some_fields(call.version),
         unit_filter=bool(asked.unitFilter),
-        unindexed_path=names_unindexed_path(asked.filterQuery),
+        filter_expr=filter_or_none(asked.filterQuery),
     )
 
 

@@ -115,25 +115,40 @@ class SQLiteReads(SQLiteProfiles):
 
         return with_typo_retry(search, query.text, self._listing_typos_to_search)
 
-    def answers_from_memory(self, text_in_some_fields: bool, unit_filter: bool) -> bool:
+    def answers_from_memory(
+        self, text_in_some_fields: bool, unit_filter: bool, filter_expr: Expr | None = None
+    ) -> bool:
         """Whether a listing search would be answered from indexes this process already holds for the current
         generation (with :attr:`background_index`, the one it searches while the current one is built): CPU for a
-        few milliseconds and a read of the page's records, no index to build, no FTS5 query. Such a search may run
-        on the event loop (see :meth:`precon.service.api.calls.Service.run_listing_search`)."""
+        few milliseconds and a read of the page's records, no index to build, no FTS5 query; for a filter on a path
+        the column index lacks, the floor plans' index or that path's values held too (never the documents). Such
+        a search may run on the event loop (see :meth:`precon.service.api.calls.Service.run_listing_search`)."""
         if text_in_some_fields:
             return False
         index = self._column_index
-        if self.background_index:
-            plans = self._plan_index
-            return index is not None and not (unit_filter and (plans is None or plans.generation != index.generation))
-        if self._index_thread is not None:
+        if index is None:
             return False
-        generation = self.generation()
-        if index is None or index.generation != generation:
+        if not self.background_index:
+            generation = self.generation()
+            if self._index_thread is not None or index.generation != generation:
+                return False
+            if not (self._typo_cache.holds(generation) and self._label_cache.holds(generation)):
+                return False
+        plans = self._plan_index
+        plans_held = plans is not None and plans.generation == index.generation
+        if unit_filter and not plans_held:
             return False
-        if unit_filter and (self._plan_index is None or self._plan_index.generation != generation):
-            return False
-        return self._typo_cache.holds(generation) and self._label_cache.holds(generation)
+        return filter_expr is None or all(
+            self._held_for(test, index, plans_held) for test in ColumnIndex.unheld_tests(filter_expr)
+        )
+
+    def _held_for(self, test: Expr, index: ColumnIndex, plans_held: bool) -> bool:
+        """Whether what answers ``test`` (one the column index leaves to :meth:`_unindexed`) is held for ``index``'s
+        generation."""
+        if as_unit_comparison(test) is not None:
+            return plans_held
+        source = value_source(test)
+        return source is not None and self._held_values.holds(source, index.generation)
 
     def warm(self, now: bool = False) -> None:
         """Builds the in-memory indexes now rather than on the first query. With :attr:`background_index`, the
