@@ -176,3 +176,21 @@ def test_a_filter_on_a_path_the_column_index_lacks_runs_in_a_thread_until_its_an
     live.search_listings(ListingQuery(filter=held, limit=5))
     assert live.answers_from_memory(False, False, held)
     assert filter_or_none(None) is None and filter_or_none("((") is None  # refused where it is read
+
+
+def test_a_path_of_too_many_values_to_test_at_once_stays_in_a_thread(
+    tmp_path: Path, stores: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from precon.filters import parse
+    from precon.service.search import held_values
+
+    live, _ = stores
+    expr = parse('floorPlans.name:"Suite 1B"')
+    live.warm()
+    live.search_listings(ListingQuery(filter=expr, limit=5))
+    assert live.answers_from_memory(False, False, expr)
+    monkeypatch.setattr(held_values, "AT_ONCE_VALUES", 1)  # each listing's plans are named alike: more than one
+    assert not live.answers_from_memory(False, False, expr)
+    monkeypatch.setattr(held_values, "AT_ONCE_VALUES", 20_000)
+    monkeypatch.setattr(held_values, "AT_ONCE_PAIRS", 10)
+    assert not live.answers_from_memory(False, False, expr)

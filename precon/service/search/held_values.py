@@ -49,6 +49,13 @@ path is let go (read again when asked again). A unit's number and floor are alwa
 just asked (one path of more, a plan's image addresses at 50,000 listings, is held alone)."""
 
 
+AT_ONCE_VALUES = 20_000
+"""The most distinct values a question tests on the event loop (the evaluator once each: some 10 ms)."""
+AT_ONCE_PAIRS = 2_000_000
+"""The most (value, listing) pairs a question marks on the event loop (some 5 ms): a plan's name at 50,000
+listings (450,000), the units' numbers at 2,500 (550,000); not at 20,000 (4.5 million)."""
+
+
 @dataclass(frozen=True)
 class ValueSource:
     """Where one path's values are read: a column of ``listing_plan_units`` (``column``), else ``listing_values``."""
@@ -214,10 +221,17 @@ class HeldValues:
                 self._keep(source, current)
         return current.mask(expr, index.rowids)
 
-    def holds(self, source: ValueSource, generation: int) -> bool:
-        """Whether ``source``'s values are held as of ``generation`` (a question on them reads nothing)."""
+    def answers_at_once(self, source: ValueSource, generation: int) -> bool:
+        """Whether a question on ``source``'s values is answered in a few milliseconds as of ``generation``: they
+        are held (nothing to read), and few enough (:data:`AT_ONCE_VALUES`, :data:`AT_ONCE_PAIRS`) that testing
+        each and marking their listings is quick; such a search may run on the event loop."""
         held = self._held.get(source)
-        return held is not None and held.generation >= generation
+        return (
+            held is not None
+            and held.generation >= generation
+            and len(held.base_values) + len(held.layer_values) <= AT_ONCE_VALUES
+            and len(held.base.codes) + len(held.layer.codes) <= AT_ONCE_PAIRS
+        )
 
     def _keep(self, source: ValueSource, current: _Values) -> None:
         """``current`` held; where it is a path of ``listing_values``, the least recently read others let go past

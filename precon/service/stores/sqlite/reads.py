@@ -121,7 +121,8 @@ class SQLiteReads(SQLiteProfiles):
         """Whether a listing search would be answered from indexes this process already holds for the current
         generation (with :attr:`background_index`, the one it searches while the current one is built): CPU for a
         few milliseconds and a read of the page's records, no index to build, no FTS5 query; for a filter on a path
-        the column index lacks, the floor plans' index or that path's values held too (never the documents). Such
+        the column index lacks, the floor plans' index or that path's values held too, and few enough
+        (:meth:`HeldValues.answers_at_once`; never the documents). Such
         a search may run on the event loop (see :meth:`precon.service.api.calls.Service.run_listing_search`)."""
         if text_in_some_fields:
             return False
@@ -148,7 +149,7 @@ class SQLiteReads(SQLiteProfiles):
         if as_unit_comparison(test) is not None:
             return plans_held
         source = value_source(test)
-        return source is not None and self._held_values.holds(source, index.generation)
+        return source is not None and self._held_values.answers_at_once(source, index.generation)
 
     def warm(self, now: bool = False) -> None:
         """Builds the in-memory indexes now rather than on the first query. With :attr:`background_index`, the
