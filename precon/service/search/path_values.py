@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -60,11 +59,10 @@ def kept_as_values(path: str) -> bool:
     return path not in UNIT_ROW_PATHS and path not in LISTING_ATTRIBUTES
 
 
-def value_pairs(record: dict[str, Any], fields: Iterable[str] | None = None) -> set[ValuePair]:
-    """The distinct (path, value) pairs of ``record`` that :func:`kept_as_values` keeps: of its top-level
-    ``fields`` only, where given."""
+def value_pairs(record: dict[str, Any]) -> set[ValuePair]:
+    """The distinct (path, value) pairs of ``record`` that :func:`kept_as_values` keeps."""
     pairs: set[ValuePair] = set()
-    for name in record if fields is None else fields:
+    for name in record:
         path = _child("", name)
         value = record.get(name)
         if path is not None and value is not None:
@@ -86,9 +84,10 @@ def changed_value_pairs(old: dict[str, Any], new: dict[str, Any]) -> tuple[set[V
         before, after = _nodes(was), _nodes(now)
         kept: list[Any] = []
         if len(before) == len(after):
-            changed = [k for k, (b, a) in enumerate(zip(before, after, strict=True)) if not same_json(b, a)]
-            kept = [before[k] for k in range(len(before)) if k not in set(changed)]
-            before, after = [before[k] for k in changed], [after[k] for k in changed]
+            same = [same_json(b, a) for b, a in zip(before, after, strict=True)]
+            kept = [b for b, unchanged in zip(before, same, strict=True) if unchanged]
+            before = [b for b, unchanged in zip(before, same, strict=True) if not unchanged]
+            after = [a for a, unchanged in zip(after, same, strict=True) if not unchanged]
         pairs_before, pairs_after = _pairs_at(path, before), _pairs_at(path, after)
         if pairs_before == pairs_after:
             continue
