@@ -11,6 +11,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from precon.filters import Compare, Match, Range, compile_predicate, value_test
 from precon.filters.evaluation import _make_getter
 from precon.service.search.path_values import changed_value_pairs, kept_as_values, value_pairs
 
@@ -88,3 +89,16 @@ def test_a_change_in_one_element_of_a_list_is_found_beside_the_others(
     after = {**old, "floorPlans": [*elements[:position], changed, *elements[position + 1 :]]}
     lost, gained = changed_value_pairs(before, after)
     assert (value_pairs(before) - lost) | gained == value_pairs(after)
+
+
+TESTS = st.one_of(
+    st.builds(Match, st.just("a"), st.sampled_from(["1", "A", "a", "true", "0", "1.0", "", " x-y ", "-5"])),
+    st.builds(Compare, st.just("a"), st.sampled_from(["=", "<", "<=", ">", ">="]), st.integers(-3, 3)),
+    st.builds(Range, st.just("a"), st.integers(-3, 0), st.integers(0, 3)),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(TESTS, st.one_of(SCALARS, st.sampled_from(["x_y", "X Y", "-5", " 1 ", "1e0", "nan", "inf"])))
+def test_one_values_test_is_the_evaluators_over_a_record_holding_it(test: Any, value: Any) -> None:
+    assert value_test(test)(value) == compile_predicate(test)({"a": value})

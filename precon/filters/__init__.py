@@ -16,7 +16,8 @@ Public API:
 
 * AST: :class:`Match`, :class:`Range`, :class:`Compare`, :class:`Not`, :class:`And`, :class:`Or`, ``Expr``.
 * :func:`parse` text -> ``Expr | None`` (raises :class:`FilterSyntaxError`, never a lark exception).
-* :func:`compile_predicate` / :func:`evaluate`: the reference semantics over plain ``dict`` records.
+* :func:`compile_predicate` / :func:`evaluate`: the reference semantics over plain ``dict`` records;
+  :func:`value_test`: the same test of one value (what an index of distinct values runs).
 * :func:`to_query` and the builders :func:`eq`, :func:`any_of`, :func:`between`, :func:`compare`,
   :func:`and_`, :func:`or_`, :func:`not_`, :func:`from_selection`.
 * :func:`attributes`: the attribute paths an expression uses.
@@ -25,7 +26,7 @@ Public API:
 
 from __future__ import annotations
 
-from precon.filters.evaluation import Predicate, compile_predicate, evaluate, fold_text
+from precon.filters.evaluation import Predicate, compile_predicate, evaluate, fold_text, value_test
 from precon.filters.expressions import (
     MAX_DEPTH,
     MAX_LENGTH,
@@ -98,4 +99,5 @@ __all__ = [
     "plan_matches",
     "to_query",
     "unit_rows",
+    "value_test",
 ]

@@ -93,8 +93,7 @@ def fold_text(value: str) -> str:
     return _SEPARATORS.sub(" ", value.casefold()).strip()
 
 
-def _match_predicate(expr: Match) -> Predicate:
-    get = _make_getter(expr.attr)
+def _match_test(expr: Match) -> Callable[[Any], bool]:
     value = expr.value
     folded = fold_text(value)
     bool_target: bool | None = {"true": True, "1": True, "false": False, "0": False}.get(folded)
@@ -116,6 +115,13 @@ def _match_predicate(expr: Match) -> Predicate:
             return num_target is not None and x == num_target
         return False
 
+    return test
+
+
+def _match_predicate(expr: Match) -> Predicate:
+    get = _make_getter(expr.attr)
+    test = _match_test(expr)
+
     def pred(record: Mapping[str, Any]) -> bool:
         return any(map(test, get(record)))
 
@@ -131,17 +137,38 @@ _OPERATORS: Final[dict[str, Callable[[Any, Any], bool]]] = {
 }
 
 
-def _numeric_predicate(attr: str, test: Callable[[int | float], bool]) -> Predicate:
-    get = _make_getter(attr)
-
+def _numeric_test(test: Callable[[int | float], bool]) -> Callable[[Any], bool]:
     def holds(x: Any) -> bool:
         n = _as_number(x)
         return n is not None and test(n)
+
+    return holds
+
+
+def _numeric_predicate(attr: str, test: Callable[[int | float], bool]) -> Predicate:
+    get = _make_getter(attr)
+    holds = _numeric_test(test)
 
     def pred(record: Mapping[str, Any]) -> bool:
         return any(map(holds, get(record)))
 
     return pred
+
+
+@lru_cache(maxsize=512)
+def value_test(expr: Match | Compare | Range) -> Callable[[Any], bool]:
+    """Whether one value of ``expr``'s attribute passes it, as :func:`compile_predicate` tests each (a record passes
+    a Match, a Compare other than ``!=`` or a Range when any of its values does): for an index that holds each
+    distinct value once and tests it alone."""
+    if isinstance(expr, Match):
+        return _match_test(expr)
+    if isinstance(expr, Range):
+        low, high = expr.low, expr.high
+        return _numeric_test(lambda n: low <= n <= high)
+    if expr.op == "!=":
+        raise ValueError("'!=' is NOT '=' over a record's values, not a test of one value")
+    fn, v = _OPERATORS[expr.op], expr.value
+    return _numeric_test(lambda n: fn(n, v))
 
 
 def _compile(expr: Expr) -> Predicate:

@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from precon.filters import Compare, Expr, Match, Range, compile_predicate
+from precon.filters import Compare, Expr, Match, Range, value_test
 from precon.service import metrics
 from precon.service.search.column_patch import WRITTEN_SINCE, too_many_written, written_since
 from precon.service.search.columns import ColumnIndex, IntArray, Mask, catalogue_name
@@ -140,14 +140,14 @@ class _Values:
         """Per listing of ``rowids`` (row ids, ascending), whether it holds a value that passes ``expr``."""
         if not len(rowids):
             return np.zeros(0, dtype=np.bool_)
-        predicate = compile_predicate(replace(expr, attr="value"))
+        test = value_test(expr)
         # Marked by row id, then read at the index's row ids: no sort of what may be most of the pairs.
         highest = max(rowids[-1], self.base.owners.max(initial=0), self.layer.owners.max(initial=0),
                       self.written.max(initial=0))  # fmt: skip
         held = np.zeros(int(highest) + 1, dtype=np.bool_)
-        held[self.base.holders(_passing(predicate, self.base_values))] = True
+        held[self.base.holders(_passing(test, self.base_values))] = True
         held[self.written] = False
-        held[self.layer.holders(_passing(predicate, self.layer_values))] = True
+        held[self.layer.holders(_passing(test, self.layer_values))] = True
         return held[rowids]
 
     def moved(
@@ -170,9 +170,16 @@ VALUE_OVERHEAD = 120
 _NO_PAIRS = _Pairs(np.empty(0, np.int32), np.empty(0, np.uint32))
 
 
-def _passing(predicate: Callable[[Any], bool], values: list[Any]) -> Mask:
-    """Per value (by code), whether the evaluator's ``predicate`` holds of it."""
-    return np.fromiter((predicate({"value": value}) for value in values), np.bool_, len(values))
+def _passing(test: Callable[[Any], bool], values: list[Any]) -> Mask:
+    """Per value (by code), whether the evaluator's ``test`` of one value holds of it (a list, held whole for a
+    unit's number, passes where an element does, as over a record)."""
+    return np.fromiter((_any_passes(test, value) for value in values), np.bool_, len(values))
+
+
+def _any_passes(test: Callable[[Any], bool], value: Any) -> bool:
+    if type(value) is list:
+        return any(map(test, value))
+    return value is not None and test(value)
 
 
 def _pairs(listing: IntArray, texts: list[str], lookup: dict[str, int], values: list[Any]) -> _Pairs:
