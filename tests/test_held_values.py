@@ -286,3 +286,22 @@ def test_paths_of_many_values_are_let_go_past_the_budget(store: SQLiteStore, mon
     assert found(store, "floorPlans.units.unitNumber:201") == expected(store, "floorPlans.units.unitNumber:201")
     assert found(store, "photos.tags:exterior") == expected(store, "photos.tags:exterior")
     assert unit_value_reads("whole", "listings") - whole == 3  # a unit's values are not counted against the budget
+
+
+def test_the_least_recently_asked_path_is_let_go_first(store: SQLiteStore) -> None:
+    held = store._held_values
+    asked = ["photos.tags:exterior", 'floorPlans.name:"Suite 1B"', 'incentives.title:"Extended deposit structure"']
+    for question in asked:
+        found(store, question)
+    sizes = {source.path: values.size for source, values in held._held.items() if source.column is None}
+    # Room for all but one of the three: tags asked again, then a fourth path; the plans' names go, not the tags.
+    held._most = sum(sizes.values()) - 1
+    whole = unit_value_reads("whole", "listings")
+    found(store, "photos.tags:lobby")
+    found(store, "paymentStructures.type:Condo")
+    kept = {source.path for source in held._held if source.column is None}
+    assert "floorPlans.name" not in kept and "photos.tags" in kept
+    found(store, "photos.tags:pool")
+    assert unit_value_reads("whole", "listings") - whole == 1  # only the fourth path was read
+    assert found(store, 'floorPlans.name:"Suite 1B"') == expected(store, 'floorPlans.name:"Suite 1B"')
+    assert unit_value_reads("whole", "listings") - whole == 2  # the names read again

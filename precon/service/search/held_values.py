@@ -1,5 +1,5 @@
-"""Filters on paths the column index does not answer (a unit's number or floor, a plan's name, ``photos.tags``, a
-text attribute compared as a number), answered from rows that hold the values, never from the stored documents.
+"""Filters on paths the column index does not hold (a unit's number or floor, a plan's name, ``photos.tags``, a field
+of an integrator's own), answered from rows that hold the values, never from the stored documents.
 
 Two kinds of rows hold them, each value whole as JSON so that its type is known (``"12"`` is text, ``12`` a number,
 and the evaluator compares each its own way): ``listing_plan_units`` a unit's number and floor
@@ -216,6 +216,8 @@ class HeldValues:
         self._reading = threading.Lock()
         """Held while values are read: two questions at once read them once (a whole read is seconds at 50,000
         listings)."""
+        self._order = threading.Lock()
+        """Held while the paths held are reordered or let go (a moment), which searches on other threads do."""
 
     def mask(
         self, db: sqlite3.Connection, index: ColumnIndex, expr: Match | Compare | Range, source: ValueSource
@@ -226,6 +228,10 @@ class HeldValues:
             with self._reading:
                 current = self._current(self._held.get(source), db, index, source)
                 self._keep(source, current)
+        else:
+            with self._order:
+                if source in self._held:
+                    self._held.move_to_end(source)  # the least recently asked are let go first
         return current.mask(expr, index.rowids)
 
     def answers_at_once(self, source: ValueSource, generation: int) -> bool:
@@ -241,17 +247,18 @@ class HeldValues:
         )
 
     def _keep(self, source: ValueSource, current: _Values) -> None:
-        """``current`` held; where it is a path of ``listing_values``, the least recently read others let go past
+        """``current`` held; where it is a path of ``listing_values``, the least recently asked others let go past
         the budget."""
-        self._held[source] = current
-        self._held.move_to_end(source)
-        if source.column is not None:
-            return
-        held = sum(values.size for key, values in self._held.items() if key.column is None)
-        for key in [key for key in self._held if key.column is None and key != source]:
-            if held <= self._most:
-                break
-            held -= self._held.pop(key).size
+        with self._order:
+            self._held[source] = current
+            self._held.move_to_end(source)
+            if source.column is not None:
+                return
+            held = sum(values.size for key, values in self._held.items() if key.column is None)
+            for key in [key for key in self._held if key.column is None and key != source]:
+                if held <= self._most:
+                    break
+                held -= self._held.pop(key).size
 
     def _current(
         self, held: _Values | None, db: sqlite3.Connection, index: ColumnIndex, source: ValueSource
