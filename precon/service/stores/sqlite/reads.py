@@ -122,8 +122,8 @@ class SQLiteReads(SQLiteProfiles):
         generation (with :attr:`background_index`, the one it searches while the current one is built): CPU for a
         few milliseconds and a read of the page's records, no index to build, no FTS5 query; for a filter on a path
         the column index lacks, the floor plans' index or that path's values held too, and few enough
-        (:meth:`HeldValues.answers_at_once`; never the documents). Such
-        a search may run on the event loop (see :meth:`precon.service.api.calls.Service.run_listing_search`)."""
+        (:meth:`HeldValues.answers_at_once`; never the documents). Such a search may run on the event loop (see
+        :meth:`precon.service.api.calls.Service.run_listing_search`)."""
         if text_in_some_fields:
             return False
         index = self._column_index
