@@ -36,6 +36,7 @@ from precon.schema import (
     IndexedAttribute,
 )
 from precon.service import metrics
+from precon.service.search.index_tests import index_answers
 from precon.service.search.sql_filter import BOOLEAN_WORDS, canonical_path
 from precon.service.search.text import MIN_PREFIX_LENGTH, TextQuery
 
@@ -451,27 +452,8 @@ class ColumnIndex:
         assert isinstance(expr, Compare | Range)
         return self._numeric(attribute, *numeric_bounds(expr))
 
-    @staticmethod
-    def unheld_tests(expr: Expr) -> list[Expr]:
-        """The tests of ``expr`` that :meth:`filter` leaves to its fallback, as it asks them (``a != v`` as
-        ``a = v``)."""
-        if isinstance(expr, And | Or):
-            return [test for item in expr.items for test in ColumnIndex.unheld_tests(item)]
-        if isinstance(expr, Not):
-            return ColumnIndex.unheld_tests(expr.expr)
-        if isinstance(expr, Compare) and expr.op == "!=":
-            expr = Compare(expr.attr, "=", expr.value)
-        return [] if ColumnIndex.holds(expr) else [expr]
-
-    @staticmethod
-    def holds(expr: Expr) -> bool:
-        """Whether the index answers ``expr`` alone, no test of it left to the fallback."""
-        if isinstance(expr, And | Or):
-            return all(ColumnIndex.holds(item) for item in expr.items)
-        if isinstance(expr, Not):
-            return ColumnIndex.holds(expr.expr)
-        attribute = LISTING_ATTRIBUTES.get(canonical_path(expr.attr))
-        return attribute is not None and (isinstance(expr, Match) or attribute.kind != "text")
+    holds = staticmethod(index_answers)
+    """Whether the index answers a test alone (:func:`~precon.service.search.index_tests.index_answers`)."""
 
     def _match(self, attribute: IndexedAttribute, expr: Match) -> Mask:
         if attribute.kind == "number":

@@ -24,6 +24,7 @@ from precon.service.search.column_patch import patched, too_many_written, writte
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.search.facets import facet_for
 from precon.service.search.held_values import value_source
+from precon.service.search.index_tests import left_to_fallback
 from precon.service.search.plan_index import PlanIndex
 from precon.service.search.plan_layers import Plans, base_of, layered
 from precon.service.search.plan_patch import plans_patched
@@ -140,7 +141,7 @@ class SQLiteReads(SQLiteProfiles):
         if unit_filter and not plans_held:
             return False
         return filter_expr is None or all(
-            self._held_for(test, index, plans_held) for test in ColumnIndex.unheld_tests(filter_expr)
+            self._held_for(test, index, plans_held) for test in left_to_fallback(filter_expr)
         )
 
     def _held_for(self, test: Expr, index: ColumnIndex, plans_held: bool) -> bool:
