@@ -428,7 +428,7 @@ class ColumnIndex:
         the listings the province and an AND's other tests leave: those are tested first."""
         if isinstance(expr, And):
             result = among
-            for item in sorted(expr.items, key=lambda item: not self.holds(item)):
+            for item in sorted(expr.items, key=lambda item: not index_answers(item)):
                 found = self.filter(item, fallback, result)
                 result = found if result is None else result & found
             assert result is not None
@@ -451,9 +451,6 @@ class ColumnIndex:
             return self.none()
         assert isinstance(expr, Compare | Range)
         return self._numeric(attribute, *numeric_bounds(expr))
-
-    holds = staticmethod(index_answers)
-    """Whether the index answers a test alone (:func:`~precon.service.search.index_tests.index_answers`)."""
 
     def _match(self, attribute: IndexedAttribute, expr: Match) -> Mask:
         if attribute.kind == "number":
