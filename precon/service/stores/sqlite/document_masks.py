@@ -1,10 +1,11 @@
-"""Filters on paths the column index does not hold, answered from the stored documents, listing by listing, once.
+"""Filter tests that no index or rows answer, answered from the stored documents, listing by listing, once.
 
-The column index holds every attribute listings are searched, sorted and counted by (:mod:`precon.schema`), and
-the floor plans' index their units' prices and floors; but a ``filterQuery`` may name any path of a document
-(contract.md: ``floorPlans.units.unitNumber:101``, a text attribute compared as a number). Such a test is answered
-by the reference evaluator (:mod:`precon.filters`) over stored documents, and :class:`DocumentMasks` keeps what it
-decided, per expression and listing:
+The column index holds every attribute listings are searched, sorted and counted by (:mod:`precon.schema`), the
+floor plans' index their units' prices and floors, and rows every other path's values
+(:mod:`~precon.service.search.held_values`); what is left is a unit's price matched as text, and a unit's status or
+a text attribute compared as a number (``ceilingHeights > 9``). Such a test is answered by the reference evaluator
+(:mod:`precon.filters`) over stored documents, and :class:`DocumentMasks` keeps what it decided, per expression and
+listing:
 
 - only the listings still in question are read: those the province and an AND's indexed tests leave (``among``);
   a second page, or a narrower question, reads only the listings not decided yet;
