@@ -1,13 +1,14 @@
-"""Filters on a unit's number and floor, and on every path the column index lacks (a plan's name, photos' tags,
-deposits' milestones: precon/service/search/held_values.py, path_values.py): answered from the rows holding their
-values, with no stored document read, the same as the reference evaluator over the records as they stand, whatever
-the type of the value (text, a number, numeric text, a boolean, in lists and lists of objects), before and after
-writes."""
+"""Filters on a unit's number and floor, a unit's price matched, a unit's status or a text attribute compared as a
+number, and on every path the column index lacks (a plan's name, photos' tags, deposits' milestones:
+precon/service/search/held_values.py, path_values.py): answered from the rows holding their values, with no stored
+document read, the same as the reference evaluator over the records as they stand, whatever the type of the value
+(text, a number, numeric text, a boolean, in lists and lists of objects), before and after writes."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,25 @@ QUESTIONS = [
     "floorPlans.units.unitNumber:true",
     "floorPlans.units.floor:true",
     "floorPlans.units.unitNumber:92001",
+    "floorPlans.units.price:500000",
+    'floorPlans.units.price:"500000.0"',
+    "floorPlans.units.price:499999.5",
+    "floorPlans.units.price:600000",
+    "floorPlans.units.price:true",
+    'floorPlans.units.price:"$500,000"',
+    "NOT floorPlans.units.price:500000",
+    "floorPlans.units.status > 1",
+    "floorPlans.units.status < 0",
+    "floorPlans.units.status:1 TO 3",
+    "floorPlans.units.status = 2",
+    "floorPlans.units.status != 2",
+    "floorPlans.units.status > 1 AND floorPlans.units.status:Available",
+    "floorPlans.units.price < 500000",
+    "floorPlans.units.price < 2",
+    "floorPlans.units.floor > 95",
+    "floorPlans.units.price:600000 TO 700000 AND NOT floorPlans.units.floor > 20",
+    "floorPlans.units.price != 477990",
+    "floorPlans.units.floor = 2 OR floorPlans.numberOfBedrooms = 3",
 ]
 PATH_QUESTIONS = [
     'floorPlans.name:"Suite 1B"',
@@ -66,8 +86,19 @@ PATH_QUESTIONS = [
     "photos:exterior",
     "nowhere.at.all:1",
     'floorPlans.name:"Suite 1A" AND NOT floorPlans.units.unitNumber:201',
+    "ceilingHeights > 9",
+    "ceilingHeights < 0",
+    "ceilingHeights:0 TO 11",
+    "ceilingHeights = 10",
+    "ceilingHeights != 10",
+    "NOT ceilingHeights > 9",
+    "ceilingHeights:9.5 AND ceilingHeights > 9",
+    "amenities = 5",
+    "floorPlans.exposure < 0",
+    "name > 0",
 ]
-"""Paths ``listing_values`` holds: generated ones, and odd ones of every type (``extras``, below)."""
+"""Paths ``listing_values`` holds: generated ones, odd ones of every type (``extras``, below), and the text
+attributes of the column index compared as numbers (their odd values below)."""
 
 
 @pytest.fixture
@@ -76,27 +107,55 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
     odd = [copy.deepcopy(record) for record in records(opened)[:4]]
     # Values of every type a writer may store: a number, numeric text, text that folds, a list, a bool.
     kinds: list[dict[str, Any]] = [
-        {"unitNumber": 90305, "floor": 12},
-        {"unitNumber": "090907", "floor": "PH"},
-        {"unitNumber": "PH-1", "floor": "Ph"},
-        {"unitNumber": ["91999", "92001"], "floor": True},
+        {"unitNumber": 90305, "floor": 12, "price": "500000", "status": 2},
+        {"unitNumber": "090907", "floor": "PH", "price": 499999.5, "status": "3"},
+        {"unitNumber": "PH-1", "floor": "Ph", "price": ["600000", True], "status": ["Sold", 1]},
+        {"unitNumber": ["91999", "92001"], "floor": True, "price": "$500,000", "status": "-5"},
     ]
+    # Text attributes that read as numbers, or do not ("9'"), in a list, nested in plans, folded ("-5" to "5").
+    heights: list[Any] = ["9.5", "-5", ["9'", "12"], 10]
     extras: list[Any] = [
         [{"code": 12}, {"code": "12.0"}, {"code": [True, "X_1"]}],
         {"code": "12", "deep": [{"er": "Yes"}, {"er": None}], "dotted.key": 1},
         [[1, 2], 1, {"code": False}],
         {"code": 11.5, "deep": {"er": ["no", ["yes"]]}},
     ]
-    for record, unit, extra in zip(odd, kinds, extras, strict=True):
-        record["floorPlans"][0].setdefault("units", []).append({**unit, "status": "Available", "price": 500000})
+    for record, unit, extra, height in zip(odd, kinds, extras, heights, strict=True):
+        record["floorPlans"][0].setdefault("units", []).append(unit)
+        record["floorPlans"][0]["units"][0]["price"] = 500000
         record["extras"] = extra
+        record["ceilingHeights"] = height
+    odd[0]["floorPlans"][0]["units"].append({"unitNumber": "L1", "floor": ["97", "Ph2"], "price": [600001, 1]})
+    odd[0]["amenities"] = ["5", "Pool"]
+    odd[1]["floorPlans"][0]["exposure"] = "-2"
+    odd[2]["name"] = "1_000"
     opened.upsert_listings(odd, at=day_time(START) + 60)
     yield opened
     opened.close()
 
 
-def documents_read() -> float:
-    return REGISTRY.get_sample_value("precon_documents_filtered_total", {"catalogue": CATALOGUE}) or 0.0
+@contextmanager
+def no_document_read(store: SQLiteStore) -> Iterator[None]:
+    """Fails unless what runs meanwhile reads no stored document (no statement of the store's names
+    ``listing_docs``)."""
+    statements: list[str] = []
+    db = store._db()
+    db.set_trace_callback(statements.append)
+    try:
+        yield
+    finally:
+        db.set_trace_callback(None)
+    assert [s for s in statements if "listing_docs" in s] == []
+
+
+def assert_answered_from_rows(store: SQLiteStore) -> None:
+    """Every question answered as the evaluator answers it, its count found with no stored document read."""
+    everything = records(store)
+    for question in [*QUESTIONS, *PATH_QUESTIONS]:
+        expr = filters.parse(question)
+        with no_document_read(store):
+            total = store.search_listings(ListingQuery(filter=expr, limit=0)).total
+        assert total == sum(1 for r in everything if filters.evaluate(expr, r)), question
 
 
 def unit_value_reads(kind: str, rows: str = "units") -> float:
@@ -124,9 +183,8 @@ def assert_as_the_evaluator(store: SQLiteStore) -> None:
 
 
 def test_every_test_of_a_units_number_or_floor_is_the_evaluators_and_reads_no_document(store: SQLiteStore) -> None:
-    before = documents_read()
+    assert_answered_from_rows(store)
     assert_as_the_evaluator(store)
-    assert documents_read() == before
     # Each type answered as the evaluator reads it: the number 90305 matches "90305"; the text "090907" equals 90907 but
     # does not match it; a list's elements are each a value.
     assert len(found(store, "floorPlans.units.unitNumber:90305")) == 1
@@ -152,8 +210,9 @@ def test_the_units_values_are_read_once_then_only_the_written_listings(store: SQ
     whole, written = unit_value_reads("whole"), unit_value_reads("written")
     paths_whole, paths_written = unit_value_reads("whole", "listings"), unit_value_reads("written", "listings")
     assert_as_the_evaluator(store)
-    assert unit_value_reads("whole") - whole == 2  # each field once, for every question
-    assert unit_value_reads("whole", "listings") - paths_whole == len(paths_asked()) == 11
+    # Each once, for every question: number, floor, price, status, and the prices and floors beside the plans index.
+    assert unit_value_reads("whole") - whole == 6
+    assert unit_value_reads("whole", "listings") - paths_whole == len(paths_asked()) == 15
     everything = records(store)
     holders = [r for r in everything if filters.evaluate(filters.parse("floorPlans.units.unitNumber:201"), r)]
     others = [r for r in everything if r not in holders]
@@ -175,12 +234,10 @@ def test_the_units_values_are_read_once_then_only_the_written_listings(store: SQ
     created["path"] = created["path"] + "-created"
     store.upsert_listings([lost, gained, created], at=day_time(START) + 3600)
     store.delete_listing(holders[1]["listingId"])
-    before, whole = documents_read(), unit_value_reads("whole")
-    paths_whole = unit_value_reads("whole", "listings")
-    assert_as_the_evaluator(store)
-    assert documents_read() == before
+    whole, paths_whole = unit_value_reads("whole"), unit_value_reads("whole", "listings")
+    assert_answered_from_rows(store)
     assert unit_value_reads("whole") == whole
-    assert unit_value_reads("written") - written == 2
+    assert unit_value_reads("written") - written == 6
     assert unit_value_reads("whole", "listings") == paths_whole
     assert unit_value_reads("written", "listings") - paths_written == len(paths_asked())
     assert gained["listingId"] in found(store, 'incentives.title:"Extended deposit structure"')
@@ -194,7 +251,8 @@ def test_the_units_values_are_read_once_then_only_the_written_listings(store: SQ
     assert_as_the_evaluator(store)
     now = found(store, "floorPlans.units.unitNumber:201")
     assert holders[0]["listingId"] in now and gained["listingId"] not in now
-    assert unit_value_reads("whole") == whole and documents_read() == before
+    assert_answered_from_rows(store)
+    assert unit_value_reads("whole") == whole
 
 
 def test_past_an_eighth_of_the_catalogue_written_the_values_are_read_whole(
@@ -214,7 +272,7 @@ def test_past_an_eighth_of_the_catalogue_written_the_values_are_read_whole(
         store.upsert_listings(listings, at=day_time(START) + 3600 * day)
         whole = unit_value_reads("whole")
         assert_as_the_evaluator(store)
-        assert unit_value_reads("whole") - whole == (2 if day == 3 else 0)
+        assert unit_value_reads("whole") - whole == (6 if day == 3 else 0)
 
 
 def test_a_file_of_the_layout_before_gets_the_units_values_on_open(store: SQLiteStore) -> None:
@@ -266,9 +324,7 @@ def test_a_file_of_layout_9_gets_the_listings_values_on_open(store: SQLiteStore)
     store.close()
     reopened = SQLiteStore(path)
     try:
-        before = documents_read()
-        assert_as_the_evaluator(reopened)
-        assert documents_read() == before
+        assert_answered_from_rows(reopened)
         assert found(reopened, "extras.deep.er:yes") != []
     finally:
         reopened.close()
@@ -305,3 +361,23 @@ def test_the_least_recently_asked_path_is_let_go_first(store: SQLiteStore) -> No
     assert unit_value_reads("whole", "listings") - whole == 1  # only the fourth path was read
     assert found(store, 'floorPlans.name:"Suite 1B"') == expected(store, 'floorPlans.name:"Suite 1B"')
     assert unit_value_reads("whole", "listings") - whole == 2  # the names read again
+
+
+def test_a_file_of_layout_10_gets_the_units_odd_values_and_the_attributes_numbers_on_open(store: SQLiteStore) -> None:
+    path = store.path
+    with store._transaction() as db:
+        db.execute("UPDATE meta SET value = '10' WHERE key = 'schema'")
+        db.execute("DROP INDEX listing_plan_units_odd")
+        for column in ("price_value", "status_value"):  # layout 10: a unit's price and status by their readings alone
+            db.execute(f"ALTER TABLE listing_plan_units DROP COLUMN {column}")
+        db.execute(  # nor the text attributes' numbers
+            "DELETE FROM listing_values WHERE path IN (SELECT code FROM value_paths WHERE path IN "
+            "('ceilingHeights', 'amenities', 'name', 'floorPlans.exposure'))"
+        )
+    store.close()
+    reopened = SQLiteStore(path)
+    try:
+        assert_answered_from_rows(reopened)
+        assert found(reopened, "ceilingHeights < 0") != [] and found(reopened, "floorPlans.units.status = 2") != []
+    finally:
+        reopened.close()

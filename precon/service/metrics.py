@@ -78,17 +78,6 @@ PLAN_INDEX_PATCH_SECONDS = Histogram(
     ["catalogue"],
     buckets=PATCH_BUCKETS_S,
 )
-DOCUMENTS_FILTERED = Counter(
-    "precon_documents_filtered",
-    "Stored listing documents read to answer a filterQuery test on a path the indexes do not hold",
-    ["catalogue"],
-)
-DOCUMENT_FILTER_SECONDS = Histogram(
-    "precon_document_filter_duration_seconds",
-    "Time to read and test the documents one such test had not decided yet",
-    ["catalogue"],
-    buckets=INDEX_BUCKETS_S,
-)
 VALUE_READS = Counter(
     "precon_value_reads",
     "One path's values read from their rows (a unit's, or a listing's) for filterQuery tests on a path the column "
@@ -172,11 +161,6 @@ def index_patched(catalogue: str, seconds: float) -> None:
 def plan_index_patched(catalogue: str, seconds: float) -> None:
     PLAN_INDEX_PATCHES.labels(catalogue).inc()
     PLAN_INDEX_PATCH_SECONDS.labels(catalogue).observe(seconds)
-
-
-def documents_filtered(catalogue: str, documents: int, seconds: float) -> None:
-    DOCUMENTS_FILTERED.labels(catalogue).inc(documents)
-    DOCUMENT_FILTER_SECONDS.labels(catalogue).observe(seconds)
 
 
 def held_values_read(catalogue: str, kind: str, rows: str, seconds: float) -> None:

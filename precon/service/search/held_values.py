@@ -1,13 +1,14 @@
-"""Filters on paths the column index does not hold (a unit's number or floor, a plan's name, ``photos.tags``, a field
-of an integrator's own), answered from rows that hold the values, never from the stored documents.
+"""Filters on paths the column index does not answer (a unit's number or floor, a unit's price matched, a plan's
+name, ``photos.tags``, a field of an integrator's own, a text attribute or a unit's status compared as a number),
+answered from rows that hold the values, never from the stored documents.
 
 Two kinds of rows hold them, each value whole as JSON so that its type is known (``"12"`` is text, ``12`` a number,
-and the evaluator compares each its own way): ``listing_plan_units`` a unit's number and floor
-(:func:`~.plans.stored_value`), ``listing_values`` every other value of a listing the index lacks
-(:mod:`~precon.service.search.path_values`). :class:`HeldValues` keeps, per path, its distinct values and every
-(value, listing) pair: a test is run by the reference evaluator (:mod:`precon.filters`) once per distinct value,
-and the listings holding a value that passes are the answer. Its semantics are the evaluator's, by construction;
-the tests hold it to the evaluator over the documents too.
+and the evaluator compares each its own way): ``listing_plan_units`` a unit's number, floor, price and status
+(:data:`UNIT_VALUE_COLUMNS`), ``listing_values`` every other value of a listing the index lacks, and the values of
+its text attributes that read as numbers (:mod:`~precon.service.search.path_values`). :class:`HeldValues` keeps,
+per path, its distinct values and every (value, listing) pair: a test is run by the reference evaluator
+(:mod:`precon.filters`) once per distinct value, and the listings holding a value that passes are the answer. Its
+semantics are the evaluator's, by construction; the tests hold it to the evaluator over the documents too.
 
 A path's pairs are read once per process, at the first question on it (a scan of that path's rows, not of
 documents). A write leaves them as they are: the listings written since are read again into a layer of their own,
@@ -34,19 +35,32 @@ from precon.filters import Compare, Expr, Match, Range, value_test
 from precon.service import metrics
 from precon.service.search.column_patch import WRITTEN_SINCE, too_many_written, written_since
 from precon.service.search.columns import ColumnIndex, IntArray, Mask, catalogue_name
-from precon.service.search.path_values import kept_as_values
-from precon.service.search.plans import joined_numbers, term_codes
+from precon.service.search.path_values import kept_as_numbers, kept_as_values
+from precon.service.search.plans import ODD_UNITS, joined_numbers, term_codes
 from precon.service.search.sql_filter import canonical_path
 
 UNIT_VALUE_COLUMNS: dict[str, str] = {
     "floorPlans.units.unitNumber": "number_value",
     "floorPlans.units.floor": "floor_value",
+    "floorPlans.units.price": "coalesce(price_value, price)",
+    "floorPlans.units.status": "status_value",
 }
-"""The unit paths answered here, and the column of ``listing_plan_units`` holding each whole."""
+"""The unit paths answered here, and what of ``listing_plan_units`` holds each: a unit's number and floor whole;
+its price whole where it is not a whole number, else the number; its status where a comparison may pass it (a
+status matched is the column index's)."""
+UNIT_NUMBERS_BESIDE: dict[str, str] = {
+    "floorPlans.units.price": "price_value",
+    "floorPlans.units.floor": "CASE WHEN floor_value LIKE '[%' THEN floor_value END",
+}
+"""What a comparison of a unit's price or floor needs beside the floor plans' index, which holds one numeric
+reading per unit: the values it cannot hold, a list's elements (each a value to the evaluator), kept whole in the
+units' rows (a price that is not a whole number is kept whole too; the index reads it the same)."""
+ALWAYS_HELD = frozenset({"floorPlans.units.unitNumber", "floorPlans.units.floor"})
+"""The paths whose values are held whatever the budget."""
 BYTES_HELD = 96 * 1024 * 1024
-"""About the most the values of paths of ``listing_values`` hold at once: past it the least recently asked such
-path is let go (read again when asked again). A unit's number and floor are always held, and so is the path
-just asked (one path of more, a plan's image addresses at 50,000 listings, is held alone)."""
+"""About the most the values of other paths hold at once: past it the least recently asked such path is let go
+(read again when asked again). The path just asked is always held (one path of more, a plan's image addresses or
+the units' prices at 50,000 listings, is held alone)."""
 
 
 AT_ONCE_VALUES = 20_000
@@ -62,6 +76,8 @@ class ValueSource:
 
     path: str
     column: str | None
+    odd_units: bool = False
+    """Whether only the units :data:`~.plans.ODD_UNITS` picks hold values here (read through their own index)."""
 
     def read(self, db: sqlite3.Connection, where: str, arguments: tuple[Any, ...]) -> tuple[IntArray, list[str]]:
         """The listings and their values' JSON text ('' for none) of the rows ``where`` picks (a condition on
@@ -71,10 +87,12 @@ class ValueSource:
                    f"WHERE path = (SELECT code FROM value_paths WHERE path = ?) AND {where}")  # fmt: skip
             row = db.execute(sql, (self.path, *arguments)).fetchone()
         else:
-            assert self.column in UNIT_VALUE_COLUMNS.values()  # a name of this module's, never a user's text
+            # One of this module's expressions, never a user's text.
+            assert self.column in UNIT_VALUE_COLUMNS.values() or self.column in UNIT_NUMBERS_BESIDE.values()
+            odd = f"({ODD_UNITS}) AND " if self.odd_units else ""
             row = db.execute(
                 f"SELECT group_concat(listing), group_concat(ifnull({self.column}, ''), char(31)) "
-                f"FROM listing_plan_units WHERE {where}",
+                f"FROM listing_plan_units WHERE {odd}{where}",
                 arguments,
             ).fetchone()
         listing = joined_numbers(row[0], np.int64)
@@ -86,10 +104,18 @@ def value_source(expr: Expr) -> ValueSource | None:
     if not isinstance(expr, Match | Compare | Range):
         return None
     path = canonical_path(expr.attr)
+    if isinstance(expr, Match) and (path == "floorPlans.units.status" or kept_as_numbers(path)):
+        return None  # the column index's: rows hold only what a comparison may pass
     column = UNIT_VALUE_COLUMNS.get(path)
     if column is not None:
-        return ValueSource(path, column)
-    return ValueSource(path, None) if kept_as_values(path) else None
+        return ValueSource(path, column, odd_units=path == "floorPlans.units.status")
+    return ValueSource(path, None) if kept_as_values(path) or kept_as_numbers(path) else None
+
+
+def numbers_beside_plans(path: str) -> ValueSource:
+    """Where the values of a unit's price or floor that the floor plans' index does not hold are read
+    (:data:`UNIT_NUMBERS_BESIDE`)."""
+    return ValueSource(path, UNIT_NUMBERS_BESIDE[path], odd_units=True)
 
 
 @dataclass(frozen=True)
@@ -247,15 +273,14 @@ class HeldValues:
         )
 
     def _keep(self, source: ValueSource, current: _Values) -> None:
-        """``current`` held; where it is a path of ``listing_values``, the least recently asked others let go past
-        the budget."""
+        """``current`` held; unless it is always held, the least recently asked others let go past the budget."""
         with self._order:
             self._held[source] = current
             self._held.move_to_end(source)
-            if source.column is not None:
+            if source.path in ALWAYS_HELD:
                 return
-            held = sum(values.size for key, values in self._held.items() if key.column is None)
-            for key in [key for key in self._held if key.column is None and key != source]:
+            held = sum(values.size for key, values in self._held.items() if key.path not in ALWAYS_HELD)
+            for key in [key for key in self._held if key.path not in ALWAYS_HELD and key != source]:
                 if held <= self._most:
                     break
                 held -= self._held.pop(key).size

@@ -5,7 +5,9 @@ unit's status, price, number and floor; but a ``filterQuery`` may name any path 
 ``name``, ``photos.tags``, ``incentives.title``). So each listing's values at every other path are stored
 beside its document, one row per distinct (path, value) of the listing, the value as JSON (``"12"`` is text,
 ``12`` a number: the evaluator compares each its own way), the path by a code of ``value_paths``. A filter on such
-a path reads that path's rows, never a document (:mod:`~precon.service.search.held_values`).
+a path reads that path's rows, never a document (:mod:`~precon.service.search.held_values`). The text attributes
+the index holds folded keep here what a comparison tests of them, their values that read as numbers
+(:func:`kept_as_numbers`).
 
 The values of a path are what the reference evaluator (:mod:`precon.filters`) finds there: a dotted path walks into
 objects and, element by element, into lists of objects; a list at the end gives its elements; ``null`` gives
@@ -20,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from precon.filters.plans import number_of
 from precon.service.search.columns import LISTING_ATTRIBUTES
 
 VALUE_SCHEMA = """
@@ -54,13 +57,22 @@ DELETE_VALUE = (
 @functools.lru_cache(maxsize=4096)
 def kept_as_values(path: str) -> bool:
     """Whether ``path``'s values are rows of ``listing_values``: the paths the column index does not hold, save a
-    unit's fields that ``listing_plan_units`` holds. (A text attribute the index holds, compared as a number, is
-    still answered from the documents: see :mod:`~precon.service.stores.sqlite.document_masks`.)"""
+    unit's fields that ``listing_plan_units`` holds."""
     return path not in UNIT_ROW_PATHS and path not in LISTING_ATTRIBUTES
 
 
+@functools.lru_cache(maxsize=4096)
+def kept_as_numbers(path: str) -> bool:
+    """Whether ``path``'s values that read as numbers (``"9"``, ``9``; not ``"9'"``) are rows of ``listing_values``:
+    a text attribute of the column index, which holds its values folded (folding drops a ``-``), for a comparison
+    (``ceilingHeights > 9``), which tests a value's numeric reading alone."""
+    attribute = LISTING_ATTRIBUTES.get(path)
+    return attribute is not None and attribute.kind == "text" and path not in UNIT_ROW_PATHS
+
+
 def value_pairs(record: dict[str, Any]) -> set[ValuePair]:
-    """The distinct (path, value) pairs of ``record`` that :func:`kept_as_values` keeps."""
+    """The distinct (path, value) pairs of ``record`` that :func:`kept_as_values` and :func:`kept_as_numbers`
+    keep."""
     pairs: set[ValuePair] = set()
     for name in record:
         path = _child("", name)
@@ -143,8 +155,11 @@ def _walk(path: str, nodes: list[Any], pairs: set[ValuePair], only: _Only | None
             objects.append(node)
         elif isinstance(node, _SCALARS):
             scalars.append(node)
-    if scalars and kept_as_values(path) and (only is None or path in only[0]):
-        pairs.update((path, orjson.dumps(value).decode()) for value in scalars)
+    if scalars and (only is None or path in only[0]):
+        if kept_as_values(path):
+            pairs.update((path, orjson.dumps(value).decode()) for value in scalars)
+        elif kept_as_numbers(path):
+            pairs.update((path, orjson.dumps(value).decode()) for value in scalars if number_of(value) is not None)
     if not objects:
         return
     for key in set().union(*objects) if len(objects) > 1 else objects[0]:

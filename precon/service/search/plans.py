@@ -55,7 +55,10 @@ FIELD_CODES: dict[str, int] = {name: code for code, name in enumerate(PLAN_FIELD
 TEXT, BOOL, NUMBER = 0, 1, 2
 """The kinds of a stored value: how the evaluator compares it."""
 
-PLAN_SCHEMA = """
+ODD_UNITS = "price_value IS NOT NULL OR status_value IS NOT NULL OR floor_value LIKE '[%'"
+"""The units some of whose values the floor plans' index cannot hold as the evaluator reads them: a price kept
+whole, a status kept whole, a list of floors (a few, where any: an index of their own finds them)."""
+PLAN_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS listing_plans(
   listing INTEGER NOT NULL, idx INTEGER NOT NULL, PRIMARY KEY(listing, idx)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS listing_plan_values(
@@ -63,14 +66,17 @@ CREATE TABLE IF NOT EXISTS listing_plan_values(
 CREATE INDEX IF NOT EXISTS listing_plan_values_by_plan ON listing_plan_values(listing, idx, field);
 CREATE TABLE IF NOT EXISTS listing_plan_units(
   listing INTEGER NOT NULL, idx INTEGER NOT NULL, status TEXT, status_num REAL, price REAL, floor REAL,
-  number_value TEXT, floor_value TEXT);
+  number_value TEXT, floor_value TEXT, price_value TEXT, status_value TEXT);
 CREATE INDEX IF NOT EXISTS listing_plan_units_by_plan ON listing_plan_units(listing, idx);
+CREATE INDEX IF NOT EXISTS listing_plan_units_odd ON listing_plan_units(listing) WHERE {ODD_UNITS};
 """
 PLAN_TABLES = ("listing_plan_values", "listing_plan_units", "listing_plans")
 
 PlanRow = tuple[int, int]
 ValueRow = tuple[int, int, int, int, str | None, float | None]
-UnitRow = tuple[int, int, str | None, float | None, float | None, float | None, str | None, str | None]
+UnitRow = tuple[
+    int, int, str | None, float | None, float | None, float | None, str | None, str | None, str | None, str | None
+]
 
 
 def floor_plans(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -115,16 +121,27 @@ def one_plan_rows(plan: dict[str, Any], rowid: int, index: int, values: list[Val
     listed = plan.get("units")
     for unit in listed if isinstance(listed, list) else ():
         if isinstance(unit, dict):
-            status = unit.get("status")
-            folded, status_number = status_reading(status) if isinstance(status, str) else (None, None)
+            status, price = unit.get("status"), unit.get("price")
+            folded, status_number = status_reading(status) if type(status) is str else (None, None)
+            # Whole where a comparison may pass it: a status that is not text, or text that reads as a number.
+            status_value = stored_value(status) if type(status) is not str or status_number is not None else None
             floor, number = unit.get("floor"), unit.get("unitNumber")
             # Text floors and numbers (a catalogue holds a few hundred of each) read once each.
             floor_number, floor_value = _text_reading(floor) if type(floor) is str else _reading(floor)
             number_value = _text_reading(number)[1] if type(number) is str else stored_value(number)
+            price_value = None if _exact_number(price) else stored_value(price)
             units.append(
-                (rowid, index, folded, status_number, number_of(unit.get("price")), floor_number, number_value,
-                 floor_value)
+                (rowid, index, folded, status_number, number_of(price), floor_number, number_value, floor_value,
+                 price_value, status_value)
             )  # fmt: skip
+
+
+def _exact_number(value: Any) -> bool:
+    """Whether a unit's ``price`` column holds ``value`` itself, and SQLite writes it out exactly (a whole number
+    under 10**15): any other price, text among them, ``price_value`` keeps whole, as a ``Match`` compares text as
+    text and a number to the last digit."""
+    kind = type(value)
+    return (kind is int or kind is float) and abs(value) < 10**15 and float(value).is_integer()
 
 
 def stored_value(value: Any) -> str | None:

@@ -32,7 +32,6 @@ from precon.service.search.sql_filter import FILTER_KEYS
 from precon.service.search.text import FTS_OPTIONS, TypoIndex
 from precon.service.sqlite_files import Connections
 from precon.service.stores.records import PerGeneration, decode_document
-from precon.service.stores.sqlite.document_masks import DocumentMasks
 from precon.service.stores.types import CatalogueChange
 
 GENERATION_RECHECK_S = 1.0
@@ -139,7 +138,7 @@ def _schema() -> str:
     return _listing_schema() + "\n" + _profile_schema()
 
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """The layout of the derived tables; a file of another layout has them rebuilt from its records on open.
 4: sellingStatusUpdateTimestamp is an indexed number (and records written before get it and floor-plan ids).
 5: plan_ids finds the listings holding a floor-plan id (the importer keeps ids unique across listings).
@@ -150,7 +149,10 @@ their number of listings (``listing_count``, and per province ``profile_province
 9: ``listing_plan_units`` keeps each unit's number and floor whole (what :mod:`~precon.service.search.held_values`
 answers filters on them from).
 10: ``listing_values`` keeps a listing's values at the paths the column index does not answer
-(:mod:`~precon.service.search.path_values`): filters on them read no document."""
+(:mod:`~precon.service.search.path_values`): filters on them read no document.
+11: ``listing_plan_units`` keeps a unit's price whole where its number column does not (text among them), and a
+status that is not text; ``listing_values`` the numeric readings of the text attributes the column index holds
+folded: every filter is answered from rows."""
 _DERIVED_TABLES = [
     "listing_vocab",
     "listing_fts",
@@ -225,7 +227,6 @@ class SQLiteCatalogueBase:
     _column_index: ColumnIndex | None
     _plan_index: Plans | None
     _index_lock: threading.Lock
-    _document_masks: DocumentMasks
     _held_values: HeldValues
     _text_cache: OrderedDict[tuple[int, str], FloatArray]
     background_index: bool = False

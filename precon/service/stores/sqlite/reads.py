@@ -3,10 +3,10 @@
 
 :class:`SQLiteReads` is the part of :class:`~precon.service.stores.sqlite.store.SQLiteStore` that answers questions.
 A listing search runs on the in-memory column index (:class:`~precon.service.search.columns.ColumnIndex`, with
-the floor plans' :class:`~precon.service.search.plan_index.PlanIndex` and, for paths neither holds, the stored
-documents: :mod:`precon.service.stores.sqlite.document_masks`), its facets counted by
+the floor plans' :class:`~precon.service.search.plan_index.PlanIndex` and, for paths neither holds, the
+rows that hold their values: :mod:`precon.service.search.held_values`), its facets counted by
 :mod:`precon.service.search.facets`; text matched in some fields only (v1-lite's) is found and ranked by FTS5. The
-caches here (text relevance, typo vocabulary, labels, the documents' answers) follow the catalogue's generation.
+caches here (text relevance, typo vocabulary, labels, the held values) follow the catalogue's generation.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from precon.schema import SEARCHABLE_LISTING_WEIGHTS
 from precon.service.search.column_patch import patched, too_many_written, written_count
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.search.facets import facet_for
-from precon.service.search.held_values import value_source
+from precon.service.search.held_values import numbers_beside_plans, value_source
 from precon.service.search.index_tests import left_to_fallback
 from precon.service.search.plan_index import PlanIndex
 from precon.service.search.plan_layers import Plans, base_of, layered
@@ -148,7 +148,9 @@ class SQLiteReads(SQLiteProfiles):
         """Whether what answers ``test`` (one the column index leaves to :meth:`_unindexed`) is held for ``index``'s
         generation."""
         if as_unit_comparison(test) is not None:
-            return plans_held
+            assert isinstance(test, Compare | Range)
+            beside = numbers_beside_plans(test.attr)
+            return plans_held and self._held_values.answers_at_once(beside, index.generation)
         source = value_source(test)
         return source is not None and self._held_values.answers_at_once(source, index.generation)
 
@@ -287,18 +289,20 @@ class SQLiteReads(SQLiteProfiles):
         return plans
 
     def _unindexed(self, index: ColumnIndex, expr: Expr, among: Mask | None) -> Mask:
-        """Listings matching a test of a path the column index does not answer: a unit's price or floor compared from
-        the floor plans' index, any test of a path whose values rows hold from them (:class:`HeldValues`: a unit's
-        number or floor, a listing's other values), what is left (a unit's price matched as text, its status
-        compared as a number) from the documents (:class:`DocumentMasks`)."""
+        """Listings matching a test the column index leaves to rows: a unit's price or floor compared from the
+        floor plans' index (and the rows holding the values it cannot, lists), any other from the rows that hold the
+        path's values (:class:`HeldValues`)."""
         unit_test = as_unit_comparison(expr)
         if unit_test is not None:
-            return self._plans(index).listings_matching(unit_test, among=among)
+            assert isinstance(expr, Compare | Range)
+            found = self._plans(index).listings_matching(unit_test, among=among)
+            beside = numbers_beside_plans(expr.attr)
+            return found | self._held_values.mask(self._db(), index, expr, beside)
         source = value_source(expr)
-        if source is not None:
-            assert isinstance(expr, Match | Compare | Range)
-            return self._held_values.mask(self._db(), index, expr, source)
-        return self._document_masks.mask(self._db(), index, expr, among)
+        if source is None:  # left_to_fallback leaves no other test: every path is the index's or rows'
+            raise AssertionError(f"no index or rows answer {expr!r}")
+        assert isinstance(expr, Match | Compare | Range)
+        return self._held_values.mask(self._db(), index, expr, source)
 
     def _text_scores(self, index: ColumnIndex, text: TextQuery) -> FloatArray:
         """Per listing, its relevance to the text (NaN where it does not match), kept for repeated questions:

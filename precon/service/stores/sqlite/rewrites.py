@@ -264,7 +264,7 @@ def _rewrite_plan(
         if len(stored) == len(units_after):
             batch.later(
                 "UPDATE listing_plan_units SET status = ?, status_num = ?, price = ?, floor = ?, number_value = ?, "
-                "floor_value = ? WHERE rowid = ?",
+                "floor_value = ?, price_value = ?, status_value = ? WHERE rowid = ?",
                 *[(*row[2:], stored[position]) for position, row in changed],
             )
             return

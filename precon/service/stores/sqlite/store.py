@@ -40,7 +40,6 @@ from precon.service.stores.sqlite.catalogue import (
     _schema,
 )
 from precon.service.stores.sqlite.changes import SQLiteChanges
-from precon.service.stores.sqlite.document_masks import DocumentMasks
 from precon.service.stores.sqlite.generation_held import GenerationHeld
 from precon.service.stores.sqlite.market_columns import MARKET_VERSION, SQLiteMarket
 from precon.service.stores.sqlite.market_patch import ledger_patched, market_patched, whole_ledger, whole_market
@@ -83,7 +82,6 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
         self._column_index = None
         self._plan_index = None
         self._index_lock = threading.Lock()
-        self._document_masks = DocumentMasks()
         self._held_values = HeldValues()
         self._text_cache = OrderedDict()
         self.path = Path(path)

@@ -323,7 +323,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
         db.executemany("INSERT INTO listing_geo VALUES (?, ?, ?, ?, ?)", batch.geo_rows)
         db.executemany("INSERT INTO listing_plans VALUES (?, ?)", batch.plans)
         db.executemany("INSERT INTO listing_plan_values VALUES (?, ?, ?, ?, ?, ?)", batch.plan_values)
-        db.executemany("INSERT INTO listing_plan_units VALUES (?, ?, ?, ?, ?, ?, ?, ?)", batch.plan_units)
+        db.executemany("INSERT INTO listing_plan_units VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", batch.plan_units)
         db.executemany("INSERT INTO plan_ids VALUES (?, ?)", sorted(batch.plan_ids))
         insert_values(db, batch.values)
         db.executemany(INSERT_HISTORY, batch.history)
