@@ -4,9 +4,9 @@ A ``filterQuery`` may name any path of a listing (``floorPlans.units.unitNumber:
 700000``, ``floorPlans.name:"Suite 1B"``). Until 2026-12-07 the store answered such a test by reading and testing every
 stored document, once per generation and expression (the first such search after any write waited again). Now a
 unit's price or floor compared as a number comes from the floor plans' index; any test of a unit's number or floor
-from the units' values (since 2026-12-08), any test of another path the column index lacks from ``listing_values``
-(since 2026-12-09), and a unit's price matched, a unit's status or a text attribute compared as a number from the
-same rows (since 2026-12-10; all ``precon/service/search/held_values.py``): no filter reads a document.
+from the units' values, any test of another path the column index lacks from ``listing_values``, and a unit's price
+matched, a unit's status or a text attribute compared as a number from the same rows (layout 11; all
+``precon/service/search/held_values.py``): no filter reads a document.
 
 At ``--listings`` listings (the catalogue ``bench/after_write.py`` makes, in ``--data``, copied), ``--rounds``
 rounds, each: a day's updates (``--written`` listings, a unit sold and another's price raised), then, each timed in
