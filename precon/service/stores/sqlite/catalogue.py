@@ -173,7 +173,7 @@ _DERIVED_TABLES = [
 ]
 _SELECT_LISTING_DOC = "SELECT l.id, d.doc FROM listings l JOIN listing_docs d ON d.id = l.id WHERE l.listing_id = ?"
 _LISTING_SECONDARY_INDEXES = re.findall(
-    r"CREATE INDEX IF NOT EXISTS (\w+) ON listing(?:s|_terms|_numbers|_plan_values|_values)\(", _schema()
+    r"CREATE INDEX IF NOT EXISTS (\w+) ON listing(?:s|_terms|_numbers|_plan_values|_plan_units|_values)\(", _schema()
 )
 
 
