@@ -1,7 +1,7 @@
 """A filter as SQL meets it: the reference evaluator over a stored document, by key, and the names paths go by.
 
 A listing search's filter runs on the column index (:mod:`precon.service.search.columns`) and, for paths it does
-not hold, on the stored documents (:mod:`precon.service.stores.sqlite.document_masks`); a profile search's runs in
+not hold, on rows that hold their values (:mod:`precon.service.search.held_values`); a profile search's runs in
 SQLite over each profile's document through the ``precon_match`` SQL function, which calls the reference evaluator
 (:func:`precon.filters.evaluate`) with the filter of a key (:class:`FilterKeys`): a statement carries a number, never
 a filter's text. Nothing else of a filter reaches SQL.
