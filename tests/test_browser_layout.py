@@ -36,7 +36,15 @@ def test_the_title_sits_near_the_top(dashboard: Dashboard, screen: Any, path: st
     screen.goto(f"{dashboard.url}/{path}")
     settle(screen, text)
     assert_no_exception(screen)
+    # Where the title settles: once, in a CI run's four workers, the search page's read 136 px; alone and in 12 runs
+    # beside two busy cores it was in place. Read again for up to 3 s, so that a page still being laid out is not
+    # taken for a low title; a title that stays low still fails.
     top = screen.evaluate("() => document.querySelector('h1').getBoundingClientRect().top")
+    for _ in range(10):
+        if 0 <= top <= MOST_TITLE_TOP_PX:
+            break
+        screen.wait_for_timeout(300)
+        top = screen.evaluate("() => document.querySelector('h1').getBoundingClientRect().top")
     assert 0 <= top <= MOST_TITLE_TOP_PX, f"the title starts {top} px down"
     menu = screen.locator('[data-testid="stMainMenu"]')
     if menu.count():  # the header's menu stays clear of the title's text
