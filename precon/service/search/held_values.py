@@ -55,6 +55,8 @@ UNIT_NUMBERS_BESIDE: dict[str, str] = {
 """What a comparison of a unit's price or floor needs beside the floor plans' index, which holds one numeric
 reading per unit: the values it cannot hold, a list's elements (each a value to the evaluator), kept whole in the
 units' rows (a price that is not a whole number is kept whole too; the index reads it the same)."""
+ODD_UNITS_ONLY = frozenset({UNIT_VALUE_COLUMNS["floorPlans.units.status"], *UNIT_NUMBERS_BESIDE.values()})
+"""The columns only the units :data:`~.plans.ODD_UNITS` picks hold a value in: read through those units' index."""
 ALWAYS_HELD = frozenset({"floorPlans.units.unitNumber", "floorPlans.units.floor"})
 """The paths whose values are held whatever the budget."""
 BYTES_HELD = 96 * 1024 * 1024
@@ -76,8 +78,6 @@ class ValueSource:
 
     path: str
     column: str | None
-    odd_units: bool = False
-    """Whether only the units :data:`~.plans.ODD_UNITS` picks hold values here (read through their own index)."""
 
     def read(self, db: sqlite3.Connection, where: str, arguments: tuple[Any, ...]) -> tuple[IntArray, list[str]]:
         """The listings and their values' JSON text ('' for none) of the rows ``where`` picks (a condition on
@@ -89,7 +89,7 @@ class ValueSource:
         else:
             # One of this module's expressions, never a user's text.
             assert self.column in UNIT_VALUE_COLUMNS.values() or self.column in UNIT_NUMBERS_BESIDE.values()
-            odd = f"({ODD_UNITS}) AND " if self.odd_units else ""
+            odd = f"({ODD_UNITS}) AND " if self.column in ODD_UNITS_ONLY else ""
             row = db.execute(
                 f"SELECT group_concat(listing), group_concat(ifnull({self.column}, ''), char(31)) "
                 f"FROM listing_plan_units WHERE {odd}{where}",
@@ -108,14 +108,14 @@ def value_source(expr: Expr) -> ValueSource | None:
         return None  # the column index's: rows hold only what a comparison may pass
     column = UNIT_VALUE_COLUMNS.get(path)
     if column is not None:
-        return ValueSource(path, column, odd_units=path == "floorPlans.units.status")
+        return ValueSource(path, column)
     return ValueSource(path, None) if kept_as_values(path) or kept_as_numbers(path) else None
 
 
 def numbers_beside_plans(path: str) -> ValueSource:
     """Where the values of a unit's price or floor that the floor plans' index does not hold are read
     (:data:`UNIT_NUMBERS_BESIDE`)."""
-    return ValueSource(path, UNIT_NUMBERS_BESIDE[path], odd_units=True)
+    return ValueSource(path, UNIT_NUMBERS_BESIDE[path])
 
 
 @dataclass(frozen=True)
