@@ -36,7 +36,7 @@ from precon.service import metrics
 from precon.service.search.column_patch import WRITTEN_SINCE, too_many_written, written_since
 from precon.service.search.columns import ColumnIndex, IntArray, Mask, catalogue_name
 from precon.service.search.path_values import kept_as_numbers, kept_as_values
-from precon.service.search.plans import ODD_UNITS, joined_numbers, term_codes
+from precon.service.search.plans import ODD_UNITS, as_unit_comparison, joined_numbers, term_codes
 from precon.service.search.sql_filter import canonical_path
 
 UNIT_VALUE_COLUMNS: dict[str, str] = {
@@ -112,10 +112,18 @@ def value_source(expr: Expr) -> ValueSource | None:
     return ValueSource(path, None) if kept_as_values(path) or kept_as_numbers(path) else None
 
 
-def numbers_beside_plans(path: str) -> ValueSource:
-    """Where the values of a unit's price or floor that the floor plans' index does not hold are read
-    (:data:`UNIT_NUMBERS_BESIDE`)."""
-    return ValueSource(path, UNIT_NUMBERS_BESIDE[path])
+def answered_by(test: Expr) -> tuple[Compare | Range | None, ValueSource]:
+    """What answers a test the column index leaves to its fallback: a unit's price or floor compared, the floor
+    plans' index (the test as a unit test) and the values it cannot hold (:data:`UNIT_NUMBERS_BESIDE`); any other
+    test, the values rows hold of its path alone (None and :func:`value_source`)."""
+    unit_test = as_unit_comparison(test)
+    if unit_test is not None:
+        assert isinstance(test, Compare | Range)
+        return unit_test, ValueSource(test.attr, UNIT_NUMBERS_BESIDE[test.attr])
+    source = value_source(test)
+    if source is None:  # left_to_fallback leaves no other test: every path is the index's or rows'
+        raise AssertionError(f"no index or rows answer {test!r}")
+    return None, source
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,11 @@ from precon.schema import SEARCHABLE_LISTING_WEIGHTS
 from precon.service.search.column_patch import patched, too_many_written, written_count
 from precon.service.search.columns import ColumnIndex, FloatArray, IntArray, Mask
 from precon.service.search.facets import facet_for
-from precon.service.search.held_values import numbers_beside_plans, value_source
+from precon.service.search.held_values import answered_by
 from precon.service.search.index_tests import left_to_fallback
 from precon.service.search.plan_index import PlanIndex
 from precon.service.search.plan_layers import Plans, base_of, layered
 from precon.service.search.plan_patch import plans_patched
-from precon.service.search.plans import as_unit_comparison
 from precon.service.search.text import TextQuery, TypoIndex
 from precon.service.stores.records import (
     BOX_MARGIN_DEG,
@@ -147,12 +146,8 @@ class SQLiteReads(SQLiteProfiles):
     def _held_for(self, test: Expr, index: ColumnIndex, plans_held: bool) -> bool:
         """Whether what answers ``test`` (one the column index leaves to :meth:`_unindexed`) is held for ``index``'s
         generation."""
-        if as_unit_comparison(test) is not None:
-            assert isinstance(test, Compare | Range)
-            beside = numbers_beside_plans(test.attr)
-            return plans_held and self._held_values.answers_at_once(beside, index.generation)
-        source = value_source(test)
-        return source is not None and self._held_values.answers_at_once(source, index.generation)
+        unit_test, source = answered_by(test)
+        return (unit_test is None or plans_held) and self._held_values.answers_at_once(source, index.generation)
 
     def warm(self, now: bool = False) -> None:
         """Builds the in-memory indexes now rather than on the first query. With :attr:`background_index`, the
@@ -292,17 +287,12 @@ class SQLiteReads(SQLiteProfiles):
         """Listings matching a test the column index leaves to rows: a unit's price or floor compared from the
         floor plans' index (and the rows holding the values it cannot, lists), any other from the rows that hold the
         path's values (:class:`HeldValues`)."""
-        unit_test = as_unit_comparison(expr)
-        if unit_test is not None:
-            assert isinstance(expr, Compare | Range)
-            found = self._plans(index).listings_matching(unit_test, among=among)
-            beside = numbers_beside_plans(expr.attr)
-            return found | self._held_values.mask(self._db(), index, expr, beside)
-        source = value_source(expr)
-        if source is None:  # left_to_fallback leaves no other test: every path is the index's or rows'
-            raise AssertionError(f"no index or rows answer {expr!r}")
+        unit_test, source = answered_by(expr)
         assert isinstance(expr, Match | Compare | Range)
-        return self._held_values.mask(self._db(), index, expr, source)
+        found = self._held_values.mask(self._db(), index, expr, source)
+        if unit_test is not None:
+            found |= self._plans(index).listings_matching(unit_test, among=among)
+        return found
 
     def _text_scores(self, index: ColumnIndex, text: TextQuery) -> FloatArray:
         """Per listing, its relevance to the text (NaN where it does not match), kept for repeated questions:
