@@ -117,7 +117,7 @@ class Service:
         being built, holds up only the calls that wait for it; the indexes are then built for the next. A filter
         (``filter_expr``) on a path the column index does not hold goes to a worker thread until what answers it is
         held for the current generation (the path's values, the floor plans' index): its first answer may read
-        them, or documents."""
+        them."""
         store = self.store_of(version)
         if store.answers_from_memory(text_in_some_fields, unit_filter, filter_expr):
             return work()

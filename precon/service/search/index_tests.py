@@ -1,7 +1,7 @@
 """Which tests of a ``filterQuery`` the column index (:mod:`~precon.service.search.columns`) answers itself, and
 which it leaves to its fallback (:meth:`~precon.service.stores.sqlite.reads.SQLiteReads._unindexed`: the floor
-plans' index, the values rows hold, the documents). What a search needs besides the index is known before it runs:
-whether it may run on the event loop depends on it."""
+plans' index and the values rows hold, :func:`~precon.service.search.held_values.answered_by`). What a search
+needs besides the index is known before it runs: whether it may run on the event loop depends on it."""
 
 from __future__ import annotations
 
