@@ -98,11 +98,13 @@ def _collect(record: Any, path: str) -> list[Any]:
 
 
 def once_each(values: list[Any]) -> list[Any]:
-    """The values each once, in the order they first come, ``True`` and ``1`` kept apart: a plan's hundreds of units
-    hold a few statuses, told apart in C where they are all text."""
+    """The scalar values each once, in the order they first come, ``True`` and ``1`` kept apart (lists and objects
+    left out: no test passes them): a plan's hundreds of units hold a few statuses, told apart in C where they are
+    all text."""
     if set(map(type, values)) <= {str}:
         return list(dict.fromkeys(values))
-    return [value for _, value in dict.fromkeys((type(value), value) for value in values)]
+    return [value for _, value in dict.fromkeys((type(value), value) for value in values
+                                                 if isinstance(value, str | int | float))]  # fmt: skip
 
 
 def _last_of_each(records: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> list[dict[str, Any]]:
@@ -278,16 +280,6 @@ def index_multi(
                     add(attribute, value)
 
 
-def reference_keys(record: dict[str, Any]) -> set[str]:
-    """The folded paths of the profiles a listing refers to."""
-    keys = set()
-    for name in set(LISTING_REFERENCE_FIELDS.values()):
-        for path in record.get(name) or ():
-            if isinstance(path, str):
-                keys.add(fold_text(path))
-    return keys
-
-
 def indexed_reference_keys(record: dict[str, Any]) -> set[str]:
     """The folded paths of the profiles a listing refers to, as listing_terms indexes them (a single path as well
     as a list): what puts a profile in the listing's province."""
@@ -335,7 +327,7 @@ class ListingIndexRows:
         self.plan_ids.update((plan["id"], rowid) for plan in floor_plans(record) if isinstance(plan.get("id"), str))
         self.values += [(path, rowid, value) for path, value in value_pairs(record)]
         self.attribute_names.update(record)
-        self.touched_profiles.update(reference_keys(record))
+        self.touched_profiles.update(indexed_reference_keys(record))
 
 
 @dataclass

@@ -36,9 +36,9 @@ from precon.service.stores.records import (
     geo_point,
     head_columns,
     index_multi,
+    indexed_reference_keys,
     once_each,
     province_of,
-    reference_keys,
     scalar_column,
 )
 
@@ -117,7 +117,7 @@ def rewrite_in_place(
             batch.geo_rows.append((rowid, lat, lat, lng, lng))
     batch.attribute_names.update(new)
     # A profile's provinces are counted again only where the listing's companies or province changed.
-    keys_before, keys_after = reference_keys(old), reference_keys(new)
+    keys_before, keys_after = indexed_reference_keys(old), indexed_reference_keys(new)
     if keys_before != keys_after or province_of(old.get("state")) != province_of(new.get("state")):
         batch.touched_profiles |= keys_before | keys_after
     return document

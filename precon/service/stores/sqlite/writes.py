@@ -35,11 +35,11 @@ from precon.service.stores.records import (
     decode_document,
     encode_document,
     geo_point,
+    indexed_reference_keys,
     listing_columns,
     listing_key,
     province_of,
     province_pairs,
-    reference_keys,
     stored_profile,
 )
 from precon.service.stores.sqlite.catalogue import (
@@ -286,7 +286,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
             batch.existing[listing_id] = (row[0], rewrite_in_place(db, row[0], old, record, batch))
             return CatalogueChange("listing", "updated", listing_id, changed, before)
         if row is not None:
-            batch.touched_profiles.update(reference_keys(old))
+            batch.touched_profiles.update(indexed_reference_keys(old))
             self._delete_listing_rows(db, row[0])
         else:
             batch.created.append(listing_id)
@@ -380,7 +380,7 @@ class SQLiteWrites(SQLiteCatalogueBase):
             if row is None:
                 return []
             old = decode_document(row[1])
-            touched = reference_keys(old)
+            touched = indexed_reference_keys(old)
             self._delete_listing_rows(db, row[0])
             # What it last was: a changes feed filtered after it went still judges it on that.
             db.execute(
