@@ -79,6 +79,7 @@ def decoded(index: ColumnIndex) -> dict[str, Any]:
         ),
         "digests": index.text_digests.tolist(),
         "labels": index.labels,
+        "attribute rows": {path: sorted(rows.pairs()) for path, rows in index.attribute_rows.items()},
     }
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from precon.schema import MULTI_ATTRIBUTES, SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS
 from precon.service import metrics
 from precon.service.search.arrays import Splice
+from precon.service.search.attribute_rows import patched_rows, read_attribute_rows
 from precon.service.search.columns import (
     WEIGHT_SQL,
     ColumnIndex,
@@ -126,6 +127,10 @@ def _patch(
         positions = new.positions_of_rowids(np.array(written, dtype=np.int64))
         _scalars(new, db, written, positions, index.size)
         _multi(new, db, written, positions, index.size)
+        written_mask = np.zeros(new.size, dtype=np.bool_)
+        written_mask[positions] = True
+        fresh = read_attribute_rows(db, dict(zip(written, positions.tolist(), strict=True)), written)
+        new.attribute_rows = patched_rows(index.attribute_rows, written_mask, fresh)
     # A write only adds labels (a value's display form, kept once): as many as held, the same ones.
     (labels,) = db.execute("SELECT count(*) FROM labels").fetchone()
     if labels != len(index.labels):

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from precon.filters import And, Compare, Expr, Match, Not, Or, Range, fold_text, numeric_bounds
+from precon.filters.parsing import parse_number
 from precon.schema import (
     LISTING_ATTRIBUTES,
     MULTI_ATTRIBUTES,
@@ -36,6 +37,7 @@ from precon.schema import (
     IndexedAttribute,
 )
 from precon.service import metrics
+from precon.service.search.attribute_rows import AttributeRows, attribute_rows, read_attribute_rows
 from precon.service.search.index_tests import index_answers
 from precon.service.search.sql_filter import BOOLEAN_WORDS, canonical_path
 from precon.service.search.text import MIN_PREFIX_LENGTH, TextQuery
@@ -318,6 +320,9 @@ class ColumnIndex:
                 self.number_postings[attribute.path] = self._load_numbers(db, attribute, position)
             else:
                 self.terms[attribute.path] = self._load_terms(db, attribute, position)
+        self.attribute_rows: dict[str, AttributeRows] = attribute_rows(read_attribute_rows(db, position))
+        """Per attribute, the values its column or postings do not hold as the evaluator reads them (none, most
+        often): tested beside them (:mod:`.attribute_rows`)."""
         self.search_text = TextPostings.build(db, self.rowids)
         self.text_digests = text_digests(db, self.rowids)
         """Per listing, a digest of its searchable text: a write that leaves it the same leaves the text postings so
@@ -440,27 +445,38 @@ class ColumnIndex:
             return result
         if isinstance(expr, Not):
             return ~self.filter(expr.expr, fallback, among)
-        attribute = LISTING_ATTRIBUTES.get(canonical_path(expr.attr))
-        if isinstance(expr, Match):
-            return fallback(expr, among) if attribute is None else self._match(attribute, expr)
         if isinstance(expr, Compare) and expr.op == "!=":
             return ~self.filter(Compare(expr.attr, "=", expr.value), fallback, among)
-        if attribute is None or attribute.kind == "text":
+        attribute = LISTING_ATTRIBUTES.get(canonical_path(expr.attr))
+        if attribute is None:
             return fallback(expr, among)
-        if attribute.kind == "bool":
-            return self.none()
-        assert isinstance(expr, Compare | Range)
-        return self._numeric(attribute, *numeric_bounds(expr))
+        assert isinstance(expr, Match | Compare | Range)
+        return self._attribute_test(attribute, expr)
+
+    def _attribute_test(self, attribute: IndexedAttribute, expr: Match | Compare | Range) -> Mask:
+        """The listings one of whose values at ``attribute`` passes ``expr``: those its column or postings find,
+        and those of its kept rows (:mod:`.attribute_rows`)."""
+        if isinstance(expr, Match):
+            found = self._match(attribute, expr)
+        elif attribute.kind == "number":  # a comparison reads a number; text and flags' numbers are rows
+            found = self._numeric(attribute, *numeric_bounds(expr))
+        else:
+            found = self.none()
+        rows = self.attribute_rows.get(attribute.path)
+        if rows is None:
+            return found
+        if isinstance(expr, Match) and attribute.kind == "number" and not attribute.multi:
+            # A single number held as text, its column its numeric reading: matched as text (``"12"`` is not
+            # ``12.0``), its row its whole value.
+            found &= ~rows.holders(self.size)
+        return found | rows.passing(expr, self.size)
 
     def _match(self, attribute: IndexedAttribute, expr: Match) -> Mask:
         if attribute.kind == "number":
-            try:
-                number = float(expr.value.strip())
-            except ValueError:
-                return self.none()
-            return self._numeric(attribute, number, number) if math.isfinite(number) else self.none()
+            number = parse_number(expr.value.strip())
+            return self.none() if number is None else self._numeric(attribute, number, number)
         if attribute.kind == "bool":
-            word = BOOLEAN_WORDS.get(expr.value.strip().casefold())
+            word = BOOLEAN_WORDS.get(fold_text(expr.value))
             if word is None:
                 return self.none()
             if not attribute.multi:

@@ -1,11 +1,11 @@
 """Filters on paths the column index does not answer (a unit's number or floor, a unit's price matched, a plan's
-name, ``photos.tags``, a field of an integrator's own, a text attribute or a unit's status compared as a number),
-answered from rows that hold the values, never from the stored documents.
+name, ``photos.tags``, a field of an integrator's own), answered from rows that hold the values, never from the
+stored documents.
 
 Two kinds of rows hold them, each value whole as JSON so that its type is known (``"12"`` is text, ``12`` a number,
-and the evaluator compares each its own way): ``listing_plan_units`` a unit's number, floor, price and status
-(:data:`UNIT_VALUE_COLUMNS`), ``listing_values`` every other value of a listing the index lacks, and the values of
-its text attributes that read as numbers (:mod:`~precon.service.search.path_values`). :class:`HeldValues` keeps,
+and the evaluator compares each its own way): ``listing_plan_units`` a unit's number, floor and price
+(:data:`UNIT_VALUE_COLUMNS`), ``listing_values`` every other value of a listing the index lacks
+(:mod:`~precon.service.search.path_values`). :class:`HeldValues` keeps,
 per path, its distinct values and every (value, listing) pair: a test is run by the reference evaluator
 (:mod:`precon.filters`) once per distinct value, and the listings holding a value that passes are the answer. Its
 semantics are the evaluator's, by construction; the tests hold it to the evaluator over the documents too.
@@ -35,7 +35,7 @@ from precon.filters import Compare, Expr, Match, Range, value_test
 from precon.service import metrics
 from precon.service.search.column_patch import WRITTEN_SINCE, too_many_written, written_since
 from precon.service.search.columns import ColumnIndex, IntArray, Mask, catalogue_name
-from precon.service.search.path_values import kept_as_numbers, kept_as_values
+from precon.service.search.path_values import kept_as_values
 from precon.service.search.plans import ODD_UNITS, as_unit_comparison, joined_numbers, term_codes
 from precon.service.search.sql_filter import canonical_path
 
@@ -43,11 +43,9 @@ UNIT_VALUE_COLUMNS: dict[str, str] = {
     "floorPlans.units.unitNumber": "number_value",
     "floorPlans.units.floor": "floor_value",
     "floorPlans.units.price": "coalesce(price_value, price)",
-    "floorPlans.units.status": "status_value",
 }
 """The unit paths answered here, and what of ``listing_plan_units`` holds each: a unit's number and floor whole;
-its price whole where it is not a whole number, else the number; its status where a comparison may pass it (a
-status matched is the column index's)."""
+its price whole where it is not a whole number, else the number (a unit's status is the column index's)."""
 UNIT_NUMBERS_BESIDE: dict[str, str] = {
     "floorPlans.units.price": "price_value",
     "floorPlans.units.floor": "CASE WHEN floor_value LIKE '[%' THEN floor_value END",
@@ -55,7 +53,7 @@ UNIT_NUMBERS_BESIDE: dict[str, str] = {
 """What a comparison of a unit's price or floor needs beside the floor plans' index, which holds one numeric
 reading per unit: the values it cannot hold, a list's elements (each a value to the evaluator), kept whole in the
 units' rows (a price that is not a whole number is kept whole too; the index reads it the same)."""
-ODD_UNITS_ONLY = frozenset({UNIT_VALUE_COLUMNS["floorPlans.units.status"], *UNIT_NUMBERS_BESIDE.values()})
+ODD_UNITS_ONLY = frozenset(UNIT_NUMBERS_BESIDE.values())
 """The columns only the units :data:`~.plans.ODD_UNITS` picks hold a value in: read through those units' index."""
 ALWAYS_HELD = frozenset({"floorPlans.units.unitNumber", "floorPlans.units.floor"})
 """The paths whose values are held whatever the budget."""
@@ -104,12 +102,10 @@ def value_source(expr: Expr) -> ValueSource | None:
     if not isinstance(expr, Match | Compare | Range):
         return None
     path = canonical_path(expr.attr)
-    if isinstance(expr, Match) and (path == "floorPlans.units.status" or kept_as_numbers(path)):
-        return None  # the column index's: rows hold only what a comparison may pass
     column = UNIT_VALUE_COLUMNS.get(path)
     if column is not None:
         return ValueSource(path, column)
-    return ValueSource(path, None) if kept_as_values(path) or kept_as_numbers(path) else None
+    return ValueSource(path, None) if kept_as_values(path) else None
 
 
 def answered_by(test: Expr) -> tuple[Compare | Range | None, ValueSource]:

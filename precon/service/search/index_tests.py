@@ -5,20 +5,19 @@ needs besides the index is known before it runs: whether it may run on the event
 
 from __future__ import annotations
 
-from precon.filters import And, Compare, Expr, Match, Not, Or
+from precon.filters import And, Compare, Expr, Not, Or
 from precon.schema import LISTING_ATTRIBUTES
 from precon.service.search.sql_filter import canonical_path
 
 
 def index_answers(expr: Expr) -> bool:
     """Whether the column index answers ``expr`` alone, no test of it left to the fallback: every attribute it tests
-    is one the index holds, and a comparison's is not text."""
+    is one the index holds (its values of another kind too: :mod:`~precon.service.search.attribute_rows`)."""
     if isinstance(expr, And | Or):
         return all(index_answers(item) for item in expr.items)
     if isinstance(expr, Not):
         return index_answers(expr.expr)
-    attribute = LISTING_ATTRIBUTES.get(canonical_path(expr.attr))
-    return attribute is not None and (isinstance(expr, Match) or attribute.kind != "text")
+    return LISTING_ATTRIBUTES.get(canonical_path(expr.attr)) is not None
 
 
 def left_to_fallback(expr: Expr) -> list[Expr]:

@@ -5,9 +5,13 @@ unit's status, price, number and floor; but a ``filterQuery`` may name any path 
 ``name``, ``photos.tags``, ``incentives.title``). So each listing's values at every other path are stored
 beside its document, one row per distinct (path, value) of the listing, the value as JSON (``"12"`` is text,
 ``12`` a number: the evaluator compares each its own way), the path by a code of ``value_paths``. A filter on such
-a path reads that path's rows, never a document (:mod:`~precon.service.search.held_values`). The text attributes
-the index holds folded keep here what a comparison tests of them, their values that read as numbers
-(:func:`kept_as_numbers`).
+a path reads that path's rows, never a document (:mod:`~precon.service.search.held_values`).
+
+The attributes the column index holds keep here the values it does not hold as the evaluator reads them
+(:func:`kept_at_attribute`): a value not of the attribute's kind (``"ceilingHeights": 10``, ``"startPrice":
+"500000"``), every element of a list where one value is expected, and a text value that reads as a number (the
+index holds text folded, which drops a ``-``, and a comparison tests its numeric reading). The index holds these rows
+beside its columns (:mod:`~precon.service.search.attribute_rows`).
 
 The values of a path are what the reference evaluator (:mod:`precon.filters`) finds there: a dotted path walks into
 objects and, element by element, into lists of objects; a list at the end gives its elements; ``null`` gives
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -61,24 +66,58 @@ def kept_as_values(path: str) -> bool:
     return path not in UNIT_ROW_PATHS and path not in LISTING_ATTRIBUTES
 
 
+def _not_text(value: Any) -> bool:
+    return type(value) is not str or number_of(value) is not None
+
+
+def _not_number(value: Any) -> bool:
+    return type(value) is not int and type(value) is not float
+
+
+def _not_bool(value: Any) -> bool:
+    return type(value) is not bool
+
+
+_KEPT_OF_KIND: dict[str, Callable[[Any], bool]] = {"text": _not_text, "number": _not_number, "bool": _not_bool}
+
+
 @functools.lru_cache(maxsize=4096)
-def kept_as_numbers(path: str) -> bool:
-    """Whether ``path``'s values that read as numbers (``"9"``, ``9``; not ``"9'"``) are rows of ``listing_values``:
-    a text attribute of the column index, which holds its values folded (folding drops a ``-``), for a comparison
-    (``ceilingHeights > 9``), which tests a value's numeric reading alone."""
+def kept_at_attribute(path: str) -> Callable[[Any], bool] | None:
+    """Which scalar values at ``path`` are rows of ``listing_values`` where it is an attribute of the column index
+    (else None): those the index does not hold as the evaluator reads them. A text attribute keeps what is not text
+    (``10``, ``true``) and text that reads as a number (``"9.5"``; not ``"9'"``); a number attribute what is not a
+    number (``"500000"``, ``true``); a flag what is not a boolean. A single-valued attribute holding a list keeps
+    all its elements besides (:func:`value_pairs`): the index holds no value of it."""
     attribute = LISTING_ATTRIBUTES.get(path)
-    return attribute is not None and attribute.kind == "text" and path not in UNIT_ROW_PATHS
+    if attribute is None or path in UNIT_ROW_PATHS:
+        return None
+    return _KEPT_OF_KIND[attribute.kind]
+
+
+SINGLE_VALUED = frozenset(path for path, attribute in LISTING_ATTRIBUTES.items() if not attribute.multi)
+"""The attributes the column index holds one value of per listing (each a top-level name)."""
 
 
 def value_pairs(record: dict[str, Any]) -> set[ValuePair]:
-    """The distinct (path, value) pairs of ``record`` that :func:`kept_as_values` and :func:`kept_as_numbers`
+    """The distinct (path, value) pairs of ``record`` that :func:`kept_as_values` and :func:`kept_at_attribute`
     keep."""
     pairs: set[ValuePair] = set()
     for name in record:
         path = _child("", name)
         value = record.get(name)
         if path is not None and value is not None:
-            _walk(path, value if type(value) is list else [value], pairs)
+            _named_pairs(path, value, pairs)
+    return pairs
+
+
+def _named_pairs(path: str, value: Any, pairs: set[ValuePair]) -> set[ValuePair]:
+    """The pairs of a record's top-level ``value`` at ``path`` (its name) added to ``pairs``."""
+    if type(value) is list:
+        if path in SINGLE_VALUED:
+            pairs.update((path, orjson.dumps(element).decode()) for element in value if type(element) in _SCALARS)
+        _walk(path, value, pairs)
+    elif value is not None:
+        _walk(path, [value], pairs)
     return pairs
 
 
@@ -92,6 +131,11 @@ def changed_value_pairs(old: dict[str, Any], new: dict[str, Any]) -> tuple[set[V
         was, now = old.get(name), new.get(name)
         path = _child("", name)
         if was is now or path is None or same_json(was, now):
+            continue
+        if path in SINGLE_VALUED:  # one value, or a list of them: no objects to compare element by element
+            pairs_before, pairs_after = _named_pairs(path, was, set()), _named_pairs(path, now, set())
+            lost |= pairs_before - pairs_after
+            gained |= pairs_after - pairs_before
             continue
         before, after = _nodes(was), _nodes(now)
         kept: list[Any] = []
@@ -158,8 +202,8 @@ def _walk(path: str, nodes: list[Any], pairs: set[ValuePair], only: _Only | None
     if scalars and (only is None or path in only[0]):
         if kept_as_values(path):
             pairs.update((path, orjson.dumps(value).decode()) for value in scalars)
-        elif kept_as_numbers(path):
-            pairs.update((path, orjson.dumps(value).decode()) for value in scalars if number_of(value) is not None)
+        elif (kept := kept_at_attribute(path)) is not None:
+            pairs.update((path, orjson.dumps(value).decode()) for value in scalars if kept(value))
     if not objects:
         return
     for key in set().union(*objects) if len(objects) > 1 else objects[0]:

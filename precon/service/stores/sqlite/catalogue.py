@@ -138,7 +138,7 @@ def _schema() -> str:
     return _listing_schema() + "\n" + _profile_schema()
 
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 """The layout of the derived tables; a file of another layout has them rebuilt from its records on open.
 4: sellingStatusUpdateTimestamp is an indexed number (and records written before get it and floor-plan ids).
 5: plan_ids finds the listings holding a floor-plan id (the importer keeps ids unique across listings).
@@ -152,7 +152,10 @@ answers filters on them from).
 (:mod:`~precon.service.search.path_values`): filters on them read no document.
 11: ``listing_plan_units`` keeps a unit's price whole where its number column does not (text among them), and a
 status that is not text; ``listing_values`` the numeric readings of the text attributes the column index holds
-folded: every filter is answered from rows."""
+folded: every filter is answered from rows.
+12: ``listing_values`` keeps the values of the column index's attributes that it does not hold as the evaluator
+reads them (:func:`~precon.service.search.path_values.kept_at_attribute`): a value of another kind, a list where one
+value is expected."""
 _DERIVED_TABLES = [
     "listing_vocab",
     "listing_fts",
