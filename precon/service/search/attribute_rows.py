@@ -6,17 +6,18 @@ listing's ``"ceilingHeights": 10``, ``"startPrice": "500000"``, a list where one
 status ``5`` are values the evaluator tests their own way (:mod:`precon.filters`). Writes keep them as rows:
 ``listing_values`` at the attribute's path (:func:`~precon.service.search.path_values.kept_at_attribute`) and a
 unit's status kept whole in ``listing_plan_units`` (``status_value``). They are few (none in most catalogues; a
-few thousand years written as text in the generated one), so the index holds each attribute's (value, listing)
-pairs and tests each distinct value with the evaluator, as :mod:`~precon.service.search.held_values` does for the
-paths the index lacks.
+ten in the generated catalogue, whose plans' sizes are written as text: some 180,000 pairs at 20,000 listings), so the
+index holds each attribute's (value, listing) pairs in arrays and tests each distinct value with the evaluator, as
+:mod:`~precon.service.search.held_values` does for the paths the index lacks. A write's listings are patched in: their
+pairs taken out and read again, and an attribute whose pairs they left as they were (a unit sold leaves its plans'
+sizes) is kept as it was, arrays and all.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,64 +26,77 @@ import orjson
 
 from precon.filters import Compare, Match, Range, value_test
 from precon.schema import LISTING_ATTRIBUTES
-from precon.service.search.plans import ODD_UNITS
+from precon.service.search.plans import ODD_UNITS, joined_numbers, term_codes
 
 UNIT_STATUS = "floorPlans.units.status"
 _LISTING_PATHS = [path for path in LISTING_ATTRIBUTES if path != UNIT_STATUS]
+_UNIT_STATUSES = (
+    "SELECT group_concat(listing), group_concat(status_value, char(31)) FROM listing_plan_units "
+    f"WHERE ({ODD_UNITS}) AND status_value IS NOT NULL"
+)
 
-Pair = tuple[int, str]
-"""(the listing's position in the index, the value's JSON text)."""
+Mask = npt.NDArray[np.bool_]
+Found = tuple[npt.NDArray[np.int64], list[str]]
+"""Rows read: their listings' positions in the index, and their values' JSON texts."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AttributeRows:
-    """One attribute's kept values: the distinct values (their JSON ``texts``, sorted, and decoded ``values``) and
-    the (code, position) pairs, sorted by position, then code: one canonical form, whether read whole or patched."""
+    """One attribute's kept values: the distinct values' JSON ``texts`` (by code; bytes in one array, which processes
+    share as they share the index's other arrays) and the (code, position) pairs."""
 
-    texts: list[str]
-    values: list[Any]
+    texts: npt.NDArray[np.bytes_]
     codes: npt.NDArray[np.int32]
     owners: npt.NDArray[np.int32]
+    _values: list[Any] = field(default_factory=list, compare=False, repr=False)
+    """The texts decoded, on the first question in a process (not written with the index)."""
 
     @classmethod
-    def of(cls, pairs: Iterable[Pair]) -> AttributeRows:
-        distinct = sorted(set(pairs))
-        texts = sorted({text for _, text in distinct})
-        lookup = {text: code for code, text in enumerate(texts)}
-        return cls(
-            texts,
-            [orjson.loads(text) for text in texts],
-            np.array([lookup[text] for _, text in distinct], dtype=np.int32),
-            np.array([position for position, _ in distinct], dtype=np.int32),
-        )
+    def of(cls, found: Found, held: npt.NDArray[np.bytes_] | None = None, distinct: bool = True) -> AttributeRows:
+        """The rows ``found`` coded after the ``held`` texts (a patch's); each pair once where they are not
+        ``distinct`` already (a unit's status, the same in many units)."""
+        positions, texts = found
+        lookup = {} if held is None else {text.decode(): code for code, text in enumerate(held.tolist())}
+        codes = term_codes(texts, lookup)
+        if not distinct:
+            keys = np.unique(codes.astype(np.int64) << 32 | positions)
+            codes, positions = (keys >> 32).astype(np.int32), keys & 0xFFFFFFFF
+        encoded = [text.encode() for text in lookup]
+        width = max(map(len, encoded), default=1) or 1
+        return cls(np.array(encoded, dtype=f"S{width}"), codes, positions.astype(np.int32))
 
-    def pairs(self) -> list[Pair]:
-        return [(position, self.texts[code]) for position, code in zip(self.owners.tolist(), self.codes.tolist(),
-                                                                        strict=True)]  # fmt: skip
+    def pairs(self) -> list[tuple[int, str]]:
+        """(position, value's JSON text) of every pair."""
+        texts = [text.decode() for text in self.texts.tolist()]
+        return [(position, texts[code]) for position, code in zip(self.owners.tolist(), self.codes.tolist(),
+                                                                   strict=True)]  # fmt: skip
 
-    def passing(self, expr: Match | Compare | Range, size: int) -> npt.NDArray[np.bool_]:
+    def values(self) -> list[Any]:
+        if len(self._values) != len(self.texts):
+            self._values[:] = [orjson.loads(text) for text in self.texts.tolist()]
+        return self._values
+
+    def passing(self, expr: Match | Compare | Range, size: int) -> Mask:
         """Per listing (of ``size``), whether it holds a kept value that passes ``expr``."""
         test = value_test(expr)
-        passes = np.fromiter((_any_passes(test, value) for value in self.values), np.bool_, len(self.values))
+        values = self.values()
+        passes = np.fromiter((_any_passes(test, value) for value in values), np.bool_, len(values))
         found = np.zeros(size, dtype=np.bool_)
         found[self.owners[passes[self.codes]]] = True
         return found
 
-    def holders(self, size: int) -> npt.NDArray[np.bool_]:
+    def holders(self, size: int) -> Mask:
         """Per listing, whether it holds any kept value."""
         found = np.zeros(size, dtype=np.bool_)
         found[self.owners] = True
         return found
 
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, AttributeRows)
-            and self.texts == other.texts
-            and np.array_equal(self.codes, other.codes)
-            and np.array_equal(self.owners, other.owners)
-        )
+    def __getstate__(self) -> dict[str, Any]:
+        return {"texts": self.texts, "codes": self.codes, "owners": self.owners, "_values": []}
 
-    __hash__ = None  # type: ignore[assignment]
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
 
 
 def _any_passes(test: Callable[[Any], bool], value: Any) -> bool:
@@ -91,47 +105,57 @@ def _any_passes(test: Callable[[Any], bool], value: Any) -> bool:
 
 
 def read_attribute_rows(
-    db: sqlite3.Connection, position: dict[int, int], listings: Sequence[int] | None = None
-) -> dict[str, list[Pair]]:
-    """Per attribute path, the kept (position, value) pairs of every listing, or of ``listings`` (row ids)."""
-    marks = "" if listings is None else f" AND listing IN ({', '.join('?' * len(listings))})"
+    db: sqlite3.Connection, rowids: npt.NDArray[np.int64], listings: Sequence[int] | None = None
+) -> dict[str, Found]:
+    """Per attribute path that has any, the kept rows of every listing, or of ``listings`` (row ids); positions are
+    in ``rowids`` (the index's, ascending). Each path's rows are read joined in one row: no Python object per row."""
+    which = "" if listings is None else f" AND listing IN ({', '.join('?' * len(listings))})"
     arguments = tuple(listings or ())
-    found: dict[str, list[Pair]] = defaultdict(list)
-    paths = ", ".join("?" * len(_LISTING_PATHS))
-    for path, listing, value in db.execute(
-        "SELECT p.path, v.listing, v.value FROM value_paths p JOIN listing_values v ON v.path = p.code "
-        f"WHERE p.path IN ({paths}){marks}",
-        (*_LISTING_PATHS, *arguments),
-    ):
-        found[path].append((position[listing], value))
-    for listing, value in db.execute(
-        f"SELECT listing, status_value FROM listing_plan_units WHERE ({ODD_UNITS}) AND status_value IS NOT NULL{marks}",
-        arguments,
-    ):
-        found[UNIT_STATUS].append((position[listing], value))
-    return found
+    marks = ", ".join("?" * len(_LISTING_PATHS))
+    codes = dict(db.execute(f"SELECT code, path FROM value_paths WHERE path IN ({marks})", _LISTING_PATHS))
+    found: dict[str, Found] = {}
+    if codes:
+        for code, *row in db.execute(
+            "SELECT path, group_concat(listing), group_concat(value, char(31)) FROM listing_values "
+            f"WHERE path IN ({', '.join(map(str, codes))}){which} GROUP BY path",
+            arguments,
+        ):
+            found[codes[code]] = _found(rowids, row)
+    found[UNIT_STATUS] = _found(rowids, db.execute(_UNIT_STATUSES + which, arguments).fetchone())
+    return {path: rows for path, rows in found.items() if len(rows[0])}
 
 
-def attribute_rows(found: dict[str, list[Pair]]) -> dict[str, AttributeRows]:
+def _found(rowids: npt.NDArray[np.int64], row: Sequence[str | None]) -> Found:
+    listing = joined_numbers(row[0], np.int64)
+    return np.searchsorted(rowids, listing).astype(np.int64), (row[1] or "").split("\x1f") if len(listing) else []
+
+
+def attribute_rows(found: dict[str, Found]) -> dict[str, AttributeRows]:
     """The rows of each attribute that has any."""
-    return {path: AttributeRows.of(pairs) for path, pairs in sorted(found.items()) if pairs}
+    return {path: AttributeRows.of(rows, distinct=path != UNIT_STATUS) for path, rows in sorted(found.items())}
 
 
-def patched_rows(
-    held: dict[str, AttributeRows], written: npt.NDArray[np.bool_], fresh: dict[str, list[Pair]]
-) -> dict[str, AttributeRows]:
-    """``held`` with the ``written`` positions' pairs now ``fresh``: what reading them all again would give."""
+_NONE: Found = (np.empty(0, np.int64), [])
+
+
+def patched_rows(held: dict[str, AttributeRows], written: Mask, fresh: dict[str, Found]) -> dict[str, AttributeRows]:
+    """``held`` with the ``written`` positions' pairs now ``fresh``: an attribute whose pairs they left as they were
+    kept as it is."""
     patched = dict(held)
     for path in sorted(held.keys() | fresh.keys()):
-        rows, added = held.get(path), fresh.get(path, [])
-        kept: list[Pair] = []
-        if rows is not None:
-            gone = written[rows.owners]
-            if not gone.any() and not added:
-                continue
-            kept = [pair for pair, out in zip(rows.pairs(), gone.tolist(), strict=True) if not out]
-        if kept or added:
-            patched[path] = AttributeRows.of(kept + added)
-        else:
-            patched.pop(path, None)
+        rows, now = held.get(path), fresh.get(path, _NONE)
+        if rows is None:
+            patched[path] = AttributeRows.of(now, distinct=path != UNIT_STATUS)
+            continue
+        mine = written[rows.owners]
+        before = set(zip(rows.owners[mine].tolist(), rows.texts[rows.codes[mine]].tolist(), strict=True))
+        if before == {(position, text.encode()) for position, text in zip(now[0].tolist(), now[1], strict=True)}:
+            continue
+        kept = ~mine
+        if not kept.any() and not len(now[0]):
+            del patched[path]
+            continue
+        added = AttributeRows.of(now, rows.texts, distinct=path != UNIT_STATUS)
+        patched[path] = AttributeRows(added.texts, np.concatenate([rows.codes[kept], added.codes]),
+                                      np.concatenate([rows.owners[kept], added.owners]))  # fmt: skip
     return patched

@@ -129,7 +129,7 @@ def _patch(
         _multi(new, db, written, positions, index.size)
         written_mask = np.zeros(new.size, dtype=np.bool_)
         written_mask[positions] = True
-        fresh = read_attribute_rows(db, dict(zip(written, positions.tolist(), strict=True)), written)
+        fresh = read_attribute_rows(db, new.rowids, written)
         new.attribute_rows = patched_rows(index.attribute_rows, written_mask, fresh)
     # A write only adds labels (a value's display form, kept once): as many as held, the same ones.
     (labels,) = db.execute("SELECT count(*) FROM labels").fetchone()

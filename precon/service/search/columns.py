@@ -320,7 +320,7 @@ class ColumnIndex:
                 self.number_postings[attribute.path] = self._load_numbers(db, attribute, position)
             else:
                 self.terms[attribute.path] = self._load_terms(db, attribute, position)
-        self.attribute_rows: dict[str, AttributeRows] = attribute_rows(read_attribute_rows(db, position))
+        self.attribute_rows: dict[str, AttributeRows] = attribute_rows(read_attribute_rows(db, self.rowids))
         """Per attribute, the values its column or postings do not hold as the evaluator reads them (none, most
         often): tested beside them (:mod:`.attribute_rows`)."""
         self.search_text = TextPostings.build(db, self.rowids)
