@@ -465,9 +465,9 @@ class ColumnIndex:
         rows = self.attribute_rows.get(attribute.path)
         if rows is None:
             return found
-        if isinstance(expr, Match) and attribute.kind == "number" and not attribute.multi:
-            # A single number held as text, its column its numeric reading: matched as text (``"12"`` is not
-            # ``12.0``), its row its whole value.
+        if isinstance(expr, Match) and attribute.kind == "number":
+            # A listing holding a number as text (the column or postings its numeric reading) has every value of
+            # the attribute in rows: matched from them alone (``"12"`` matches as text: not ``12.0``).
             found &= ~rows.holders(self.size)
         return found | rows.passing(expr, self.size)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -87,11 +87,46 @@ def kept_at_attribute(path: str) -> Callable[[Any], bool] | None:
     (else None): those the index does not hold as the evaluator reads them. A text attribute keeps what is not text
     (``10``, ``true``) and text that reads as a number (``"9.5"``; not ``"9'"``); a number attribute what is not a
     number (``"500000"``, ``true``); a flag what is not a boolean. A single-valued attribute holding a list keeps
-    all its elements besides (:func:`value_pairs`): the index holds no value of it."""
+    all its elements besides (:func:`value_pairs`): the index holds no value of it. A number attribute of many
+    values (a plan's size) is kept whole or not at all (:func:`_numbers_kept_whole`): not here."""
     attribute = LISTING_ATTRIBUTES.get(path)
-    if attribute is None or path in UNIT_ROW_PATHS:
+    if attribute is None or path in UNIT_ROW_PATHS or path in MANY_NUMBERS:
         return None
     return _KEPT_OF_KIND[attribute.kind]
+
+
+MANY_NUMBERS = frozenset(path for path, a in LISTING_ATTRIBUTES.items() if a.kind == "number" and a.multi)
+"""The number attributes of many values a listing (its plans' sizes, prices, bedrooms; its deposits)."""
+_MANY_NUMBERS_UNDER = {name: sorted(p for p in MANY_NUMBERS if p.split(".")[0] == name)
+                       for name in {path.split(".")[0] for path in MANY_NUMBERS}}  # fmt: skip
+
+
+def _numbers_kept_whole(record: dict[str, Any], names: Iterable[str], pairs: set[ValuePair]) -> None:
+    """The pairs of :data:`MANY_NUMBERS` under the top-level ``names`` of ``record`` added to ``pairs``: every
+    value of a listing at such a path where one of them is not a number (``"750"``, ``true``), none where all are.
+    The index holds each value's numeric reading, ``"750"`` as 750; a ``Match`` compares text as text
+    (``floorPlans.squareFeet:750.0`` does not match ``"750"``), so such a listing's values are tested from its rows
+    alone."""
+    for name in names:
+        for path in _MANY_NUMBERS_UNDER.get(name, ()):
+            values = [value for value in _values_at(record, path) if type(value) in _SCALARS]
+            if any(type(value) is not int and type(value) is not float for value in values):
+                pairs.update((path, orjson.dumps(value).decode()) for value in values)
+
+
+def _values_at(record: dict[str, Any], path: str) -> list[Any]:
+    """What the evaluator finds at a dotted ``path``: objects walked, lists element by element."""
+    found: list[Any] = [record]
+    for part in path.split("."):
+        following: list[Any] = []
+        for node in found:
+            value = node.get(part) if type(node) is dict else None
+            if type(value) is list:
+                following.extend(value)
+            elif value is not None:
+                following.append(value)
+        found = following
+    return found
 
 
 SINGLE_VALUED = frozenset(path for path, attribute in LISTING_ATTRIBUTES.items() if not attribute.multi)
@@ -107,6 +142,7 @@ def value_pairs(record: dict[str, Any]) -> set[ValuePair]:
         value = record.get(name)
         if path is not None and value is not None:
             _named_pairs(path, value, pairs)
+    _numbers_kept_whole(record, _MANY_NUMBERS_UNDER, pairs)
     return pairs
 
 
@@ -132,6 +168,12 @@ def changed_value_pairs(old: dict[str, Any], new: dict[str, Any]) -> tuple[set[V
         path = _child("", name)
         if was is now or path is None or same_json(was, now):
             continue
+        if name in _MANY_NUMBERS_UNDER:
+            numbers_before, numbers_after = set[ValuePair](), set[ValuePair]()
+            _numbers_kept_whole(old, [name], numbers_before)
+            _numbers_kept_whole(new, [name], numbers_after)
+            lost |= numbers_before - numbers_after
+            gained |= numbers_after - numbers_before
         if path in SINGLE_VALUED:  # one value, or a list of them: no objects to compare element by element
             pairs_before, pairs_after = _named_pairs(path, was, set()), _named_pairs(path, now, set())
             lost |= pairs_before - pairs_after
