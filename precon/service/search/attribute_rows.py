@@ -80,7 +80,7 @@ class AttributeRows:
         """Per listing (of ``size``), whether it holds a kept value that passes ``expr``."""
         test = value_test(expr)
         values = self.values()
-        passes = np.fromiter((_any_passes(test, value) for value in values), np.bool_, len(values))
+        passes = np.fromiter((any_passes(test, value) for value in values), np.bool_, len(values))
         found = np.zeros(size, dtype=np.bool_)
         found[self.owners[passes[self.codes]]] = True
         return found
@@ -99,9 +99,12 @@ class AttributeRows:
             object.__setattr__(self, name, value)
 
 
-def _any_passes(test: Callable[[Any], bool], value: Any) -> bool:
-    """Whether ``value`` passes, or an element of it where it is a list (a unit's status is kept whole)."""
-    return any(map(test, value)) if type(value) is list else test(value)
+def any_passes(test: Callable[[Any], bool], value: Any) -> bool:
+    """Whether a held value passes the evaluator's ``test`` of one value: a list (a unit's status or number, kept
+    whole) where an element does, as over a record; no value (None) never."""
+    if type(value) is list:
+        return any(map(test, value))
+    return value is not None and test(value)
 
 
 def read_attribute_rows(

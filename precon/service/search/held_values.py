@@ -33,6 +33,7 @@ import orjson
 
 from precon.filters import Compare, Expr, Match, Range, value_test
 from precon.service import metrics
+from precon.service.search.attribute_rows import any_passes
 from precon.service.search.column_patch import WRITTEN_SINCE, too_many_written, written_since
 from precon.service.search.columns import ColumnIndex, IntArray, Mask, catalogue_name
 from precon.service.search.path_values import kept_as_values
@@ -203,13 +204,7 @@ _NO_PAIRS = _Pairs(np.empty(0, np.int32), np.empty(0, np.uint32))
 def _passing(test: Callable[[Any], bool], values: list[Any]) -> Mask:
     """Per value (by code), whether the evaluator's ``test`` of one value holds of it (a list, held whole for a
     unit's number, passes where an element does, as over a record)."""
-    return np.fromiter((_any_passes(test, value) for value in values), np.bool_, len(values))
-
-
-def _any_passes(test: Callable[[Any], bool], value: Any) -> bool:
-    if type(value) is list:
-        return any(map(test, value))
-    return value is not None and test(value)
+    return np.fromiter((any_passes(test, value) for value in values), np.bool_, len(values))
 
 
 def _pairs(listing: IntArray, texts: list[str], lookup: dict[str, int], values: list[Any]) -> _Pairs:
