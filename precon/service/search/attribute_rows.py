@@ -25,7 +25,7 @@ import numpy.typing as npt
 import orjson
 
 from precon.filters import Compare, Match, Range, value_test
-from precon.schema import LISTING_ATTRIBUTES
+from precon.schema import LISTING_ATTRIBUTES, IndexedAttribute
 from precon.service.search.plans import ODD_UNITS, joined_numbers, term_codes
 
 UNIT_STATUS = "floorPlans.units.status"
@@ -36,6 +36,7 @@ _UNIT_STATUSES = (
 )
 
 Mask = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
 Found = tuple[npt.NDArray[np.int64], list[str]]
 """Rows read: their listings' positions in the index, and their values' JSON texts."""
 
@@ -76,14 +77,39 @@ class AttributeRows:
             self._values[:] = [orjson.loads(text) for text in self.texts.tolist()]
         return self._values
 
-    def passing(self, expr: Match | Compare | Range, size: int) -> Mask:
-        """Per listing (of ``size``), whether it holds a kept value that passes ``expr``."""
-        test = value_test(expr)
-        values = self.values()
-        passes = np.fromiter((any_passes(test, value) for value in values), np.bool_, len(values))
+    def passing(self, expr: Match | Compare | Range, size: int, among: Mask | None = None) -> Mask:
+        """Per listing (of ``size``), whether it holds a kept value that passes ``expr``; of the listings ``among``
+        alone, where given (only their values are tested)."""
+        codes, owners = self.codes, self.owners
+        if among is not None:
+            mine = among[owners]
+            codes, owners = codes[mine], owners[mine]
         found = np.zeros(size, dtype=np.bool_)
-        found[self.owners[passes[self.codes]]] = True
+        if not len(codes):
+            return found
+        test, values = value_test(expr), self.values()
+        asked = np.unique(codes) if among is not None else np.arange(len(values))
+        passes = np.zeros(len(values), dtype=np.bool_)
+        passes[asked] = np.fromiter((any_passes(test, values[code]) for code in asked.tolist()), np.bool_, len(asked))
+        found[owners[passes[codes]]] = True
         return found
+
+    def beside(
+        self, found: Mask, attribute: IndexedAttribute, expr: Match | Compare | Range, column: FloatArray | None
+    ) -> Mask:
+        """The listings passing ``expr`` at ``attribute``, given those its ``column`` or postings find (``found``;
+        a single-valued number attribute's column given too)."""
+        if attribute.kind == "number" and not isinstance(expr, Match):
+            if attribute.multi:
+                return found  # number postings hold every value's numeric reading, as a comparison reads it
+            # The column reads text as a comparison does: only a list where one value is expected has none.
+            assert column is not None
+            return found | self.passing(expr, len(found), np.isnan(column))
+        if attribute.kind == "number":
+            # A listing holding a number as text (the column or postings its numeric reading) has every value of
+            # the attribute in rows: matched from them alone (``"12"`` matches as text: not ``12.0``).
+            found = found & ~self.holders(len(found))
+        return found | self.passing(expr, len(found))
 
     def holders(self, size: int) -> Mask:
         """Per listing, whether it holds any kept value."""

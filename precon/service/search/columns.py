@@ -463,13 +463,7 @@ class ColumnIndex:
         else:
             found = self.none()
         rows = self.attribute_rows.get(attribute.path)
-        if rows is None:
-            return found
-        if isinstance(expr, Match) and attribute.kind == "number":
-            # A listing holding a number as text (the column or postings its numeric reading) has every value of
-            # the attribute in rows: matched from them alone (``"12"`` matches as text: not ``12.0``).
-            found &= ~rows.holders(self.size)
-        return found | rows.passing(expr, self.size)
+        return found if rows is None else rows.beside(found, attribute, expr, self.numbers.get(attribute.path))
 
     def _match(self, attribute: IndexedAttribute, expr: Match) -> Mask:
         if attribute.kind == "number":
