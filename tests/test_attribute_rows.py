@@ -13,13 +13,17 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from prometheus_client import REGISTRY
 
 from precon import filters
 from precon.schema import LISTING_ATTRIBUTES
+from precon.service.config import ServiceSettings
+from precon.service.runtime import DataDirectory
 from precon.service.search.attribute_rows import UNIT_STATUS
 from precon.service.search.index_tests import left_to_fallback
+from precon.service.server import ServerThread
 from precon.service.stores.simulation import day_time
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import ListingQuery
@@ -313,3 +317,36 @@ def test_a_listing_naming_its_references_oddly_is_written_rewritten_and_deleted(
     assert_as_the_evaluator(store)
     store.delete_listing(record["listingId"])
     assert found(store, 'owners:"one owner"') == []
+
+
+def test_the_api_answers_a_listing_whose_references_are_of_another_kind(tmp_path: Path) -> None:
+    """A reference field holding a number, a flag or one path is shown, expanded and listed as the values it holds
+    (it was a 500 on ``listing`` and ``profiles_of_listing``, which iterated it)."""
+    settings = ServiceSettings(data_dir=tmp_path, default_listings=40, default_seed=3, default_history_days=0,
+                               rate_limit=0, dev=True)  # fmt: skip
+    directory = DataDirectory.open(settings)
+    try:
+        directory.accounts.create_key("everything", key="odd-key")
+        record = copy.deepcopy(records(directory.live)[0])
+        builder = next(iter(record.get("builders") or []), None)
+        record.update(architects=10, interiorDesigners=True, owners=builder, salesCentres=[{"name": "x"}])
+        directory.live.upsert_listings([record])
+        listing_id, every = record["listingId"], "architects,interiorDesigners,owners,salesCentres,builders"
+        with ServerThread(directory.app()) as server, httpx.Client(timeout=30) as http:
+
+            def ok(operation: str, **params: str) -> Any:
+                answer = http.get(f"{server.url}/v1/all/{operation}", params=params, headers={"x-api-key": "odd-key"})
+                assert answer.status_code == 200, (operation, params, answer.text)
+                return answer.json()
+
+            shown = ok("listing", id=listing_id, referrences=every)
+            assert shown["architects"] == 10 and shown["interiorDesigners"] is True
+            assert ok("listing", id=listing_id)["owners"] == builder
+            companies = ok("profiles_of_listing", id=listing_id)
+            assert companies["architects"] == [10] and companies["owners"] == [builder]
+            expanded = ok("profiles_of_listing", id=listing_id, referrences="owners,architects")
+            assert expanded["owners"][0]["path"] == builder and expanded["architects"] == [10]
+            assert ok("search_listings", filterQuery="architects:10", referrences=every)["total"] == 1
+            assert ok("multiple_listings", ids=listing_id, referrences=every)
+    finally:
+        directory.close()

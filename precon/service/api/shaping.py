@@ -15,6 +15,7 @@ from precon.service.api.visibility import visible_attribute
 from precon.service.errors import bad_request
 from precon.service.media_links import MediaLinks
 from precon.service.search.text import TextQuery, highlight_record
+from precon.service.stores.records import reference_values
 from precon.service.stores.types import CatalogueStore
 
 ProfileTrim = Callable[[list[dict[str, Any]]], object]
@@ -60,7 +61,11 @@ def expand_references(
     if not fields:
         return
     paths = {
-        path for record in records for field in fields for path in record.get(field) or () if isinstance(path, str)
+        path
+        for record in records
+        for field in fields
+        for path in reference_values(record.get(field))
+        if isinstance(path, str)
     }
     profiles = {path: profile_object(record, media) for path, record in store.get_profiles(sorted(paths)).items()}
     if trim_profiles is not None:
@@ -163,6 +168,6 @@ class ListingShaper:
 
 
 def profiles_of_listing(record: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {name: list(record.get(name) or []) for name in PROFILES_OF_LISTING_FIELDS}
+    out: dict[str, Any] = {name: list(reference_values(record.get(name))) for name in PROFILES_OF_LISTING_FIELDS}
     out["id"] = record.get("listingId")
     return out

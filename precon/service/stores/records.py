@@ -280,13 +280,17 @@ def index_multi(
                     add(attribute, value)
 
 
+def reference_values(value: Any) -> list[Any]:
+    """A reference field's values: a list's elements, one value alone (a single path), nothing for none."""
+    return value if isinstance(value, list) else [] if value is None else [value]
+
+
 def indexed_reference_keys(record: dict[str, Any]) -> set[str]:
     """The folded paths of the profiles a listing refers to, as listing_terms indexes them (a single path as well
     as a list): what puts a profile in the listing's province."""
     keys = set()
     for name in set(LISTING_REFERENCE_FIELDS.values()):
-        values = record.get(name)
-        for path in values if isinstance(values, list) else [values]:
+        for path in reference_values(record.get(name)):
             if isinstance(path, str):
                 keys.add(fold_text(path))
     return keys
