@@ -109,24 +109,27 @@ def _numbers_kept_whole(record: dict[str, Any], names: Iterable[str], pairs: set
     alone."""
     for name in names:
         for path in _MANY_NUMBERS_UNDER.get(name, ()):
-            values = [value for value in _values_at(record, path) if type(value) in _SCALARS]
+            values = [value for value in values_at(record, path) if type(value) in _SCALARS]
             if any(type(value) is not int and type(value) is not float for value in values):
                 pairs.update((path, orjson.dumps(value).decode()) for value in values)
 
 
-def _values_at(record: dict[str, Any], path: str) -> list[Any]:
-    """What the evaluator finds at a dotted ``path``: objects walked, lists element by element."""
-    found: list[Any] = [record]
+def values_at(record: Any, path: str) -> list[Any]:
+    """Every value the evaluator finds at a dotted ``path`` of ``record``: objects walked, lists element by element,
+    ``null`` dropped (the stores index nested attributes and count facets with it too)."""
+    values = [record]
     for part in path.split("."):
-        following: list[Any] = []
-        for node in found:
-            value = node.get(part) if type(node) is dict else None
-            if type(value) is list:
-                following.extend(value)
-            elif value is not None:
-                following.append(value)
-        found = following
-    return found
+        found = [value[part] for value in values if isinstance(value, dict) and part in value]
+        if any(issubclass(kind, list) for kind in set(map(type, found))):  # hundreds of units: looked at in C
+            values = []
+            for value in found:
+                if isinstance(value, list):
+                    values.extend(value)
+                else:
+                    values.append(value)
+        else:
+            values = found
+    return [v for v in values if v is not None]
 
 
 SINGLE_VALUED = frozenset(path for path, attribute in LISTING_ATTRIBUTES.items() if not attribute.multi)

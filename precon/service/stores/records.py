@@ -28,7 +28,7 @@ from precon.schema import (
 )
 from precon.service.collector import collector_paused
 from precon.service.search.columns import EARTH_RADIUS_M
-from precon.service.search.path_values import value_pairs
+from precon.service.search.path_values import value_pairs, values_at
 from precon.service.search.plans import UnitRow, floor_plans, plan_rows
 from precon.service.search.sql_filter import as_number
 from precon.service.search.text import TextQuery, TypoIndex
@@ -78,23 +78,6 @@ def decode_documents(blobs: Iterable[bytes]) -> list[dict[str, Any]]:
     makes none, and its passes over a growing page are most of the time otherwise."""
     with collector_paused():
         return [decode_document(blob) for blob in blobs]
-
-
-def _collect(record: Any, path: str) -> list[Any]:
-    """Every leaf value at a dotted path, walking into arrays element-wise (as the filter evaluator does)."""
-    values = [record]
-    for part in path.split("."):
-        found = [value[part] for value in values if isinstance(value, dict) and part in value]
-        if any(issubclass(kind, list) for kind in set(map(type, found))):  # hundreds of units: looked at in C
-            values = []
-            for value in found:
-                if isinstance(value, list):
-                    values.extend(value)
-                else:
-                    values.append(value)
-        else:
-            values = found
-    return [v for v in values if v is not None]
 
 
 def once_each(values: list[Any]) -> list[Any]:
@@ -163,7 +146,7 @@ def count_profile_facets(
         document["collection"] = collection
         for name in names:
             counter = counters[name]
-            for value in _collect(document, name):
+            for value in values_at(document, name):
                 key = facet_key(value)
                 if key is not None:
                     counter[key] = counter.get(key, 0) + 1
@@ -255,7 +238,7 @@ def index_multi(
             add(attribute, values)
     for attribute in _DEEP_MULTI:  # floorPlans.units.status: every value at the path, through the arrays, once
         if only is None or attribute.path in only:
-            for element in once_each(_collect(record, attribute.path)):
+            for element in once_each(values_at(record, attribute.path)):
                 if isinstance(element, str | int | float):  # (True and 1 kept apart)
                     add(attribute, element)
     for parent, children in _NESTED_MULTI.items():

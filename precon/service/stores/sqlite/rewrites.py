@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from precon.schema import SCALAR_ATTRIBUTES, SEARCHABLE_LISTING_FIELDS
-from precon.service.search.path_values import DELETE_VALUE, changed_value_pairs, same_json
+from precon.service.search.path_values import DELETE_VALUE, changed_value_pairs, same_json, values_at
 from precon.service.search.plans import (
     PLAN_FIELDS,
     PLAN_ROW_DELETES,
@@ -31,7 +31,6 @@ from precon.service.stores.records import (
     _NESTED_MULTI,
     _TOP_LEVEL_MULTI,
     ListingIndexRows,
-    _collect,
     encode_document,
     geo_point,
     head_columns,
@@ -197,7 +196,7 @@ def _items(value: Any) -> list[Any]:
 
 def _leaf_values(before: dict[str, Any], after: dict[str, Any], leaf: str) -> tuple[Any, Any]:
     if "." in leaf:  # deeper (units.status): the values at the path, each once, as index_multi adds them
-        return _distinct(_collect(before, leaf)), _distinct(_collect(after, leaf))
+        return _distinct(values_at(before, leaf)), _distinct(values_at(after, leaf))
     return before.get(leaf), after.get(leaf)
 
 
