@@ -125,10 +125,10 @@ def _patch(
         _append(new, db, added)
     if written:
         positions = new.positions_of_rowids(np.array(written, dtype=np.int64))
-        _scalars(new, db, written, positions, index.size)
-        _multi(new, db, written, positions, index.size)
         written_mask = np.zeros(new.size, dtype=np.bool_)
         written_mask[positions] = True
+        _scalars(new, db, written, positions, index.size)
+        _multi(new, db, written, positions, written_mask, index.size)
         fresh = read_attribute_rows(db, new.rowids, written)
         new.attribute_rows = patched_rows(index.attribute_rows, written_mask, fresh)
     # A write only adds labels (a value's display form, kept once): as many as held, the same ones.
@@ -199,8 +199,11 @@ def _recoded(column: TextColumn, positions: IntArray, values: list[Any], appende
     return TextColumn(codes, vocabulary)
 
 
-def _multi(new: ColumnIndex, db: sqlite3.Connection, written: list[int], positions: IntArray, appended: int) -> None:
-    """The written listings' postings of each array attribute: theirs taken out, what they hold now put in."""
+def _multi(
+    new: ColumnIndex, db: sqlite3.Connection, written: list[int], positions: IntArray, written_mask: Mask, appended: int
+) -> None:
+    """The written listings' postings of each array attribute (at ``positions``, marked in ``written_mask``): theirs
+    taken out, what they hold now put in."""
     marks = ", ".join("?" * len(written))
     at = dict(zip(written, positions.tolist(), strict=True))
     terms: dict[str, list[tuple[str, int]]] = defaultdict(list)
@@ -214,8 +217,6 @@ def _multi(new: ColumnIndex, db: sqlite3.Connection, written: list[int], positio
     ):
         numbers[attr].append((number, at[listing]))
     new.terms, new.number_postings = dict(new.terms), dict(new.number_postings)
-    written_mask = np.zeros(new.size, dtype=np.bool_)
-    written_mask[positions] = True
     for attribute in MULTI_ATTRIBUTES:
         if attribute.kind == "number":
             new.number_postings[attribute.path] = _numbers(
