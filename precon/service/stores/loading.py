@@ -62,7 +62,7 @@ class PastLoadable(Protocol):
 
     def bulk_load(self) -> AbstractContextManager[None]: ...
     def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
-    def upsert_listings(self, records: Iterable[dict[str, Any]], as_stored: bool = False) -> list[CatalogueChange]: ...
+    def add_new_listings(self, records: Sequence[dict[str, Any]], progress: Progress | None = None) -> None: ...
     def copy_history(self, rows: Sequence[HistoryRow]) -> None: ...
 
 
@@ -83,8 +83,5 @@ def load_past(
             store.upsert_profiles(batch)
             if progress is not None:
                 progress("profiles", len(batch))
-        for batch in batched(past.listings):
-            store.upsert_listings(batch, as_stored=True)
-            if progress is not None:
-                progress("listings", len(batch))
+        store.add_new_listings(past.listings, progress)
         store.copy_history(past.history)

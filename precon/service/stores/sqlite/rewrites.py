@@ -84,6 +84,9 @@ class ListingBatch(ListingIndexRows):
 
     keep_before: bool = False
     """Whether each change carries the document it replaced (:attr:`CatalogueChange.before`)."""
+    index_rows_until: int | None = None
+    """The last row id whose index rows (terms, plans, units, values...) the batch makes: those after are made by
+    a forked copy of the process (:meth:`~.bulk.SQLiteBulkLoads.add_new_listings`). None: every one."""
 
 
 def rewrite_in_place(

@@ -33,6 +33,7 @@ from precon.service.stores.records import (
     decode_document,
     province_of,
 )
+from precon.service.stores.sqlite.bulk import SQLiteBulkLoads
 from precon.service.stores.sqlite.catalogue import (
     _DERIVED_TABLES,
     SCHEMA_VERSION,
@@ -44,7 +45,6 @@ from precon.service.stores.sqlite.generation_held import GenerationHeld
 from precon.service.stores.sqlite.market_columns import MARKET_VERSION, SQLiteMarket
 from precon.service.stores.sqlite.market_patch import ledger_patched, market_patched, whole_ledger, whole_market
 from precon.service.stores.sqlite.market_units import LEDGER_VERSION
-from precon.service.stores.sqlite.writes import SQLiteWrites
 from precon.service.stores.types import (
     MAX_FACET_VALUES,
     CatalogueChange,
@@ -72,7 +72,7 @@ __all__ = [
 log = logging.getLogger("precon.store")
 
 
-class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
+class SQLiteStore(SQLiteBulkLoads, SQLiteChanges, SQLiteMarket):
     """A catalogue in one SQLite file (WAL): one connection per thread, writes serialised by SQLite. Listing searches
     run on the in-memory column index (:mod:`precon.service.stores.sqlite.reads`)."""
 
@@ -192,3 +192,4 @@ class SQLiteStore(SQLiteWrites, SQLiteChanges, SQLiteMarket):
                 db.execute("DROP TABLE upgrade_profiles")
         with self._transaction() as db:
             db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+

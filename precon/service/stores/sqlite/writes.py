@@ -43,10 +43,8 @@ from precon.service.stores.records import (
     stored_profile,
 )
 from precon.service.stores.sqlite.catalogue import (
-    _LISTING_SECONDARY_INDEXES,
     _SELECT_LISTING_DOC,
     SQLiteCatalogueBase,
-    _schema,
 )
 from precon.service.stores.sqlite.history import INSERT_HISTORY
 from precon.service.stores.sqlite.rewrites import ListingBatch, rewrite_in_place
@@ -85,6 +83,16 @@ _INSERT_PROFILE_FTS = (
 )
 
 
+_INSERT_LISTING_AT = _INSERT_LISTING.replace("INSERT INTO listings(", "INSERT INTO listings(id, ").replace(
+    "VALUES (", "VALUES (?, "
+)
+
+
+def _insert_at(db: sqlite3.Connection, rowid: int, columns: list[Any]) -> int:
+    db.execute(_INSERT_LISTING_AT, [rowid, *columns])
+    return rowid
+
+
 class StaleUpdate(RuntimeError):
     """A prepared update refused: one of its listings was written after it was read."""
 
@@ -102,28 +110,6 @@ class PreparedUpdate:
 
 class SQLiteWrites(SQLiteCatalogueBase):
     """Writes to the catalogue: each in one transaction that raises the generation; listeners hear after commit."""
-
-    @contextmanager
-    def bulk_load(self) -> Iterator[None]:
-        """For loading a whole catalogue: the listing indexes are built once at the end, not row by row."""
-        db = self._db()
-        with self._write_lock:
-            for name in _LISTING_SECONDARY_INDEXES:
-                db.execute(f"DROP INDEX IF EXISTS {name}")
-        db.execute("PRAGMA synchronous=OFF")
-        self._bulk = True
-        try:
-            yield
-        finally:
-            self._bulk = False
-            db.execute("PRAGMA synchronous=NORMAL")
-            with self._write_lock:
-                db.executescript("BEGIN IMMEDIATE;" + _schema() + "COMMIT;")
-            with self._transaction() as db:
-                keys = {row[0] for row in db.execute("SELECT path_key FROM profiles")}
-                self._refresh_profile_provinces(db, keys)
-                self._bump_generation(db)
-            db.execute("ANALYZE")
 
     @contextmanager
     def many_writes(self) -> Iterator[None]:
@@ -268,9 +254,11 @@ class SQLiteWrites(SQLiteCatalogueBase):
         batch: ListingBatch,
         now: float | None,
         stored: tuple[tuple[int, bytes], dict[str, Any]] | None = None,
+        rowid: int | None = None,
     ) -> CatalogueChange:
         """Writes one listing's row (replacing the stored one's rows) and gathers the rest of its rows in ``batch``;
-        completed as of ``now`` (None: stored as it is). ``stored``: its stored row and document, already read."""
+        completed as of ``now`` (None: stored as it is). ``stored``: its stored row and document, already read.
+        ``rowid``: the row id a new listing takes (one a forked copy made its rows for: :meth:`add_new_listings`)."""
         listing_id, record = as_stored_listing(record)
         row, old = stored if stored is not None else self._stored_listing(db, listing_id, batch)
         if row is not None:
@@ -291,12 +279,16 @@ class SQLiteWrites(SQLiteCatalogueBase):
         else:
             batch.created.append(listing_id)
         lat, lng = geo_point(record)
-        rowid = db.execute(_INSERT_LISTING, [listing_id, *listing_columns(record, lat, lng, batch.labels)]).lastrowid
+        columns = [listing_id, *listing_columns(record, lat, lng, batch.labels)]
+        rowid = db.execute(_INSERT_LISTING, columns).lastrowid if rowid is None else _insert_at(db, rowid, columns)
         assert rowid is not None
         document = encode_document(record)
         batch.docs.append((rowid, document))
         batch.existing[listing_id] = (rowid, document)
-        batch.add(record, rowid)
+        if batch.index_rows_until is None or rowid <= batch.index_rows_until:
+            batch.add(record, rowid)
+        else:  # its index rows are made elsewhere (add_new_listings)
+            batch.touched_profiles.update(indexed_reference_keys(record))
         batch.fts_rows.append((rowid, *searchable_text(record, SEARCHABLE_LISTING_FIELDS)))
         if lat is not None and lng is not None:
             batch.geo_rows.append((rowid, lat, lat, lng, lng))

@@ -1,0 +1,123 @@
+"""(ours) A new catalogue's load: the rows that find its listings made by two processes are the rows one process
+makes, and a forked copy that fails leaves the load whole."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from precon.service import catalogue
+from precon.service.stores import loading
+from precon.service.stores.simulation import last_past_day, simulated_past
+from precon.service.stores.sqlite import bulk
+from precon.service.stores.sqlite.store import SQLiteStore
+
+LISTINGS = 90
+SMALL_BATCH = 16
+"""Batches this small, so that the load's batches fall on both sides of where the forked copy's share starts."""
+
+
+@pytest.fixture(scope="module")
+def past() -> tuple[loading.Past, list[dict[str, Any]]]:
+    built = catalogue.generate(LISTINGS, 7)
+    history = simulated_past(built.listings, 30, 7, last_past_day(), fork=False)
+    # Spellings of one amenity on both sides of the split: the label kept is the first listing's.
+    history.listings[0]["amenities"] = [*history.listings[0]["amenities"], "Rooftop Observatory"]
+    history.listings[-2]["amenities"] = ["ROOFTOP OBSERVATORY"]
+    history.listings[-1]["amenities"] = ["rooftop observatory", "Sauna"]
+    return history, built.profiles
+
+
+def every_row(path: Path) -> dict[str, list[Any]]:
+    """Every table's rows in the order they are stored (what a scan reads), listing_values with their paths' text
+    (a path's code is the order it was first met in), the FTS index by its content."""
+    db = sqlite3.connect(path)
+    try:
+        tables = [
+            (name, sql)
+            for name, sql in db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            if not name.startswith(("listing_fts_", "profile_fts_", "listing_geo_", "sqlite_"))
+            and name not in ("value_paths", "listing_vocab", "profile_vocab")
+        ]
+        rows: dict[str, list[Any]] = {}
+        for name, sql in tables:
+            if name == "listing_values":
+                query = "SELECT p.path, v.listing, v.value FROM listing_values v JOIN value_paths p ON p.code = v.path"
+                rows[name] = sorted(db.execute(query))
+            elif name in ("listing_terms", "listing_numbers") or "WITHOUT ROWID" in sql.upper():
+                # Read through their indexes (or stored by key), never in the order they were written.
+                rows[name] = sorted(db.execute(f"SELECT * FROM {name}"))
+            else:
+                rows[name] = db.execute(f"SELECT rowid, * FROM {name} ORDER BY rowid").fetchall()
+        rows["listing_values in stored order"] = db.execute(
+            "SELECT p.path, v.listing, v.value FROM listing_values v JOIN value_paths p ON p.code = v.path "
+            "ORDER BY v.rowid"
+        ).fetchall()
+        return rows
+    finally:
+        db.close()
+
+
+def loaded(path: Path, past: tuple[loading.Past, list[dict[str, Any]]], fork: bool | None) -> dict[str, list[Any]]:
+    """The catalogue loaded at ``path``: by ``add_new_listings`` (``fork`` as given), or, with ``fork`` None, as
+    every store loaded one before (``upsert_listings`` of each batch, the documents as they are)."""
+    history, profiles = past
+    store = SQLiteStore(path)
+    with store.bulk_load():
+        store.upsert_profiles(profiles)
+        if fork is None:
+            for batch in loading.batched(history.listings, SMALL_BATCH):
+                store.upsert_listings(batch, as_stored=True)
+        else:
+            store.add_new_listings(history.listings, fork=fork)
+        store.copy_history(history.history)
+    store.close()
+    return every_row(path)
+
+
+def test_the_rows_a_forked_copy_makes_are_the_rows_one_process_makes(
+    past: tuple[loading.Past, list[dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "BATCH", SMALL_BATCH)
+    one = loaded(tmp_path / "one.sqlite3", past, fork=False)
+    two = loaded(tmp_path / "two.sqlite3", past, fork=True)
+    before = loaded(tmp_path / "before.sqlite3", past, fork=None)
+    assert len(one["listings"]) == LISTINGS and len(one["listing_plan_units"]) > 1000
+    assert sum(row[1] > LISTINGS - bulk.forked_share(LISTINGS) for row in two["listing_plan_units"]) > 500
+    for table in one:
+        assert two[table] == one[table], table
+        assert before[table] == one[table], table
+    assert not list(tmp_path.glob(".*forked-rows*"))  # the copy's file is gone
+
+
+def test_a_forked_copy_that_fails_leaves_the_load_whole(
+    past: tuple[loading.Past, list[dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fails(path: Path, records: Any, first_rowid: int) -> int:
+        path.write_bytes(b"half a file")
+        raise OSError(28, "No space left on device")
+
+    one = loaded(tmp_path / "one.sqlite3", past, fork=False)
+    monkeypatch.setattr(bulk, "write_index_rows", fails)
+    failed = loaded(tmp_path / "failed.sqlite3", past, fork=True)
+    assert failed == one
+    assert not list(tmp_path.glob(".*forked-rows*"))
+
+
+def test_new_listings_go_only_into_an_empty_catalogue_being_loaded(
+    past: tuple[loading.Past, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    history, _ = past
+    store = SQLiteStore(tmp_path / "c.sqlite3")
+    try:
+        with pytest.raises(RuntimeError, match="inside bulk_load"):
+            store.add_new_listings(history.listings[:3])
+        store.upsert_listings(history.listings[:1], as_stored=True)
+        with store.bulk_load(), pytest.raises(RuntimeError, match="empty catalogue"):
+            store.add_new_listings(history.listings[1:3])
+        assert store.counts()["listings"] == 1
+    finally:
+        store.close()
