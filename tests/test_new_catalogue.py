@@ -1,5 +1,6 @@
 """(ours) A new catalogue's load: the rows that find its listings made by two processes are the rows one process
-makes, and a forked copy that fails leaves the load whole."""
+makes, a forked copy that fails leaves the load whole, and a first start stopped midway leaves no catalogue behind
+(the next start builds it again)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 import pytest
 
 from precon.service import catalogue
+from precon.service.config import ServiceSettings
+from precon.service.runtime import DataDirectory
 from precon.service.stores import loading
 from precon.service.stores.simulation import last_past_day, simulated_past
 from precon.service.stores.sqlite import bulk
@@ -121,3 +124,35 @@ def test_new_listings_go_only_into_an_empty_catalogue_being_loaded(
         assert store.counts()["listings"] == 1
     finally:
         store.close()
+
+
+class Stop(Exception):
+    pass
+
+
+def test_a_first_start_stopped_midway_leaves_no_catalogue_and_the_next_builds_it_whole(tmp_path: Path) -> None:
+    settings = ServiceSettings(data_dir=tmp_path, default_listings=40, default_history_days=20, rate_limit=0)
+
+    def stopped(what: str, records: int) -> None:
+        if what == "listings":
+            raise Stop  # as Ctrl-C would, with part of the listings written
+
+    with pytest.raises(Stop):
+        DataDirectory.open(settings, stopped, serving=False)
+    assert not settings.catalogue_path.exists()
+    directory = DataDirectory.open(settings, serving=False)
+    try:
+        assert directory.live.counts()["listings"] == 40
+        history = directory.live._db().execute("SELECT count(*) FROM listing_history").fetchone()[0]
+        assert history > 40
+    finally:
+        directory.close()
+    leftovers = {path.name for path in tmp_path.iterdir()} - {
+        "catalogue.sqlite3",
+        "catalogue.sqlite3.generation",
+        "sandbox.sqlite3",
+        "sandbox.sqlite3.generation",
+        "accounts.sqlite3",
+        "webhooks.sqlite3",
+    }
+    assert not {name for name in leftovers if not name.endswith(("-wal", "-shm"))}

@@ -196,18 +196,9 @@ def simulate_catalogue(
 def _replace_sqlite(target: Path, listings: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> None:
     """The catalogue file replaced whole by one holding these records (written beside it, then renamed)."""
     from precon.service.stores.loading import load
-    from precon.service.stores.sqlite.store import SQLiteStore
+    from precon.service.stores.sqlite.store import write_whole
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fresh = target.with_name(target.name + ".new")
-    for leftover in (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm")):
-        leftover.unlink(missing_ok=True)
-    store = SQLiteStore(fresh)
-    load(store, listings, profiles)
-    store.close()
-    for suffix in ("-wal", "-shm"):
-        Path(f"{target}{suffix}").unlink(missing_ok=True)
-    fresh.replace(target)
+    write_whole(target, lambda store: load(store, listings, profiles))
 
 
 @catalogue.command("import")

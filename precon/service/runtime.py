@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
@@ -25,7 +26,7 @@ from precon.service.accounts.sqlite import AccountStore
 from precon.service.config import DEV_API_KEY, DEV_PRODUCT_ID, ServiceSettings
 from precon.service.stores.loading import Progress, load, load_past
 from precon.service.stores.simulation import last_past_day, simulated_past
-from precon.service.stores.sqlite.store import SQLiteStore
+from precon.service.stores.sqlite.store import SQLiteStore, write_whole
 from precon.service.webhooks.model import Outbox
 from precon.service.webhooks.notify import CatalogueNotifier
 from precon.service.webhooks.sqlite import WebhookStore
@@ -34,6 +35,20 @@ if TYPE_CHECKING:
     from precon.service.stores.replica import Follower, ReplicaCatalogue
 
 log = logging.getLogger("precon.service")
+
+
+def _load_default_catalogue(store: SQLiteStore, settings: ServiceSettings, progress: Progress | None) -> None:
+    """The default catalogue generated, given its simulated past and loaded into ``store``."""
+    from precon.service import catalogue
+
+    log.info("generating the default catalogue (%d listings) in %s", settings.default_listings, store.path)
+    generated = catalogue.generate(settings.default_listings, settings.default_seed)
+    if progress is not None:
+        progress("generated", len(generated.listings))
+    past = simulated_past(generated.listings, settings.default_history_days, settings.default_seed, last_past_day())
+    if progress is not None:
+        progress("history", len(past.history))
+    load_past(store, past, generated.profiles, progress)
 
 
 @dataclass
@@ -110,22 +125,13 @@ class DataDirectory:
         from precon.service import catalogue
 
         shared = settings.workers > 1
-        live = SQLiteStore(settings.catalogue_path, shared_indexes=shared)
-        if live.counts()["listings"] == 0:
-            log.info(
-                "generating the default catalogue (%d listings) in %s",
-                settings.default_listings,
-                settings.catalogue_path,
-            )
-            generated = catalogue.generate(settings.default_listings, settings.default_seed)
-            if progress is not None:
-                progress("generated", len(generated.listings))
-            past = simulated_past(
-                generated.listings, settings.default_history_days, settings.default_seed, last_past_day()
-            )
-            if progress is not None:
-                progress("history", len(past.history))
-            load_past(live, past, generated.profiles, progress)
+        path = settings.catalogue_path
+        if not path.exists() or path.stat().st_size == 0:
+            # Built beside and moved into place once whole: a first start stopped midway starts again.
+            write_whole(path, partial(_load_default_catalogue, settings=settings, progress=progress))
+        live = SQLiteStore(path, shared_indexes=shared)
+        if live.counts()["listings"] == 0:  # a catalogue emptied: the defaults loaded into it, where it is
+            _load_default_catalogue(live, settings, progress)
         sandbox = SQLiteStore(settings.sandbox_path, shared_indexes=shared)
         if sandbox.counts()["listings"] == 0:
             fixed = catalogue.sandbox()

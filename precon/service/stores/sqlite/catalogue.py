@@ -244,6 +244,13 @@ class SQLiteCatalogueBase:
     def _db(self) -> sqlite3.Connection:
         return self._connections.get()
 
+    def checkpoint(self) -> None:
+        """Everything in the log (WAL) copied into the file and the log emptied: the file alone holds the
+        catalogue (raises if a reader held the log back)."""
+        busy, _, _ = self._db().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            raise sqlite3.OperationalError(f"{self.path}: the log could not be emptied while a reader holds it")
+
     def close(self) -> None:
         builder = self._index_thread
         if builder is not None:  # it reads through a connection of its own, which closing would pull away

@@ -23,6 +23,7 @@ import logging
 import sqlite3
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 from precon.service.search.held_values import HeldValues
@@ -193,3 +194,29 @@ class SQLiteStore(SQLiteBulkLoads, SQLiteChanges, SQLiteMarket):
         with self._transaction() as db:
             db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
 
+
+def write_whole(target: Path, fill: Callable[[SQLiteStore], object]) -> None:
+    """The catalogue file at ``target`` made (or replaced) whole: ``fill`` writes a new store beside it, which is
+    moved into place once complete, so that a process stopped midway leaves ``target`` as it was (a new data
+    directory's first start, ``precon catalogue generate``). The caller keeps others from writing ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fresh = target.with_name(f"{target.name}.new")
+    for leftover in (fresh, *_log_files(fresh)):
+        leftover.unlink(missing_ok=True)
+    store = SQLiteStore(fresh)
+    try:
+        fill(store)
+        store.checkpoint()
+    finally:
+        store.close()
+    # The logs: the new file's emptied by the checkpoint, the old file's belonging to what it replaces.
+    for leftover in (*_log_files(fresh), *_log_files(target)):
+        leftover.unlink(missing_ok=True)
+    fresh.replace(target)
+    signal = GenerationSignal(fresh).path
+    if signal.exists():  # a new file (inode) where processes reading ``target`` look: they see the change
+        signal.replace(GenerationSignal(target).path)
+
+
+def _log_files(path: Path) -> tuple[Path, Path]:
+    return path.with_name(f"{path.name}-wal"), path.with_name(f"{path.name}-shm")
