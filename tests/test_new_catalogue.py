@@ -15,7 +15,7 @@ from precon.service.config import ServiceSettings
 from precon.service.runtime import DataDirectory
 from precon.service.stores import loading
 from precon.service.stores.simulation import last_past_day, simulated_past
-from precon.service.stores.sqlite import bulk
+from precon.service.stores.sqlite import bulk, forked_rows
 from precon.service.stores.sqlite.store import SQLiteStore
 
 LISTINGS = 90
@@ -27,10 +27,12 @@ SMALL_BATCH = 16
 def past() -> tuple[loading.Past, list[dict[str, Any]]]:
     built = catalogue.generate(LISTINGS, 7)
     history = simulated_past(built.listings, 30, 7, last_past_day(), fork=False)
-    # Spellings of one amenity on both sides of the split: the label kept is the first listing's.
+    # Spellings of one amenity on both sides of the split, and of another in two of the copy's batches: the label
+    # kept is the first listing's.
     history.listings[0]["amenities"] = [*history.listings[0]["amenities"], "Rooftop Observatory"]
-    history.listings[-2]["amenities"] = ["ROOFTOP OBSERVATORY"]
-    history.listings[-1]["amenities"] = ["rooftop observatory", "Sauna"]
+    history.listings[-2]["amenities"] = ["ROOFTOP OBSERVATORY", "sky garden"]
+    history.listings[-1]["amenities"] = ["rooftop observatory", "Sauna", "Sky Garden"]
+    history.listings[-30]["amenities"] = ["SKY GARDEN"]
     return history, built.profiles
 
 
@@ -85,11 +87,15 @@ def test_the_rows_a_forked_copy_makes_are_the_rows_one_process_makes(
     past: tuple[loading.Past, list[dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(bulk, "BATCH", SMALL_BATCH)
+    monkeypatch.setattr(forked_rows, "BATCH", SMALL_BATCH)
     one = loaded(tmp_path / "one.sqlite3", past, fork=False)
     two = loaded(tmp_path / "two.sqlite3", past, fork=True)
     before = loaded(tmp_path / "before.sqlite3", past, fork=None)
     assert len(one["listings"]) == LISTINGS and len(one["listing_plan_units"]) > 1000
     assert sum(row[1] > LISTINGS - bulk.forked_share(LISTINGS) for row in two["listing_plan_units"]) > 500
+    labels = {(attr, term): label for attr, term, label in two["labels"]}
+    assert labels["amenities", "rooftop observatory"] == "Rooftop Observatory"
+    assert labels["amenities", "sky garden"] == "SKY GARDEN"
     for table in one:
         assert two[table] == one[table], table
         assert before[table] == one[table], table

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from precon.service.stores.loading import BATCH
 from precon.service.stores.records import ListingIndexRows, as_stored_listing
 
 SPLIT_WORTH = 400
@@ -39,6 +40,8 @@ _TABLES: tuple[tuple[str, str], ...] = (
     ("labels", "attr, term, label"),
     ("listing_attributes", "name"),
 )
+_KEYS = {"labels": "attr, term", "listing_attributes": "name"}
+"""The tables whose first row of a key is kept (a label's first spelling): keyed in the copy's file as well."""
 
 
 def forked_share(listings: int) -> int:
@@ -48,35 +51,43 @@ def forked_share(listings: int) -> int:
 
 def write_index_rows(path: Path, records: Sequence[dict[str, Any]], first_rowid: int) -> int:
     """The index rows of ``records``, stored as row ids ``first_rowid`` on, written to a new SQLite file at
-    ``path`` (what the forked copy does). Answers how many listings."""
-    rows = ListingIndexRows()
-    for offset, record in enumerate(records):
-        rows.add(as_stored_listing(record)[1], first_rowid + offset)
+    ``path`` (what the forked copy does), :data:`~.loading.BATCH` listings at a time (a batch's rows held at
+    once, as a load holds them). Answers how many listings."""
     db = sqlite3.connect(path, isolation_level=None)
     try:
         db.execute("PRAGMA journal_mode=OFF")
         db.execute("PRAGMA synchronous=OFF")
         db.execute("BEGIN")
         for table, columns in _TABLES:
-            db.execute(f"CREATE TABLE {table}({columns})")
-        inserts = {
-            "listing_terms": sorted(rows.terms),
-            "listing_numbers": sorted(rows.numbers),
-            "listing_plans": rows.plans,
-            "listing_plan_values": rows.plan_values,
-            "listing_plan_units": rows.plan_units,
-            "plan_ids": sorted(rows.plan_ids),
-            "forked_values": rows.values,
-            "labels": [(attr, term, label) for (attr, term), label in rows.labels.items()],
-            "listing_attributes": [(name,) for name in sorted(rows.attribute_names)],
-        }
-        for table, columns in _TABLES:
-            marks = ", ".join("?" * (columns.count(",") + 1))
-            db.executemany(f"INSERT INTO {table} VALUES ({marks})", inserts[table])
+            key = f", PRIMARY KEY({_KEYS[table]})) WITHOUT ROWID" if table in _KEYS else ")"
+            db.execute(f"CREATE TABLE {table}({columns}{key}")
+        for start in range(0, len(records), BATCH):
+            rows = ListingIndexRows()
+            for rowid, record in enumerate(records[start : start + BATCH], first_rowid + start):
+                rows.add(as_stored_listing(record)[1], rowid)
+            _insert(db, rows)
         db.execute("COMMIT")
     finally:
         db.close()
     return len(records)
+
+
+def _insert(db: sqlite3.Connection, rows: ListingIndexRows) -> None:
+    inserts = {
+        "listing_terms": sorted(rows.terms),
+        "listing_numbers": sorted(rows.numbers),
+        "listing_plans": rows.plans,
+        "listing_plan_values": rows.plan_values,
+        "listing_plan_units": rows.plan_units,
+        "plan_ids": sorted(rows.plan_ids),
+        "forked_values": rows.values,
+        "labels": [(attr, term, label) for (attr, term), label in rows.labels.items()],
+        "listing_attributes": [(name,) for name in sorted(rows.attribute_names)],
+    }
+    for table, columns in _TABLES:
+        marks = ", ".join("?" * (columns.count(",") + 1))
+        verb = "INSERT OR IGNORE" if table in _KEYS else "INSERT"
+        db.executemany(f"{verb} INTO {table} VALUES ({marks})", inserts[table])
 
 
 @contextmanager
@@ -103,5 +114,7 @@ def copy_index_rows(db: sqlite3.Connection) -> None:
             )
         else:
             # A label and an attribute's name: the first met is kept, as one process's writes keep them.
-            verb = "INSERT OR IGNORE" if table in ("labels", "listing_attributes") else "INSERT"
-            db.execute(f"{verb} INTO main.{table}({columns}) SELECT {columns} FROM forked.{table} ORDER BY rowid")
+            if table in _KEYS:
+                db.execute(f"INSERT OR IGNORE INTO main.{table}({columns}) SELECT {columns} FROM forked.{table}")
+            else:
+                db.execute(f"INSERT INTO main.{table}({columns}) SELECT {columns} FROM forked.{table} ORDER BY rowid")
