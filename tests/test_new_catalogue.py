@@ -132,18 +132,14 @@ def test_new_listings_go_only_into_an_empty_catalogue_being_loaded(
         store.close()
 
 
-class Stop(Exception):
-    pass
-
-
 def test_a_first_start_stopped_midway_leaves_no_catalogue_and_the_next_builds_it_whole(tmp_path: Path) -> None:
     settings = ServiceSettings(data_dir=tmp_path, default_listings=40, default_history_days=20, rate_limit=0)
 
     def stopped(what: str, records: int) -> None:
         if what == "listings":
-            raise Stop  # as Ctrl-C would, with part of the listings written
+            raise KeyboardInterrupt  # Ctrl-C, with part of the listings written
 
-    with pytest.raises(Stop):
+    with pytest.raises(KeyboardInterrupt):
         DataDirectory.open(settings, stopped, serving=False)
     assert not settings.catalogue_path.exists()
     directory = DataDirectory.open(settings, serving=False)
