@@ -4,6 +4,7 @@ makes, a forked copy that fails leaves the load whole, and a first start stopped
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from precon.service import catalogue
 from precon.service.config import ServiceSettings
 from precon.service.runtime import DataDirectory
 from precon.service.stores import loading
+from precon.service.stores.history import iso_time
 from precon.service.stores.simulation import last_past_day, simulated_past
 from precon.service.stores.sqlite import bulk, forked_rows
 from precon.service.stores.sqlite.store import SQLiteStore
@@ -66,18 +68,21 @@ def every_row(path: Path) -> dict[str, list[Any]]:
         db.close()
 
 
-def loaded(path: Path, past: tuple[loading.Past, list[dict[str, Any]]], fork: bool | None) -> dict[str, list[Any]]:
+def loaded(
+    path: Path, past: tuple[loading.Past, list[dict[str, Any]]], fork: bool | None, at: float | None = None
+) -> dict[str, list[Any]]:
     """The catalogue loaded at ``path``: by ``add_new_listings`` (``fork`` as given), or, with ``fork`` None, as
-    every store loaded one before (``upsert_listings`` of each batch, the documents as they are)."""
+    every store loaded one before (``upsert_listings`` of each batch); the listings as they are, or created at
+    ``at``."""
     history, profiles = past
     store = SQLiteStore(path)
     with store.bulk_load():
         store.upsert_profiles(profiles)
         if fork is None:
             for batch in loading.batched(history.listings, SMALL_BATCH):
-                store.upsert_listings(batch, as_stored=True)
+                store.upsert_listings(batch, as_stored=at is None, at=at)
         else:
-            store.add_new_listings(history.listings, fork=fork)
+            store.add_new_listings(history.listings, at=at, fork=fork)
         store.copy_history(history.history)
     store.close()
     return every_row(path)
@@ -100,6 +105,25 @@ def test_the_rows_a_forked_copy_makes_are_the_rows_one_process_makes(
         assert two[table] == one[table], table
         assert before[table] == one[table], table
     assert not list(tmp_path.glob(".*forked-rows*"))  # the copy's file is gone
+
+
+def test_listings_created_at_a_time_are_completed_and_recorded_alike_by_either_process(
+    past: tuple[loading.Past, list[dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "BATCH", SMALL_BATCH)
+    at = 1_790_000_000.0
+    history, profiles = past
+    # As a record from outside comes: no plan ids, no time of its status (the store completes both).
+    bare = copy.deepcopy(history)
+    for listing in bare.listings[::3]:
+        listing.pop("sellingStatusUpdateTimestamp", None)
+        for plan in listing.get("floorPlans") or []:
+            plan.pop("id", None)
+    two = loaded(tmp_path / "two.sqlite3", (bare, profiles), fork=True, at=at)
+    before = loaded(tmp_path / "before.sqlite3", (bare, profiles), fork=None, at=at)
+    created = [row for row in two["listing_history"] if row[9] == "created" and row[2] == iso_time(at)]
+    assert len(created) == LISTINGS
+    assert two == before
 
 
 def test_a_forked_copy_that_fails_leaves_the_load_whole(

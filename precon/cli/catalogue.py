@@ -195,10 +195,10 @@ def simulate_catalogue(
 
 def _replace_sqlite(target: Path, listings: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> None:
     """The catalogue file replaced whole by one holding these records (written beside it, then renamed)."""
-    from precon.service.stores.loading import load
+    from precon.service.stores.loading import load_new
     from precon.service.stores.sqlite.store import write_whole
 
-    write_whole(target, lambda store: load(store, listings, profiles))
+    write_whole(target, lambda store: load_new(store, listings, profiles, at=time.time()))
 
 
 @catalogue.command("import")

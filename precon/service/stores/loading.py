@@ -57,12 +57,14 @@ def load(
     return changes
 
 
-class PastLoadable(Protocol):
-    """A store a simulated past is loaded into: documents stored as they are, and their history beside them."""
+class NewLoadable(Protocol):
+    """A store a new catalogue is written into whole (SQLite's): its listings added at once, its history beside."""
 
     def bulk_load(self) -> AbstractContextManager[None]: ...
     def upsert_profiles(self, records: Iterable[dict[str, Any]]) -> list[CatalogueChange]: ...
-    def add_new_listings(self, records: Sequence[dict[str, Any]], progress: Progress | None = None) -> None: ...
+    def add_new_listings(
+        self, records: Sequence[dict[str, Any]], progress: Progress | None = None, at: float | None = None
+    ) -> None: ...
     def copy_history(self, rows: Sequence[HistoryRow]) -> None: ...
 
 
@@ -73,15 +75,29 @@ class Past(Protocol):
     history: list[HistoryRow]
 
 
-def load_past(
-    store: PastLoadable, past: Past, profiles: Iterable[dict[str, Any]], progress: Progress | None = None
+def load_new(
+    store: NewLoadable,
+    listings: Sequence[dict[str, Any]],
+    profiles: Iterable[dict[str, Any]],
+    progress: Progress | None = None,
+    at: float | None = None,
+    history: Sequence[HistoryRow] = (),
 ) -> None:
-    """Writes a new catalogue with its simulated past (:func:`precon.service.stores.simulation.simulated_past`):
-    profiles, the listings as the past left them, then the history that led there."""
+    """Writes a new catalogue into an empty store: profiles, then the listings, created at ``at`` (as they are
+    where None), then ``history`` recorded elsewhere. Nobody hears of it: a new catalogue has no subscribers."""
     with store.bulk_load():
         for batch in batched(profiles):
             store.upsert_profiles(batch)
             if progress is not None:
                 progress("profiles", len(batch))
-        store.add_new_listings(past.listings, progress)
-        store.copy_history(past.history)
+        store.add_new_listings(listings, progress, at)
+        if history:
+            store.copy_history(history)
+
+
+def load_past(
+    store: NewLoadable, past: Past, profiles: Iterable[dict[str, Any]], progress: Progress | None = None
+) -> None:
+    """Writes a new catalogue with its simulated past (:func:`precon.service.stores.simulation.simulated_past`):
+    profiles, the listings as the past left them, then the history that led there."""
+    load_new(store, past.listings, profiles, progress, history=past.history)

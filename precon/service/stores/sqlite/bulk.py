@@ -13,13 +13,14 @@ from typing import Any
 
 from precon.service.stores.forked import Forked, ForkFailed, can_fork, forked
 from precon.service.stores.loading import BATCH, Progress
-from precon.service.stores.records import _last_of_each, as_stored_listing, listing_key
+from precon.service.stores.records import _last_of_each, listing_key
 from precon.service.stores.sqlite.catalogue import _LISTING_SECONDARY_INDEXES, _schema
 from precon.service.stores.sqlite.forked_rows import (
     SPLIT_WORTH,
     attached,
     copy_index_rows,
     forked_share,
+    new_listing,
     write_index_rows,
 )
 from precon.service.stores.sqlite.rewrites import ListingBatch
@@ -54,10 +55,16 @@ class SQLiteBulkLoads(SQLiteWrites):
             db.execute("ANALYZE")
 
     def add_new_listings(
-        self, records: Sequence[dict[str, Any]], progress: Progress | None = None, fork: bool | None = None
+        self,
+        records: Sequence[dict[str, Any]],
+        progress: Progress | None = None,
+        at: float | None = None,
+        fork: bool | None = None,
     ) -> None:
-        """A new catalogue's listings, stored as they are (each once: the last of an id), in batches inside
-        :meth:`bulk_load`, into a catalogue holding none. No events: a new catalogue has no subscribers yet.
+        """A new catalogue's listings (each once: the last of an id), in batches inside :meth:`bulk_load`, into a
+        catalogue holding none: completed and recorded as created at ``at`` as :meth:`upsert_listings` writes them,
+        or stored as they are where ``at`` is None (a simulated past's). No events: a new catalogue has no
+        subscribers yet.
 
         ``fork``: whether the rows that find the last part of them are made by a forked copy of this process
         meanwhile (:mod:`.forked_rows`); by default where that is safe and worth it."""
@@ -71,7 +78,7 @@ class SQLiteBulkLoads(SQLiteWrites):
         here = len(records) - forked_count
         side = self.path.with_name(f".{self.path.name}.forked-rows-{os.getpid()}")
         side.unlink(missing_ok=True)
-        work = partial(write_index_rows, side, records[here:], here + 1)
+        work = partial(write_index_rows, side, records[here:], here + 1, at)
         try:
             with forked(work) if forked_count else nullcontext() as copy:
                 for start in range(0, len(records), BATCH):
@@ -79,17 +86,17 @@ class SQLiteBulkLoads(SQLiteWrites):
                     with self._transaction() as db:
                         batch = ListingBatch(index_rows_until=here)
                         for offset, record in enumerate(part, start + 1):
-                            self._add_listing(db, record, batch, None, rowid=offset)
+                            self._add_listing(db, record, batch, at, rowid=offset)
                         self._finish_listings(db, batch)
                     if progress is not None:
                         progress("listings", len(part))
                 if copy is not None:
-                    self._add_forked_rows(copy, side, records[here:], here + 1)
+                    self._add_forked_rows(copy, side, records[here:], here + 1, at)
         finally:
             side.unlink(missing_ok=True)
 
     def _add_forked_rows(
-        self, copy: Forked[int], side: Path, records: Sequence[dict[str, Any]], first_rowid: int
+        self, copy: Forked[int], side: Path, records: Sequence[dict[str, Any]], first_rowid: int, at: float | None
     ) -> None:
         """The index rows the forked copy made, copied in; made here if it failed (a killed copy, a full disk)."""
         try:
@@ -99,7 +106,7 @@ class SQLiteBulkLoads(SQLiteWrites):
             with self._transaction() as db:
                 batch = ListingBatch()
                 for rowid, record in enumerate(records, first_rowid):
-                    batch.add(as_stored_listing(record)[1], rowid)
+                    batch.add(new_listing(record, at), rowid)
                 self._insert_listing_rows(db, batch)
             return
         with attached(self._db(), side), self._transaction() as db:

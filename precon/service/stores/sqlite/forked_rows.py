@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from precon.service.stores.derived import complete_listing
 from precon.service.stores.loading import BATCH
 from precon.service.stores.records import ListingIndexRows, as_stored_listing
 
@@ -49,10 +50,17 @@ def forked_share(listings: int) -> int:
     return int(listings * FORKED_SHARE)
 
 
-def write_index_rows(path: Path, records: Sequence[dict[str, Any]], first_rowid: int) -> int:
-    """The index rows of ``records``, stored as row ids ``first_rowid`` on, written to a new SQLite file at
-    ``path`` (what the forked copy does), :data:`~.loading.BATCH` listings at a time (a batch's rows held at
-    once, as a load holds them). Answers how many listings."""
+def new_listing(record: dict[str, Any], at: float | None) -> dict[str, Any]:
+    """A new listing as the store writes it: completed at ``at``, as it is where None (see ``_add_listing``)."""
+    record = as_stored_listing(record)[1]
+    return record if at is None else complete_listing(record, None, at)
+
+
+def write_index_rows(path: Path, records: Sequence[dict[str, Any]], first_rowid: int, at: float | None = None) -> int:
+    """The index rows of ``records`` (new listings written at ``at``: :func:`new_listing`), stored as row ids
+    ``first_rowid`` on, written to a new SQLite file at ``path`` (what the forked copy does),
+    :data:`~.loading.BATCH` listings at a time (a batch's rows held at once, as a load holds them). Answers how
+    many listings."""
     db = sqlite3.connect(path, isolation_level=None)
     try:
         db.execute("PRAGMA journal_mode=OFF")
@@ -64,7 +72,7 @@ def write_index_rows(path: Path, records: Sequence[dict[str, Any]], first_rowid:
         for start in range(0, len(records), BATCH):
             rows = ListingIndexRows()
             for rowid, record in enumerate(records[start : start + BATCH], first_rowid + start):
-                rows.add(as_stored_listing(record)[1], rowid)
+                rows.add(new_listing(record, at), rowid)
             _insert(db, rows)
         db.execute("COMMIT")
     finally:
