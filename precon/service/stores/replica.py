@@ -39,6 +39,7 @@ from precon.service.stores.postgres.catalogue_base import CHANNEL
 from precon.service.stores.postgres.documents import RebuildCopy
 from precon.service.stores.postgres.store import PostgresCatalogueStore
 from precon.service.stores.postgres.writes import combined_rank
+from precon.service.stores.prompt_switch import prompt_switching
 from precon.service.stores.sqlite.catalogue import _DERIVED_TABLES
 from precon.service.stores.sqlite.store import SQLiteStore
 from precon.service.stores.types import TRENDING_DECAY_PER_S, TRENDING_EPOCH_S, CatalogueChange
@@ -137,7 +138,8 @@ class CatalogueCopy:
         """Applies what PostgreSQL committed since the copy's generation (rebuilding the copy when the log no longer
         reaches back to it): the generation the copy holds then."""
         try:
-            return self._catch_up(self.local)
+            with prompt_switching():
+                return self._catch_up(self.local)
         except RebuildCopy as reason:
             log.warning("the copy %s is rebuilt from a snapshot: %s", self.path, reason)
             with self._apply_lock:
