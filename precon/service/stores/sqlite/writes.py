@@ -66,12 +66,10 @@ Update = Callable[[str, dict[str, Any]], dict[str, Any] | None]
 ONE_BY_ONE_MOST = 200
 """The most profiles whose provinces a write recounts one by one (each a lookup in the terms index); more, as a
 set (a bulk load's thousands)."""
-_INSERT_LISTING = (
-    "INSERT INTO listings(listing_id, province, featured, updated_at, geo_lat, geo_lng, "
-    + ", ".join(_SCALAR_COLUMNS)
-    + ") VALUES ("
-    + ", ".join("?" * (6 + len(_SCALAR_COLUMNS)))
-    + ")"
+_LISTING_ROW = ["listing_id", "province", "featured", "updated_at", "geo_lat", "geo_lng", *_SCALAR_COLUMNS]
+_INSERT_LISTING = f"INSERT INTO listings({', '.join(_LISTING_ROW)}) VALUES ({', '.join('?' * len(_LISTING_ROW))})"
+_INSERT_LISTING_AT = (  # a new listing given its row id (one a forked copy made its rows for)
+    f"INSERT INTO listings(id, {', '.join(_LISTING_ROW)}) VALUES (?{', ?' * len(_LISTING_ROW)})"
 )
 _INSERT_LISTING_FTS = (
     f"INSERT INTO listing_fts(rowid, {', '.join(SEARCHABLE_LISTING_FIELDS)}) "
@@ -81,16 +79,6 @@ _INSERT_PROFILE_FTS = (
     f"INSERT INTO profile_fts(rowid, {', '.join(SEARCHABLE_PROFILE_FIELDS)}) "
     f"VALUES (?{', ?' * len(SEARCHABLE_PROFILE_FIELDS)})"
 )
-
-
-_INSERT_LISTING_AT = _INSERT_LISTING.replace("INSERT INTO listings(", "INSERT INTO listings(id, ").replace(
-    "VALUES (", "VALUES (?, "
-)
-
-
-def _insert_at(db: sqlite3.Connection, rowid: int, columns: list[Any]) -> int:
-    db.execute(_INSERT_LISTING_AT, [rowid, *columns])
-    return rowid
 
 
 class StaleUpdate(RuntimeError):
@@ -280,8 +268,11 @@ class SQLiteWrites(SQLiteCatalogueBase):
             batch.created.append(listing_id)
         lat, lng = geo_point(record)
         columns = [listing_id, *listing_columns(record, lat, lng, batch.labels)]
-        rowid = db.execute(_INSERT_LISTING, columns).lastrowid if rowid is None else _insert_at(db, rowid, columns)
-        assert rowid is not None
+        if rowid is None:
+            rowid = db.execute(_INSERT_LISTING, columns).lastrowid
+            assert rowid is not None
+        else:
+            db.execute(_INSERT_LISTING_AT, [rowid, *columns])
         document = encode_document(record)
         batch.docs.append((rowid, document))
         batch.existing[listing_id] = (rowid, document)
