@@ -120,9 +120,7 @@ def copy_index_rows(db: sqlite3.Connection) -> None:
                 "INSERT INTO listing_values SELECT p.code, v.listing, v.value FROM forked.forked_values v "
                 "JOIN value_paths p ON p.path = v.path ORDER BY v.rowid"
             )
+        elif table in _KEYS:  # a label, an attribute's name: the first met is kept, as one process's writes keep it
+            db.execute(f"INSERT OR IGNORE INTO main.{table}({columns}) SELECT {columns} FROM forked.{table}")
         else:
-            # A label and an attribute's name: the first met is kept, as one process's writes keep them.
-            if table in _KEYS:
-                db.execute(f"INSERT OR IGNORE INTO main.{table}({columns}) SELECT {columns} FROM forked.{table}")
-            else:
-                db.execute(f"INSERT INTO main.{table}({columns}) SELECT {columns} FROM forked.{table} ORDER BY rowid")
+            db.execute(f"INSERT INTO main.{table}({columns}) SELECT {columns} FROM forked.{table} ORDER BY rowid")
